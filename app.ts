@@ -1,0 +1,73 @@
+import { bodyLimit } from "hono/body-limit";
+import { HTTPException } from "hono/http-exception";
+import { ensureCompany } from "./domain/companies.ts";
+import { requireCompany } from "./lib/auth.ts";
+import { ApiError, payloadTooLarge } from "./lib/errors.ts";
+import { type Deps, newRouter } from "./lib/http.ts";
+import { log } from "./lib/log.ts";
+import { healthRoutes } from "./routes/health.ts";
+import { peopleRoutes } from "./routes/people.ts";
+
+export const MAX_BODY_BYTES = 22 * 1024 * 1024;
+const REQUEST_ID_RE = /^[A-Za-z0-9._:\-]{1,128}$/;
+
+/** The whole HTTP API, without a server: `main.ts` serves it and tests call `app.request`. */
+export function createApp(deps: Deps) {
+  const app = newRouter();
+
+  app.use("*", async (c, next) => {
+    const started = performance.now();
+    const given = c.req.header("x-request-id");
+    const requestId = given && REQUEST_ID_RE.test(given) ? given : crypto.randomUUID();
+    c.set("requestId", requestId);
+    await next();
+    c.header("x-request-id", requestId);
+    log.info("request", {
+      request_id: requestId,
+      method: c.req.method,
+      path: c.req.path,
+      status: c.res.status,
+      duration_ms: Math.round((performance.now() - started) * 10) / 10,
+    });
+  });
+
+  app.use("*", bodyLimit({ maxSize: MAX_BODY_BYTES, onError: () => Promise.reject(payloadTooLarge()) }));
+  app.use("/api/*", requireCompany(deps.config.jwtSecret, (id) => ensureCompany(deps.sql, id)));
+
+  app.route("/", healthRoutes(deps));
+  app.route("/", peopleRoutes(deps));
+
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
+    type: "http",
+    scheme: "bearer",
+    bearerFormat: "JWT",
+  });
+  app.doc31("/openapi.json", {
+    openapi: "3.1.0",
+    info: { title: "Payments integrator API", version: "1.0.0" },
+    security: [{ bearerAuth: [] }],
+  });
+
+  app.notFound((c) => c.json({ errors: { detail: "Not Found" } }, 404));
+  app.onError((err, c) => {
+    if (err instanceof ApiError) return c.json({ errors: err.errors }, err.status);
+    if (err instanceof HTTPException && err.status < 500) {
+      const detail = err.status === 413
+        ? "Payload Too Large"
+        : err.status === 401
+        ? "Unauthorized"
+        : err.message || "Bad Request";
+      return c.json({ errors: { detail } }, err.status);
+    }
+    log.error("unhandled error", {
+      request_id: c.get("requestId"),
+      error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+      stack: err instanceof Error ? err.stack : undefined,
+    });
+    return c.json({ errors: { detail: "Internal Server Error" } }, 500);
+  });
+
+  return app;
+}
+
+export type App = ReturnType<typeof createApp>;

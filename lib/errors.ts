@@ -1,0 +1,61 @@
+/**
+ * Error values thrown by routes and domain code. `app.onError` is the only place that turns them into
+ * the `{errors: ...}` body, so every error a client sees has the same shape.
+ */
+export type FieldErrors = { [field: string]: string[] | FieldErrors };
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: 400 | 401 | 404 | 409 | 413 | 422 | 500,
+    readonly errors: FieldErrors | { detail: string },
+  ) {
+    super(typeof errors.detail === "string" ? errors.detail : "validation failed");
+  }
+}
+
+export const BLANK = "can't be blank";
+
+/** Field errors: 400 when something required is missing or blank, 422 otherwise (decisions §3). */
+export function validationFailed(errors: FieldErrors, status?: 400 | 422): ApiError {
+  return new ApiError(status ?? (hasBlank(errors) ? 400 : 422), errors);
+}
+
+export const badRequest = (detail: string) => new ApiError(400, { detail });
+export const unauthorized = () => new ApiError(401, { detail: "Unauthorized" });
+export const notFound = () => new ApiError(404, { detail: "Not Found" });
+export const unprocessable = (detail: string) => new ApiError(422, { detail });
+export const payloadTooLarge = () => new ApiError(413, { detail: "Payload Too Large" });
+
+function hasBlank(errors: FieldErrors): boolean {
+  return Object.values(errors).some((v) => Array.isArray(v) ? v.includes(BLANK) : hasBlank(v));
+}
+
+/** Adds `message` at a dotted path such as ["bank", "code"], creating the nested objects. */
+export function addFieldError(errors: FieldErrors, path: readonly (string | number)[], message: string) {
+  const keys = path.length ? path.map(String) : ["detail"];
+  let node = errors;
+  for (const key of keys.slice(0, -1)) {
+    const next = node[key];
+    if (!next || Array.isArray(next)) node[key] = {};
+    node = node[key] as FieldErrors;
+  }
+  const last = keys[keys.length - 1];
+  const list = node[last];
+  if (Array.isArray(list)) {
+    if (!list.includes(message)) list.push(message);
+  } else node[last] = [message];
+}
+
+/** Collects field errors, then throws them all at once; rules keep running after the first failure. */
+export class ErrorBag {
+  readonly errors: FieldErrors = {};
+  add(path: string | readonly (string | number)[], message: string) {
+    addFieldError(this.errors, typeof path === "string" ? path.split(".") : path, message);
+  }
+  get empty() {
+    return Object.keys(this.errors).length === 0;
+  }
+  throwIfAny(status?: 400 | 422) {
+    if (!this.empty) throw validationFailed(this.errors, status);
+  }
+}

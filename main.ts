@@ -1,0 +1,60 @@
+import { createApp } from "./app.ts";
+import { taskList } from "./jobs/index.ts";
+import { type Config, loadConfig } from "./lib/config.ts";
+import { connect, ensureDatabase } from "./lib/db.ts";
+import { log, setLogLevel } from "./lib/log.ts";
+import { migrate } from "./lib/migrate.ts";
+import { startWorker, stopWorker, type Worker } from "./lib/worker.ts";
+
+const SHUTDOWN_GRACE_MS = 10_000;
+
+/** Migrates, starts the worker and serves; resolves with a `stop` that shuts everything down in order. */
+export async function start(config: Config) {
+  setLogLevel(config.logLevel);
+  if (config.jwtSecretIsDefault) log.warn("JWT_SECRET is not set: using the development secret");
+
+  const url = config.databaseUrl;
+  await ensureDatabase(url);
+  const sql = connect(url, { max: 10 });
+  await migrate(sql, url);
+
+  let worker: Worker | null = null;
+  const deps = { sql, config, workerRunning: () => worker !== null };
+  if (config.worker) worker = await startWorker(url, config.workerConcurrency, taskList(deps));
+
+  const app = createApp(deps);
+  const server = Deno.serve({
+    port: config.port,
+    hostname: config.host,
+    onListen: ({ hostname, port }) => log.info("listening", { host: hostname, port, worker: config.worker }),
+  }, app.fetch);
+
+  const stop = async () => {
+    const deadline = new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS));
+    await Promise.race([
+      (async () => {
+        await server.shutdown();
+        if (worker) await stopWorker(worker);
+        worker = null;
+      })(),
+      deadline,
+    ]);
+    await sql.end({ timeout: 2 });
+  };
+  return { server, stop, sql, app };
+}
+
+if (import.meta.main) {
+  const service = await start(loadConfig());
+  let stopping = false;
+  const onSignal = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info("shutting down", { signal });
+    await service.stop();
+    log.info("stopped");
+    Deno.exit(0);
+  };
+  Deno.addSignalListener("SIGINT", () => onSignal("SIGINT"));
+  Deno.addSignalListener("SIGTERM", () => onSignal("SIGTERM"));
+}

@@ -1,0 +1,106 @@
+import { z } from "@hono/zod-openapi";
+import { DOCUMENT_TYPES, FISCAL_COUNTRIES, toAlpha3 } from "../domain/person_rules.ts";
+import { decimalString, optionalText, requiredText } from "./common.ts";
+import { DocumentInput } from "./documents.ts";
+
+const documentType = z.string().trim().toLowerCase().pipe(z.enum(DOCUMENT_TYPES));
+const fiscalCountry = z.string().transform(toAlpha3).pipe(z.enum(FISCAL_COUNTRIES));
+
+const birthDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "has invalid format").refine((s) => {
+  const d = new Date(`${s}T00:00:00Z`);
+  return !Number.isNaN(d.getTime()) && d.toISOString().startsWith(s) && d.getTime() <= Date.now();
+}, "is invalid");
+
+const nullable = <T extends z.ZodType>(s: T) => s.nullish();
+
+/** Optional fields, shared by registration and update. */
+const optionalFields = {
+  rfc_pf: nullable(z.string().trim().toUpperCase().regex(/^[A-ZÑ&]{4}\d{6}[A-Z\d]{3}$/, "has invalid format")),
+  email: nullable(z.string().trim().max(254).pipe(z.email())),
+  website: nullable(z.string().trim().max(2048).regex(/^https?:\/\/[^\s/$.?#][^\s]*$/i, "has invalid format")),
+  phone_country_code: nullable(z.string().trim().regex(/^\d{2}$/, "has invalid format")),
+  phone_area_code: nullable(z.string().trim().regex(/^\d{1,5}$/, "has invalid format")),
+  phone_number: nullable(z.string().trim().regex(/^\d{4,15}$/, "has invalid format")),
+  birth_date: nullable(birthDate),
+  net_monthly_average_income: nullable(decimalString),
+  address_street: optionalText(),
+  address_number: optionalText(50),
+  address_complement: optionalText(),
+  address_neighborhood: optionalText(),
+  address_postal_code: optionalText(20),
+  address_city: optionalText(),
+  address_state: nullable(z.string().trim().toUpperCase().max(50)),
+  address_country: optionalText(100),
+};
+
+export const PersonCreate = z.object({
+  document_number: requiredText(40),
+  document_type: documentType,
+  social_name: requiredText(),
+  fiscal_country: fiscalCountry,
+  ...optionalFields,
+  documents: z.array(DocumentInput).max(20).nullish(),
+}).openapi("PersonCreate");
+
+export const PersonCreateBody = z.object({ person: PersonCreate });
+
+/** PUT: every field optional; the document pair is the identity and cannot change. */
+export const PersonUpdate = z.object({
+  social_name: requiredText().optional(),
+  fiscal_country: fiscalCountry.optional(),
+  ...optionalFields,
+  document_number: z.unknown().optional(),
+  document_type: z.unknown().optional(),
+}).superRefine((p, ctx) => {
+  for (const key of ["document_number", "document_type"] as const) {
+    if (p[key] !== undefined) ctx.addIssue({ code: "custom", path: [key], message: "cannot be changed" });
+  }
+}).openapi("PersonUpdate");
+
+export const PersonUpdateBody = z.object({ person: PersonUpdate });
+
+export type PersonCreateInput = z.output<typeof PersonCreate>;
+export type PersonUpdateInput = z.output<typeof PersonUpdate>;
+
+export const DocumentSummary = z.object({
+  id: z.string().uuid(),
+  labels: z.array(z.string()),
+  file_type: z.string(),
+  file_name: z.string().nullable(),
+  file_url: z.string().nullable(),
+  size: z.number().int().nullable(),
+  inserted_at: z.string(),
+});
+
+const s = z.string();
+const sn = z.string().nullable();
+export const Person = z.object({
+  id: z.string().uuid(),
+  status: z.enum(["approved", "reproved", "waiting_approval"]),
+  status_reason: z.string().optional().openapi({ description: "Only on the person detail endpoint" }),
+  clearance_level: z.number().int(),
+  required_clearance_level: z.number().int(),
+  social_name: s,
+  document_type: s,
+  document_number: s,
+  fiscal_country: s,
+  rfc_pf: sn,
+  email: sn,
+  phone_country_code: sn,
+  phone_area_code: sn,
+  phone_number: sn,
+  birth_date: sn,
+  net_monthly_average_income: sn,
+  address_street: sn,
+  address_number: sn,
+  address_complement: sn,
+  address_neighborhood: sn,
+  address_postal_code: sn,
+  address_city: sn,
+  address_state: sn,
+  address_country: sn,
+  references: z.array(z.unknown()),
+  documents: z.array(DocumentSummary),
+  inserted_at: s.openapi({ example: "2026-11-21T07:00:00" }),
+  updated_at: s.openapi({ example: "2026-11-21T07:00:00" }),
+}).openapi("Person");

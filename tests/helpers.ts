@@ -1,0 +1,150 @@
+import { createApp } from "../app.ts";
+import { taskList } from "../jobs/index.ts";
+import { signToken } from "../lib/auth.ts";
+import { type Config, loadConfig } from "../lib/config.ts";
+import { connect, ensureDatabase, type Sql } from "../lib/db.ts";
+import type { Deps } from "../lib/http.ts";
+import { setLogLevel } from "../lib/log.ts";
+import { migrate } from "../lib/migrate.ts";
+import { startWorker, stopWorker, type Worker } from "../lib/worker.ts";
+import postgres from "postgres";
+
+export const TEST_JWT_SECRET = "test-secret";
+
+/** The Postgres server and base database name the suite runs against (decisions §1). */
+export function testDatabaseUrl(suffix?: string): string {
+  const base = loadConfig({
+    DATABASE_URL: Deno.env.get("TEST_DATABASE_URL") ?? "postgres://127.0.0.1:5432/payments_test",
+    USER: Deno.env.get("USER"),
+  }).databaseUrl;
+  if (!suffix) return base;
+  const url = new URL(base);
+  url.pathname = `${url.pathname}_${suffix}`;
+  return url.toString();
+}
+
+/** Drops and recreates one database for one test file, so files run in parallel without sharing state. */
+export async function freshDatabase(name: string): Promise<string> {
+  const url = testDatabaseUrl(name);
+  const admin = new URL(url);
+  const dbName = admin.pathname.slice(1);
+  admin.pathname = "/postgres";
+  const sql = postgres(admin.toString(), { max: 1, onnotice: () => {} });
+  try {
+    await sql`drop database if exists ${sql(dbName)} with (force)`;
+  } finally {
+    await sql.end();
+  }
+  await ensureDatabase(url);
+  return url;
+}
+
+export type TestContext = {
+  url: string;
+  sql: Sql;
+  config: Config;
+  deps: Deps;
+  app: ReturnType<typeof createApp>;
+  worker: Worker | null;
+  close: () => Promise<void>;
+};
+
+/**
+ * A migrated database of its own and the app on it. With `worker: true` the graphile-worker runner runs too,
+ * using `env` (for example a short WEBHOOK_RETRY_SCHEDULE).
+ */
+export async function setup(
+  name: string,
+  opts: { worker?: boolean; env?: Record<string, string> } = {},
+): Promise<TestContext> {
+  setLogLevel("silent");
+  const url = await freshDatabase(name);
+  const config = loadConfig({
+    DATABASE_URL: url,
+    JWT_SECRET: TEST_JWT_SECRET,
+    WEBHOOK_ALLOW_PRIVATE_URLS: "true",
+    WEBHOOK_RETRY_SCHEDULE: "1",
+    WEBHOOK_TIMEOUT_MS: "2000",
+    WORKER_CONCURRENCY: "8",
+    LOG_LEVEL: "silent",
+    ...opts.env,
+  });
+  const sql = connect(url, { max: 5 });
+  await migrate(sql, url);
+  let worker: Worker | null = null;
+  const deps: Deps = { sql, config, workerRunning: () => worker !== null };
+  if (opts.worker) worker = await startWorker(url, config.workerConcurrency, taskList(deps));
+  const app = createApp(deps);
+  return {
+    url,
+    sql,
+    config,
+    deps,
+    app,
+    get worker() {
+      return worker;
+    },
+    close: async () => {
+      if (worker) await stopWorker(worker);
+      worker = null;
+      await sql.end({ timeout: 2 });
+    },
+  };
+}
+
+// deno-lint-ignore no-explicit-any
+export type Reply = { status: number; body: any; headers: Headers };
+
+/** An integrator: a company with its token, calling the app as HTTP would. */
+export async function newCompany(
+  ctx: { app: { request: (path: string, init?: RequestInit) => Response | Promise<Response> } },
+) {
+  const id = crypto.randomUUID();
+  const token = await signToken(TEST_JWT_SECRET, id);
+  const call = async (
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<Reply> => {
+    const res = await ctx.app.request(path, {
+      method,
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...headers },
+      body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+    });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch { /* not JSON: keep the text */ }
+    return { status: res.status, body: parsed, headers: res.headers };
+  };
+  return {
+    id,
+    token,
+    call,
+    get: (path: string) => call("GET", path),
+    post: (path: string, body?: unknown) => call("POST", path, body),
+    put: (path: string, body?: unknown) => call("PUT", path, body),
+    delete: (path: string) => call("DELETE", path),
+  };
+}
+
+export type Company = Awaited<ReturnType<typeof newCompany>>;
+
+/** Waits until `check` returns a truthy value, polling; fails after `timeoutMs` with `what` in the message. */
+export async function eventually<T>(
+  what: string,
+  check: () => Promise<T> | T,
+  timeoutMs = 10_000,
+  everyMs = 50,
+): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  let last: T | undefined;
+  while (Date.now() < deadline) {
+    last = await check();
+    if (last) return last as NonNullable<T>;
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  throw new Error(`timed out waiting for ${what} (last value: ${JSON.stringify(last)})`);
+}
