@@ -6,10 +6,13 @@ import { DocumentInput } from "./documents.ts";
 const documentType = z.string().trim().toLowerCase().pipe(z.enum(DOCUMENT_TYPES));
 const fiscalCountry = z.string().transform(toAlpha3).pipe(z.enum(FISCAL_COUNTRIES));
 
-const birthDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "has invalid format").refine((s) => {
-  const d = new Date(`${s}T00:00:00Z`);
-  return !Number.isNaN(d.getTime()) && d.toISOString().startsWith(s) && d.getTime() <= Date.now();
-}, "is invalid");
+const birthDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, { message: "has invalid format", abort: true }).refine(
+  (s) => {
+    const d = new Date(`${s}T00:00:00Z`);
+    return !Number.isNaN(d.getTime()) && d.toISOString().startsWith(s) && d.getTime() <= Date.now();
+  },
+  "is invalid",
+);
 
 const nullable = <T extends z.ZodType>(s: T) => s.nullish();
 
