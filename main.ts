@@ -2,7 +2,7 @@ import { createApp } from "./app.ts";
 import { taskList } from "./jobs/index.ts";
 import { type Config, loadConfig } from "./lib/config.ts";
 import { connect, ensureDatabase } from "./lib/db.ts";
-import { log, setLogLevel } from "./lib/log.ts";
+import { flushLogs, log, setLogLevel } from "./lib/log.ts";
 import { migrate } from "./lib/migrate.ts";
 import { startWorker, stopWorker, type Worker } from "./lib/worker.ts";
 
@@ -53,6 +53,7 @@ if (import.meta.main) {
     log.info("shutting down", { signal });
     await service.stop();
     log.info("stopped");
+    flushLogs();
     Deno.exit(0);
   };
   Deno.addSignalListener("SIGINT", () => onSignal("SIGINT"));

@@ -153,17 +153,21 @@ export async function registerPerson(sql: Sql, companyId: string, input: PersonC
   };
   const updates = Object.keys(fields) as Editable[];
   const write = async (tx: Tx) => {
-    const [saved] = await tx<{ id: string; created: boolean }[]>`
+    const [saved] = await tx<(PersonRow & { created: boolean })[]>`
       insert into people ${tx(row)}
       on conflict (company_id, document_type, document_number)
       do update set ${tx(fields, updates)}, updated_at = now()
-      returning id, (xmax = 0) as created`;
+      returning *, (xmax = 0) as created`;
     for (const doc of documents) await insertDocument(tx, companyId, saved.id, doc);
     if (documents.length) await reviewAfterDocuments(tx, companyId, saved.id);
     return saved;
   };
   const saved = documents.length ? await sql.begin(write) : await write(sql);
-  return { person: await getPerson(sql, companyId, saved.id), created: saved.created };
+  // a new person without documents is complete as returned; otherwise read it back with its documents
+  const person = saved.created && !documents.length
+    ? { ...saved, documents: [] }
+    : await getPerson(sql, companyId, saved.id);
+  return { person, created: saved.created };
 }
 
 /** PUT /subject/people/:id: given fields change, omitted ones stay, null clears. */
@@ -190,6 +194,10 @@ export async function updatePerson(sql: Sql, companyId: string, id: string, patc
  * (decisions §6). Returns the new status when it changed.
  */
 export async function reviewAfterDocuments(tx: Tx, companyId: string, personId: string) {
+  // Two uploads that together complete the set must not each miss the other's document: the row lock makes
+  // them take turns, and the next statement sees what the first one committed. NO KEY UPDATE, not UPDATE,
+  // because each upload already holds the KEY SHARE lock its document's foreign key took on this row.
+  await tx`select 1 from people where company_id = ${companyId} and id = ${personId} for no key update`;
   const [person] = await tx<{ status: string; labels: string[] }[]>`
     select p.status, coalesce(array_agg(l) filter (where l is not null), '{}') as labels
     from people p
