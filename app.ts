@@ -7,6 +7,8 @@ import { type Deps, newRouter } from "./lib/http.ts";
 import { log } from "./lib/log.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { peopleRoutes } from "./routes/people.ts";
+import { bankAccountRoutes } from "./routes/bank_accounts.ts";
+import { documentRoutes } from "./routes/documents.ts";
 
 export const MAX_BODY_BYTES = 22 * 1024 * 1024;
 const REQUEST_ID_RE = /^[A-Za-z0-9._:\-]{1,128}$/;
@@ -36,6 +38,8 @@ export function createApp(deps: Deps) {
 
   app.route("/", healthRoutes(deps));
   app.route("/", peopleRoutes(deps));
+  app.route("/", documentRoutes(deps));
+  app.route("/", bankAccountRoutes(deps));
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
     type: "http",

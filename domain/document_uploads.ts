@@ -1,0 +1,41 @@
+import type { Sql } from "../lib/db.ts";
+import { notFound } from "../lib/errors.ts";
+import { naiveUtc } from "../lib/time.ts";
+import type { DocumentInputValue } from "../schemas/documents.ts";
+import { insertDocument, prepareDocument } from "./documents.ts";
+import { reviewAfterDocuments } from "./people.ts";
+
+/** A stored document as a person's `documents` array shows it (decisions §5). */
+export type DocumentSummary = {
+  id: string;
+  labels: string[];
+  file_type: string;
+  file_name: string | null;
+  file_url: string | null;
+  size: number | null;
+  inserted_at: string;
+};
+
+/**
+ * POST /subject/:id/documents: checks the file (400 naming the field, 413 over 15 MB), stores it and, when it
+ * completes the mandatory set of a reproved person, sends that person to review, all in one transaction.
+ */
+export async function uploadDocument(
+  sql: Sql,
+  companyId: string,
+  personId: string,
+  input: DocumentInputValue,
+): Promise<DocumentSummary> {
+  // an unknown subject is a 404 even when the file is bad, and costs no decoding
+  const [person] = await sql`select 1 from people where company_id = ${companyId} and id = ${personId}`;
+  if (!person) throw notFound();
+  const prepared = await prepareDocument(input);
+  return await sql.begin(async (tx) => {
+    const id = await insertDocument(tx, companyId, personId, prepared);
+    await reviewAfterDocuments(tx, companyId, personId);
+    const [row] = await tx<(Omit<DocumentSummary, "inserted_at"> & { inserted_at: Date })[]>`
+      select id, labels, file_type, file_name, file_url, size, inserted_at
+      from documents where company_id = ${companyId} and id = ${id}`;
+    return { ...row, inserted_at: naiveUtc(row.inserted_at) };
+  });
+}
