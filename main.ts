@@ -1,7 +1,8 @@
 import { createApp } from "./app.ts";
 import { taskList } from "./jobs/index.ts";
 import { type Config, loadConfig } from "./lib/config.ts";
-import { connect, ensureDatabase } from "./lib/db.ts";
+import { connect, ensureDatabase, serverAnswers } from "./lib/db.ts";
+import { type EmbeddedPostgres, startEmbeddedPostgres } from "./lib/embedded_pg.ts";
 import { flushLogs, log, setLogLevel } from "./lib/log.ts";
 import { migrate } from "./lib/migrate.ts";
 import { startWorker, stopWorker, type Worker } from "./lib/worker.ts";
@@ -13,7 +14,12 @@ export async function start(config: Config) {
   setLogLevel(config.logLevel);
   if (config.jwtSecretIsDefault) log.warn("JWT_SECRET is not set: using the development secret");
 
-  const url = config.databaseUrl;
+  let embedded: EmbeddedPostgres | null = null;
+  let url = config.databaseUrl;
+  if (url === "embedded" || (!config.databaseUrlExplicit && !(await serverAnswers(url)))) {
+    embedded = await startEmbeddedPostgres();
+    url = embedded.url;
+  }
   await ensureDatabase(url);
   const sql = connect(url, { max: 10 });
   await migrate(sql, url);
@@ -40,6 +46,7 @@ export async function start(config: Config) {
       deadline,
     ]);
     await sql.end({ timeout: 2 });
+    if (embedded) await embedded.stop();
   };
   return { server, stop, sql, app };
 }
