@@ -1,0 +1,302 @@
+import assert from "node:assert/strict";
+import { type Company, newCompany, setup } from "./helpers.ts";
+
+// Minimal but complete files, built here so the bytes are real: a 1×1 grey PNG (CRCs and zlib stream computed),
+// a 1×1 baseline JPEG (one-symbol Huffman tables, one block whose DC difference and AC run are both zero) and a
+// one-object PDF.
+
+const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+
+function crc32(bytes: Uint8Array): number {
+  let c = 0xffffffff;
+  for (const b of bytes) c = CRC_TABLE[(c ^ b) & 0xff] ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+
+const u32 = (n: number) => [(n >>> 24) & 0xff, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff];
+
+function pngChunk(type: string, data: number[]): number[] {
+  const body = new Uint8Array([...new TextEncoder().encode(type), ...data]);
+  return [...u32(data.length), ...body, ...u32(crc32(body))];
+}
+
+async function zlib(bytes: number[]): Promise<number[]> {
+  const stream = new Blob([new Uint8Array(bytes)]).stream().pipeThrough(new CompressionStream("deflate"));
+  return [...new Uint8Array(await new Response(stream).arrayBuffer())];
+}
+
+async function png(): Promise<Uint8Array> {
+  const ihdr = [...u32(1), ...u32(1), 8, 0, 0, 0, 0]; // 1×1, 8-bit greyscale
+  const idat = await zlib([0, 0x80]); // filter byte, one grey pixel
+  return new Uint8Array([
+    0x89,
+    0x50,
+    0x4e,
+    0x47,
+    0x0d,
+    0x0a,
+    0x1a,
+    0x0a,
+    ...pngChunk("IHDR", ihdr),
+    ...pngChunk("IDAT", idat),
+    ...pngChunk("IEND", []),
+  ]);
+}
+
+function jpeg(): Uint8Array {
+  const segment = (
+    marker: number,
+    body: number[],
+  ) => [0xff, marker, ...[(body.length + 2) >> 8, body.length + 2], ...body];
+  const oneSymbolTable = (cls: number) => [cls, 1, ...new Array(15).fill(0), 0x00];
+  return new Uint8Array([
+    0xff,
+    0xd8,
+    ...segment(0xe0, [...new TextEncoder().encode("JFIF\0"), 1, 1, 0, 0, 1, 0, 1, 0, 0]),
+    ...segment(0xdb, [0, ...new Array(64).fill(1)]),
+    ...segment(0xc0, [8, 0, 1, 0, 1, 1, 1, 0x11, 0]),
+    ...segment(0xc4, oneSymbolTable(0x00)),
+    ...segment(0xc4, oneSymbolTable(0x10)),
+    ...segment(0xda, [1, 1, 0x00, 0, 63, 0]),
+    0x3f, // DC category 0 ("0"), end of block ("0"), padded with ones
+    0xff,
+    0xd9,
+  ]);
+}
+
+const pdf = () =>
+  new TextEncoder().encode(
+    "%PDF-1.4\n1 0 obj <</Type /Catalog /Pages 2 0 R>> endobj\n2 0 obj <</Type /Pages /Kids [] /Count 0>> endobj\n" +
+      "trailer <</Root 1 0 R>>\n%%EOF\n",
+  );
+
+const b64 = (bytes: Uint8Array) => bytes.toBase64();
+
+async function newPerson(company: Company, documentNumber = "52998224725"): Promise<string> {
+  const res = await company.post("/api/v1/subject/people", {
+    person: { document_number: documentNumber, document_type: "cpf", social_name: "Ana Souza", fiscal_country: "BRA" },
+  });
+  assert.ok(res.status === 201 || res.status === 200, JSON.stringify(res.body));
+  return res.body.data.id;
+}
+
+Deno.test("document upload", async (t) => {
+  const ctx = await setup("documents");
+  const company = await newCompany(ctx);
+  const personId = await newPerson(company);
+  const upload = (document: unknown, id = personId) => company.post(`/api/v1/subject/${id}/documents`, { document });
+  const files = { png: await png(), jpeg: jpeg(), pdf: pdf() };
+
+  await t.step("a PNG, a JPEG and a PDF are stored with their type, answering 201 and the document", async () => {
+    const cases = [
+      { bytes: files.png, type: "image/png", name: "selfie.png" },
+      { bytes: files.jpeg, type: "image/jpeg", name: "rg.jpg" },
+      { bytes: files.pdf, type: "application/pdf", name: "cpf.pdf" },
+    ];
+    for (const c of cases) {
+      const res = await upload({
+        labels: ["cpf-number"],
+        file_type: c.type,
+        file_name: c.name,
+        file_data: b64(c.bytes),
+      });
+      assert.equal(res.status, 201, `${c.type}: ${JSON.stringify(res.body)}`);
+      const doc = res.body.data;
+      assert.deepEqual(
+        Object.keys(doc).sort(),
+        ["file_name", "file_type", "file_url", "id", "inserted_at", "labels", "size"],
+      );
+      assert.equal(doc.file_type, c.type);
+      assert.equal(doc.file_name, c.name);
+      assert.equal(doc.file_url, null);
+      assert.equal(doc.size, c.bytes.length);
+      assert.deepEqual(doc.labels, ["cpf-number"]);
+      assert.match(doc.inserted_at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$/);
+      const [stored] = await ctx.sql`select bytes from document_blobs where document_id = ${doc.id}`;
+      assert.deepEqual(new Uint8Array(stored.bytes), c.bytes);
+    }
+    const person = await company.get(`/api/v1/subject/people/${personId}`);
+    assert.deepEqual(person.body.data.documents.map((d: { file_type: string }) => d.file_type), [
+      "image/png",
+      "image/jpeg",
+      "application/pdf",
+    ]);
+  });
+
+  await t.step("a file declared as another type is refused with 400 on file_type", async () => {
+    for (
+      const [bytes, declared] of [
+        [files.png, "image/jpeg"],
+        [files.jpeg, "application/pdf"],
+        [files.pdf, "image/png"],
+        [files.png, "text/plain"],
+      ] as const
+    ) {
+      const res = await upload({
+        labels: ["rg-photo"],
+        file_type: declared,
+        file_name: "x.bin",
+        file_data: b64(bytes),
+      });
+      assert.equal(res.status, 400, declared);
+      assert.deepEqual(res.body, { errors: { file_type: ["does not match content"] } });
+    }
+  });
+
+  await t.step("plain text is accepted as text/plain, but not with NUL bytes in it", async () => {
+    const text = new TextEncoder().encode("Declaração de renda 2026\n");
+    const ok = await upload({ labels: ["note"], file_type: "text/plain", file_name: "n.txt", file_data: b64(text) });
+    assert.equal(ok.status, 201);
+    const binary = new Uint8Array([0x41, 0x00, 0x42]);
+    const bad = await upload({ labels: ["note"], file_type: "text/plain", file_name: "n.txt", file_data: b64(binary) });
+    assert.equal(bad.status, 400);
+    assert.ok(bad.body.errors.file_type);
+  });
+
+  await t.step("Base64 garbage is a 400 on file_data", async () => {
+    for (const data of ["%%% not base64 %%%", "@@@@"]) {
+      const res = await upload({ labels: ["rg-photo"], file_type: "image/png", file_name: "a.png", file_data: data });
+      assert.equal(res.status, 400);
+      assert.ok(Array.isArray(res.body.errors.file_data), JSON.stringify(res.body));
+    }
+  });
+
+  await t.step("file_name is required with file_data and must carry an extension", async () => {
+    const data = b64(files.png);
+    const missing = await upload({ labels: ["rg-photo"], file_type: "image/png", file_data: data });
+    assert.equal(missing.status, 400);
+    assert.deepEqual(missing.body.errors.file_name, ["can't be blank"]);
+    for (const name of ["selfie", "selfie.", ".png"]) {
+      const res = await upload({ labels: ["rg-photo"], file_type: "image/png", file_name: name, file_data: data });
+      assert.equal(res.status, 400, name);
+      assert.ok(res.body.errors.file_name, name);
+    }
+  });
+
+  await t.step("a document by URL is stored as a reference; other schemes are refused", async () => {
+    const res = await upload({
+      labels: ["address-proof"],
+      file_type: "application/pdf",
+      file_url: "https://files.example.com/p.pdf",
+    });
+    assert.equal(res.status, 201);
+    assert.equal(res.body.data.file_url, "https://files.example.com/p.pdf");
+    assert.equal(res.body.data.size, null);
+    const ftp = await upload({ labels: ["address-proof"], file_type: "application/pdf", file_url: "ftp://x/p.pdf" });
+    assert.equal(ftp.status, 400);
+    assert.ok(ftp.body.errors.file_url);
+    const neither = await upload({ labels: ["address-proof"], file_type: "application/pdf" });
+    assert.equal(neither.status, 400);
+    assert.deepEqual(neither.body.errors, { file_data: ["can't be blank"], file_url: ["can't be blank"] });
+  });
+
+  await t.step("labels and file_type are required", async () => {
+    const res = await upload({ file_name: "a.png", file_data: b64(files.png) });
+    assert.equal(res.status, 400);
+    assert.deepEqual(res.body.errors.labels, ["can't be blank"]);
+    assert.deepEqual(res.body.errors.file_type, ["can't be blank"]);
+  });
+
+  await t.step("a file over 15 MB is a 413; a body over 22 MB is refused before it is read", async () => {
+    const big = new Uint8Array(15 * 1024 * 1024 + 1);
+    big.set(files.pdf);
+    const res = await upload({
+      labels: ["rg-photo"],
+      file_type: "application/pdf",
+      file_name: "big.pdf",
+      file_data: b64(big),
+    });
+    assert.equal(res.status, 413);
+    assert.ok(res.body.errors.file_data);
+
+    const huge = JSON.stringify({
+      document: { labels: ["x"], file_type: "text/plain", file_name: "a.txt", file_data: "A".repeat(23 * 1024 * 1024) },
+    });
+    const tooBig = await company.post(`/api/v1/subject/${personId}/documents`, huge);
+    assert.equal(tooBig.status, 413);
+    assert.deepEqual(tooBig.body, { errors: { detail: "Payload Too Large" } });
+  });
+
+  await t.step("malformed bodies are 4xx, never 5xx", async () => {
+    const path = `/api/v1/subject/${personId}/documents`;
+    const badJson = await company.post(path, "{not json");
+    assert.equal(badJson.status, 400);
+    assert.ok(typeof badJson.body.errors.detail === "string");
+    for (const body of [{}, { document: "x" }, { document: null }, []]) {
+      const res = await company.post(path, body);
+      assert.equal(res.status, 400, JSON.stringify(body));
+      assert.ok(typeof res.body.errors.detail === "string");
+    }
+    for (
+      const document of [{ labels: "rg-photo", file_type: "image/png", file_url: "https://x.io/a" }, {
+        labels: [1],
+        file_type: 5,
+      }]
+    ) {
+      const res = await upload(document);
+      assert.ok(res.status >= 400 && res.status < 500, JSON.stringify(res.body));
+    }
+  });
+
+  await t.step("an unknown, foreign or malformed subject id answers 404 or 400", async () => {
+    const doc = { labels: ["rg-photo"], file_type: "image/png", file_name: "a.png", file_data: b64(files.png) };
+    const unknown = await upload(doc, crypto.randomUUID());
+    assert.equal(unknown.status, 404);
+    assert.deepEqual(unknown.body, { errors: { detail: "Not Found" } });
+    const other = await newCompany(ctx);
+    const foreign = await other.post(`/api/v1/subject/${personId}/documents`, { document: doc });
+    assert.equal(foreign.status, 404);
+    const malformed = await upload(doc, "not-a-uuid");
+    assert.equal(malformed.status, 400);
+    assert.deepEqual(malformed.body, { errors: { id: ["is invalid"] } });
+  });
+
+  await t.step("the upload completing the mandatory set of a reproved person sends it to review", async () => {
+    const id = await newPerson(company, "12345678909");
+    await ctx.sql`update people set status = 'reproved' where id = ${id}`;
+    const send = (label: string) =>
+      upload(
+        { labels: [label], file_type: "application/pdf", file_name: `${label}.pdf`, file_data: b64(files.pdf) },
+        id,
+      );
+    const status = async () => (await company.get(`/api/v1/subject/people/${id}`)).body.data.status;
+
+    assert.equal((await send("rg-photo")).status, 201);
+    assert.equal(await status(), "reproved");
+    assert.equal((await send("address-proof")).status, 201);
+    assert.equal(await status(), "reproved");
+    assert.equal((await send("revenue-tax-declaration")).status, 201);
+    assert.equal(await status(), "waiting_approval");
+  });
+
+  await t.step(
+    "two uploads that complete the set together, at the same time, still send the person to review",
+    async () => {
+      const id = await newPerson(company, "98765432100");
+      await ctx.sql`update people set status = 'reproved' where id = ${id}`;
+      const send = (label: string) =>
+        upload({ labels: [label], file_type: "application/pdf", file_name: "d.pdf", file_data: b64(files.pdf) }, id);
+      assert.equal((await send("cpf-number")).status, 201);
+      const both = await Promise.all([send("address-proof"), send("revenue-tax-declaration")]);
+      assert.deepEqual(both.map((r) => r.status), [201, 201]);
+      assert.equal((await company.get(`/api/v1/subject/people/${id}`)).body.data.status, "waiting_approval");
+    },
+  );
+
+  await t.step("an approved person stays approved whatever is uploaded", async () => {
+    const id = await newPerson(company, "00000000191");
+    for (const label of ["rg-photo", "address-proof", "revenue-tax-declaration"]) {
+      await upload(
+        { labels: [label], file_type: "application/pdf", file_name: "d.pdf", file_data: b64(files.pdf) },
+        id,
+      );
+    }
+    assert.equal((await company.get(`/api/v1/subject/people/${id}`)).body.data.status, "approved");
+  });
+
+  await ctx.close();
+});
