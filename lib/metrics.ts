@@ -1,0 +1,81 @@
+/**
+ * A small Prometheus registry: counters and histograms with labels, rendered in the text exposition format.
+ * Kept in-process; each instance exposes its own numbers and Prometheus sums them.
+ */
+type Labels = Record<string, string>;
+
+const key = (labels: Labels) => JSON.stringify(Object.entries(labels).sort());
+const escape = (v: string) => v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
+const renderLabels = (labels: Labels, extra: Labels = {}) => {
+  const all = { ...labels, ...extra };
+  const parts = Object.entries(all).map(([k, v]) => `${k}="${escape(v)}"`);
+  return parts.length ? `{${parts.join(",")}}` : "";
+};
+
+export class Counter {
+  private values = new Map<string, { labels: Labels; value: number }>();
+  constructor(readonly name: string, readonly help: string) {}
+  inc(labels: Labels = {}, by = 1) {
+    const k = key(labels);
+    const entry = this.values.get(k);
+    if (entry) entry.value += by;
+    else this.values.set(k, { labels, value: by });
+  }
+  render(): string {
+    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} counter`];
+    for (const { labels, value } of this.values.values()) lines.push(`${this.name}${renderLabels(labels)} ${value}`);
+    return lines.join("\n");
+  }
+}
+
+const DEFAULT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+export class Histogram {
+  private series = new Map<string, { labels: Labels; counts: number[]; sum: number; count: number }>();
+  constructor(readonly name: string, readonly help: string, readonly buckets = DEFAULT_BUCKETS) {}
+  observe(labels: Labels, seconds: number) {
+    const k = key(labels);
+    let s = this.series.get(k);
+    if (!s) this.series.set(k, s = { labels, counts: this.buckets.map(() => 0), sum: 0, count: 0 });
+    for (let i = 0; i < this.buckets.length; i++) if (seconds <= this.buckets[i]) s.counts[i]++;
+    s.sum += seconds;
+    s.count++;
+  }
+  render(): string {
+    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} histogram`];
+    for (const s of this.series.values()) {
+      this.buckets.forEach((b, i) =>
+        lines.push(`${this.name}_bucket${renderLabels(s.labels, { le: String(b) })} ${s.counts[i]}`)
+      );
+      lines.push(`${this.name}_bucket${renderLabels(s.labels, { le: "+Inf" })} ${s.count}`);
+      lines.push(`${this.name}_sum${renderLabels(s.labels)} ${s.sum}`);
+      lines.push(`${this.name}_count${renderLabels(s.labels)} ${s.count}`);
+    }
+    return lines.join("\n");
+  }
+}
+
+export function gauge(name: string, help: string, samples: { labels?: Labels; value: number }[]): string {
+  const lines = [`# HELP ${name} ${help}`, `# TYPE ${name} gauge`];
+  for (const s of samples) lines.push(`${name}${renderLabels(s.labels ?? {})} ${s.value}`);
+  return lines.join("\n");
+}
+
+export const metrics = {
+  httpRequests: new Counter("http_requests_total", "HTTP requests by method, route and status"),
+  httpDuration: new Histogram("http_request_duration_seconds", "HTTP request duration by method and route"),
+  deliveries: new Counter(
+    "webhook_deliveries_total",
+    "Webhook delivery attempts by outcome (succeeded, failed_attempt, failed)",
+  ),
+  deliveryDuration: new Histogram("webhook_delivery_duration_seconds", "Duration of one webhook delivery attempt"),
+  deliveryLatency: new Histogram(
+    "webhook_event_to_delivery_seconds",
+    "Time from the event to its successful delivery",
+    [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600],
+  ),
+};
+
+export function renderMetrics(extra: string[] = []): string {
+  return [...Object.values(metrics).map((m) => m.render()), ...extra].join("\n") + "\n";
+}

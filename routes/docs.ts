@@ -1,0 +1,45 @@
+import swaggerUi from "swagger-ui-dist";
+import { Hono } from "hono";
+
+const ASSETS: Record<string, string> = {
+  "swagger-ui-bundle.js": "application/javascript; charset=utf-8",
+  "swagger-ui.css": "text/css; charset=utf-8",
+};
+
+const PAGE = `<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <title>Payments integrator API</title>
+  <link rel="stylesheet" href="/docs/assets/swagger-ui.css">
+</head>
+<body>
+  <div id="docs"></div>
+  <script src="/docs/assets/swagger-ui-bundle.js"></script>
+  <script>
+    window.ui = SwaggerUIBundle({ url: "/openapi.json", dom_id: "#docs", deepLinking: true, persistAuthorization: true });
+  </script>
+</body>
+</html>`;
+
+/**
+ * Interactive reference at /docs. The Swagger UI assets are served from the npm package, not a CDN,
+ * so the page works on a machine without internet access.
+ */
+export function docsRoutes() {
+  const dir = swaggerUi.getAbsoluteFSPath();
+  const cache = new Map<string, Uint8Array>();
+  return new Hono()
+    .get("/docs", (c) => c.html(PAGE))
+    .get("/docs/assets/:file", async (c) => {
+      const file = c.req.param("file");
+      const type = ASSETS[file];
+      if (!type) return c.json({ errors: { detail: "Not Found" } }, 404);
+      let bytes = cache.get(file);
+      if (!bytes) cache.set(file, bytes = await Deno.readFile(`${dir}/${file}`));
+      return c.body(bytes as Uint8Array<ArrayBuffer>, 200, {
+        "content-type": type,
+        "cache-control": "public, max-age=86400",
+      });
+    });
+}

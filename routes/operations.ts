@@ -1,0 +1,57 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Sql } from "../lib/db.ts";
+import { type Deps, newRouter } from "../lib/http.ts";
+import { gauge, renderMetrics } from "../lib/metrics.ts";
+
+const Readiness = z.object({ status: z.string(), database: z.string(), worker: z.string() }).openapi("Readiness");
+
+const readyz = createRoute({
+  method: "get",
+  path: "/readyz",
+  tags: ["Operations"],
+  summary: "Readiness: the database answers and the worker runs (or is off by configuration)",
+  responses: {
+    200: { description: "Ready", content: { "application/json": { schema: Readiness } } },
+    503: { description: "Not ready", content: { "application/json": { schema: Readiness } } },
+  },
+});
+
+const metricsRoute = createRoute({
+  method: "get",
+  path: "/metrics",
+  tags: ["Operations"],
+  summary: "Prometheus metrics: HTTP requests, webhook deliveries, queue depth",
+  responses: { 200: { description: "Prometheus text format", content: { "text/plain": { schema: z.string() } } } },
+});
+
+/** Jobs waiting in graphile-worker, by task: the delivery backlog an operator watches. */
+async function queueDepth(sql: Sql) {
+  const rows = await sql<{ task: string; ready: string; scheduled: string; locked: string }[]>`
+    select t.identifier as task,
+           count(*) filter (where j.locked_at is null and j.run_at <= now()) as ready,
+           count(*) filter (where j.locked_at is null and j.run_at > now()) as scheduled,
+           count(*) filter (where j.locked_at is not null) as locked
+    from graphile_worker._private_jobs j
+    join graphile_worker._private_tasks t on t.id = j.task_id
+    group by t.identifier`;
+  return rows.flatMap((r) => [
+    { labels: { task: r.task, state: "ready" }, value: Number(r.ready) },
+    { labels: { task: r.task, state: "scheduled" }, value: Number(r.scheduled) },
+    { labels: { task: r.task, state: "locked" }, value: Number(r.locked) },
+  ]);
+}
+
+export function operationsRoutes({ sql, config, workerRunning }: Deps) {
+  return newRouter()
+    .openapi(readyz, async (c) => {
+      const database = await sql`select 1`.then(() => "ok", () => "unavailable");
+      const worker = !config.worker ? "off" : workerRunning?.() ? "running" : "stopped";
+      const ready = database === "ok" && worker !== "stopped";
+      return c.json({ status: ready ? "ready" : "not_ready", database, worker }, ready ? 200 : 503);
+    })
+    .openapi(metricsRoute, async (c) => {
+      const depth = await queueDepth(sql).catch(() => []);
+      const body = renderMetrics([gauge("job_queue_depth", "graphile-worker jobs by task and state", depth)]);
+      return c.text(body, 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
+    });
+}
