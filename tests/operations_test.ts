@@ -1,0 +1,71 @@
+import assert from "node:assert/strict";
+import { newCompany, setup } from "./helpers.ts";
+
+Deno.test("operations: readiness, metrics, OpenAPI document and docs page", async (t) => {
+  const ctx = await setup("operations");
+
+  await t.step("readiness reports the database and the worker", async () => {
+    // this instance should run a worker (WORKER=on) but none was started
+    const notReady = await ctx.app.request("/readyz");
+    assert.deepEqual([notReady.status, await notReady.json()], [503, {
+      status: "not_ready",
+      database: "ok",
+      worker: "stopped",
+    }]);
+    const withWorker = await setup("operations_worker", { worker: true });
+    const ready = await withWorker.app.request("/readyz");
+    assert.deepEqual([ready.status, await ready.json()], [200, { status: "ready", database: "ok", worker: "running" }]);
+    await withWorker.close();
+    const apiOnly = await setup("operations_api_only", { env: { WORKER: "off" } });
+    const off = await apiOnly.app.request("/readyz");
+    assert.deepEqual([off.status, await off.json()], [200, { status: "ready", database: "ok", worker: "off" }]);
+    await apiOnly.close();
+  });
+
+  await t.step("metrics count requests by route and status, and show the queue depth", async () => {
+    const company = await newCompany(ctx);
+    await company.get(`/api/v1/subject/people/${crypto.randomUUID()}`);
+    const res = await ctx.app.request("/metrics");
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get("content-type") ?? "", /^text\/plain; version=0\.0\.4/);
+    const text = await res.text();
+    assert.match(text, /http_requests_total\{method="GET",route="\/api\/v1\/subject\/people\/:id",status="404"\} 1/);
+    assert.match(
+      text,
+      /http_request_duration_seconds_bucket\{method="GET",route="\/api\/v1\/subject\/people\/:id",le="\+Inf"\} 1/,
+    );
+    assert.match(text, /# TYPE job_queue_depth gauge/);
+    assert.match(text, /# TYPE webhook_deliveries_total counter/);
+  });
+
+  await t.step("every registered route is in the OpenAPI document", async () => {
+    const doc = await (await ctx.app.request("/openapi.json")).json();
+    assert.equal(doc.openapi, "3.1.0");
+    assert.equal(doc.components.securitySchemes.bearerAuth.scheme, "bearer");
+    const undocumented = ["/openapi.json", "/docs", "/docs/assets/:file"];
+    const routes = ctx.app.routes
+      .filter((r) => r.method !== "ALL" && !undocumented.includes(r.path))
+      .map((r) => ({ method: r.method.toLowerCase(), path: r.path.replace(/:(\w+)/g, "{$1}") }));
+    assert.ok(routes.length > 10);
+    const missing = routes.filter((r) => !doc.paths[r.path]?.[r.method]);
+    assert.deepEqual(missing, []);
+    const post = doc.paths["/api/v1/subject/people"].post;
+    assert.ok(post.requestBody.content["application/json"].schema);
+    assert.ok(post.responses["201"] && post.responses["422"]);
+  });
+
+  await t.step("the docs page and its assets are served locally", async () => {
+    const page = await ctx.app.request("/docs");
+    assert.equal(page.status, 200);
+    const html = await page.text();
+    assert.match(html, /SwaggerUIBundle/);
+    for (const asset of ["/docs/assets/swagger-ui-bundle.js", "/docs/assets/swagger-ui.css"]) {
+      const res = await ctx.app.request(asset);
+      assert.equal(res.status, 200, asset);
+      assert.ok((await res.arrayBuffer()).byteLength > 1000, asset);
+    }
+    assert.equal((await ctx.app.request("/docs/assets/other.js")).status, 404);
+  });
+
+  await ctx.close();
+});
