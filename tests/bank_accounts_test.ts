@@ -1,0 +1,541 @@
+import assert from "node:assert/strict";
+import { type Company, newCompany, setup, type TestContext } from "./helpers.ts";
+
+// Check digits are computed here from each algorithm, not copied from the service.
+
+/** CLABE: weights 3, 7, 1 over the first 17 digits; control = (10 - sum mod 10) mod 10. */
+function clabe(first17: string): string {
+  const weights = [3, 7, 1];
+  const sum = [...first17].reduce((s, d, i) => s + ((Number(d) * weights[i % 3]) % 10), 0);
+  return first17 + ((10 - (sum % 10)) % 10);
+}
+const wrongControl = (c: string) => c.slice(0, 17) + ((Number(c[17]) + 1) % 10);
+
+/** CNPJ: two mod-11 digits with weights 5..2,9..2 and 6..2,9..2. */
+function cnpj(first12: string): string {
+  const digit = (base: string) => {
+    const weights = base.length === 12 ? [5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2] : [6, 5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2];
+    const r = [...base].reduce((s, d, i) => s + Number(d) * weights[i], 0) % 11;
+    return r < 2 ? 0 : 11 - r;
+  };
+  const thirteen = first12 + digit(first12);
+  return thirteen + digit(thirteen);
+}
+
+/** Colombian NIT: weights 3, 7, 13, 17, 19, 23, 29, 37, 41 from the right; r = sum mod 11; digit 11 - r when r > 1. */
+function nit(base9: string): string {
+  const weights = [3, 7, 13, 17, 19, 23, 29, 37, 41];
+  const sum = [...base9].reverse().reduce((s, d, i) => s + Number(d) * weights[i], 0);
+  const r = sum % 11;
+  return base9 + (r > 1 ? 11 - r : r);
+}
+
+const CPF = "52998224725";
+const CURP = "GOMA900101HDFRRN01";
+
+const CREATE_KEYS = [
+  "account_number",
+  "account_type",
+  "aba",
+  "bank",
+  "branch_country",
+  "branch_number",
+  "currency",
+  "iban",
+  "id",
+  "inserted_at",
+  "intermediary_bank_account",
+  "nickname",
+  "owner_company",
+  "owner_document_number",
+  "owner_document_type",
+  "owner_name",
+  "pix_info",
+  "routing_number",
+  "updated_at",
+].sort();
+const READ_KEYS = CREATE_KEYS.map((k) => k === "intermediary_bank_account" ? "intermediary_bank_account_id" : k).sort();
+
+const brazil = (overrides: Record<string, unknown> = {}) => ({
+  currency: "BRL",
+  owner_name: "Ana Souza",
+  account_number: "123456-7",
+  branch_number: "0001",
+  account_type: "conta-corrente",
+  bank: { code: "341", ispb: "60701190", name: "itau" },
+  ...overrides,
+});
+
+const mexico = (overrides: Record<string, unknown> = {}) => ({
+  currency: "MXN",
+  account_number: clabe("01218000123456789"),
+  account_type: "conta-corrente",
+  bank: { code: "012", name: "bbva" },
+  ...overrides,
+});
+
+const colombia = (overrides: Record<string, unknown> = {}) => ({
+  currency: "COP",
+  account_number: "12345678901",
+  branch_number: "123",
+  owner_name: "Carlos Pérez",
+  bank: { code: "007", name: "bancolombia sa" },
+  ...overrides,
+});
+
+const international = (overrides: Record<string, unknown> = {}) => ({
+  currency: "USD",
+  account_number: "000123456789",
+  owner_name: "Acme Inc",
+  owner_document_number: "12-3456789",
+  owner_document_type: "tax_id",
+  routing_number: "021000021",
+  bank: { swift: "CHASUS33", name: "JPMorgan Chase" },
+  ...overrides,
+});
+
+async function newSubject(company: Company, documentNumber = CPF): Promise<string> {
+  const res = await company.post("/api/v1/subject/people", {
+    person: { document_number: documentNumber, document_type: "cpf", social_name: "Ana Souza", fiscal_country: "BRA" },
+  });
+  assert.ok(res.status === 201 || res.status === 200, JSON.stringify(res.body));
+  return res.body.data.id;
+}
+
+async function directoryName(ctx: TestContext, country: string, code: string): Promise<string> {
+  const [row] = await ctx
+    .sql`select name from banks where company_id is null and country = ${country} and code = ${code}`;
+  assert.ok(row, `${country} ${code} is seeded`);
+  return row.name;
+}
+
+Deno.test("bank accounts", async (t) => {
+  const ctx = await setup("bank_accounts");
+  const company = await newCompany(ctx);
+  const subjectId = await newSubject(company);
+  const path = `/api/v1/subject/${subjectId}/bank_accounts`;
+  const create = (bank_account: unknown, to = path) => company.post(to, { bank_account });
+
+  await t.step("Brazil with full details: 201, the documented object, the directory's name and ISPB", async () => {
+    await ctx.sql`update companies set social_name = 'Integrator Ltda', document_type = 'cnpj',
+                  document_number = ${cnpj("112223330001")} where id = ${company.id}`;
+    const res = await create(brazil({ owner_document_number: CPF, owner_document_type: "cpf", nickname: "main" }));
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const a = res.body.data;
+    assert.deepEqual(Object.keys(a).sort(), CREATE_KEYS);
+    assert.match(a.id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    assert.equal(a.currency, "BRL");
+    assert.equal(a.account_type, "conta-corrente");
+    assert.equal(a.account_number, "123456-7");
+    assert.equal(a.branch_number, "0001");
+    assert.equal(a.intermediary_bank_account, null);
+    assert.equal(a.pix_info, null);
+    assert.equal(a.owner_document_type, "cpf");
+    assert.deepEqual(a.owner_company, {
+      social_name: "Integrator Ltda",
+      id: company.id,
+      document_type: "cnpj",
+      document_number: cnpj("112223330001"),
+    });
+    assert.deepEqual(Object.keys(a.bank).sort(), ["code", "country", "id", "ispb", "name", "swift"]);
+    assert.equal(a.bank.code, "341");
+    assert.equal(a.bank.ispb, "60701190");
+    assert.equal(a.bank.country, "BRA");
+    assert.equal(a.bank.swift, null);
+    assert.equal(a.bank.name, await directoryName(ctx, "BRA", "341"));
+    assert.notEqual(a.bank.name, "itau");
+    assert.match(a.inserted_at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$/);
+  });
+
+  await t.step("Brazil with PIX only: no bank details needed", async () => {
+    const res = await create({
+      currency: "BRL",
+      owner_name: "Ana",
+      pix_info: { type: "email", key: "ana@example.com" },
+    });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    assert.deepEqual(res.body.data.pix_info, { type: "EMAIL", key: "ana@example.com" });
+    assert.equal(res.body.data.account_number, null);
+    assert.deepEqual(res.body.data.bank, { swift: null, ispb: null, name: null, id: null, code: null, country: "BRA" });
+  });
+
+  await t.step("Brazil without bank details or PIX: 400 naming what is missing", async () => {
+    const res = await create({ currency: "BRL", owner_name: "Ana" });
+    assert.equal(res.status, 400);
+    for (const field of ["account_number", "branch_number", "bank", "pix_info"]) {
+      assert.deepEqual(res.body.errors[field], ["can't be blank"], field);
+    }
+    const partial = await create(brazil({ bank: { code: "341", name: "Itaú" } }));
+    assert.equal(partial.status, 400);
+    assert.deepEqual(partial.body.errors, { bank: { ispb: ["can't be blank"] } });
+  });
+
+  await t.step("PIX keys are checked per type; a PHONE without + is a 422 on pix_info.key", async () => {
+    const pix = (type: string, key: string) => create({ currency: "BRL", owner_name: "Ana", pix_info: { type, key } });
+    const phone = await pix("PHONE", "5511987654321");
+    assert.equal(phone.status, 422);
+    assert.deepEqual(Object.keys(phone.body.errors), ["pix_info"]);
+    assert.deepEqual(Object.keys(phone.body.errors.pix_info), ["key"]);
+
+    const accepted: [string, string, string][] = [
+      ["PHONE", "+5511987654321", "+5511987654321"],
+      ["CPF", "529.982.247-25", CPF],
+      ["CNPJ", cnpj("112223330001"), cnpj("112223330001")],
+      ["EVP", "123E4567-E89B-42D3-A456-426614174000", "123e4567-e89b-42d3-a456-426614174000"],
+    ];
+    for (const [type, key, stored] of accepted) {
+      const res = await pix(type, key);
+      assert.equal(res.status, 201, `${type}: ${JSON.stringify(res.body)}`);
+      assert.deepEqual(res.body.data.pix_info, { type, key: stored });
+    }
+    const refused: [string, string][] = [
+      ["PHONE", "+55119"],
+      ["CPF", "52998224726"],
+      ["CNPJ", cnpj("112223330001").slice(0, 13) + "9"],
+      ["EMAIL", "not-an-email"],
+      ["EVP", "not-a-uuid"],
+    ];
+    for (const [type, key] of refused) {
+      const res = await pix(type, key);
+      assert.equal(res.status, 422, `${type} ${key}`);
+      assert.ok(res.body.errors.pix_info.key, type);
+    }
+    const unknownType = await pix("IBAN", "x");
+    assert.equal(unknownType.status, 422);
+    assert.deepEqual(unknownType.body.errors.pix_info.type, ["must be one of: CPF, CNPJ, EMAIL, PHONE, EVP"]);
+    const noKey = await create({ currency: "BRL", owner_name: "Ana", pix_info: { type: "EMAIL" } });
+    assert.equal(noKey.status, 400);
+    assert.deepEqual(noKey.body.errors, { pix_info: { key: ["can't be blank"] } });
+  });
+
+  await t.step("Brazil formats: 3-digit code, 8-digit ISPB, account types, owner documents", async () => {
+    const code = await create(brazil({ bank: { code: "34", ispb: "60701190", name: "x" } }));
+    assert.equal(code.status, 422);
+    assert.deepEqual(code.body.errors, { bank: { code: ["has invalid format, expected three digits"] } });
+    const ispb = await create(brazil({ bank: { code: "341", ispb: "6070", name: "x" } }));
+    assert.equal(ispb.status, 422);
+    assert.ok(ispb.body.errors.bank.ispb);
+    const type = await create(brazil({ account_type: "salary" }));
+    assert.equal(type.status, 422);
+    assert.deepEqual(type.body.errors.account_type, ["must be one of: conta-corrente, poupanca"]);
+    const badCpf = await create(brazil({ owner_document_type: "cpf", owner_document_number: "52998224726" }));
+    assert.equal(badCpf.status, 422);
+    assert.deepEqual(badCpf.body.errors, { owner_document_number: ["is invalid"] });
+    const company_ = await create(brazil({ owner_document_number: cnpj("987654320001") }));
+    assert.equal(company_.status, 201);
+    assert.equal(company_.body.data.owner_document_type, "cnpj");
+  });
+
+  await t.step("the currency is required and decides the country; USD is not a subject currency", async () => {
+    const { currency: _, ...noCurrency } = brazil();
+    const missing = await create(noCurrency);
+    assert.equal(missing.status, 400);
+    assert.deepEqual(missing.body.errors.currency, ["can't be blank"]);
+    const usd = await create(international());
+    assert.equal(usd.status, 422);
+    assert.deepEqual(usd.body.errors, { currency: ["must be one of: BRL, MXN, COP"] });
+    const blankOwner = await create(brazil({ owner_name: "  " }));
+    assert.equal(blankOwner.status, 400);
+    assert.deepEqual(blankOwner.body.errors, { owner_name: ["can't be blank"] });
+  });
+
+  await t.step("Mexico: a CLABE with a valid control digit and a matching bank code", async () => {
+    const res = await create(mexico({ owner_document_type: "curp", owner_document_number: CURP.toLowerCase() }));
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    assert.equal(res.body.data.account_number, clabe("01218000123456789"));
+    assert.equal(res.body.data.bank.code, "012");
+    assert.equal(res.body.data.bank.country, "MEX");
+    assert.equal(res.body.data.bank.name, await directoryName(ctx, "MEX", "012"));
+    assert.equal(res.body.data.owner_document_number, CURP);
+
+    const control = await create(mexico({ account_number: wrongControl(clabe("01218000123456789")) }));
+    assert.equal(control.status, 422);
+    assert.deepEqual(control.body.errors, { account_number: ["is invalid"] });
+    const short = await create(mexico({ account_number: "0121800012345678" }));
+    assert.equal(short.status, 422);
+    assert.ok(short.body.errors.account_number);
+
+    for (const code of ["12", "12345", "A12"]) {
+      const bad = await create(mexico({ bank: { code, name: "x" } }));
+      assert.equal(bad.status, 422, code);
+      assert.deepEqual(bad.body.errors, { bank: { code: ["has invalid format, expected three or four digits"] } });
+    }
+    const mismatch = await create(mexico({ bank: { code: "014", name: "Santander" } }));
+    assert.equal(mismatch.status, 422);
+    assert.ok(mismatch.body.errors.bank.code);
+    const fourDigits = await create(mexico({ bank: { code: "0812", name: "BBVA 4" } }));
+    assert.equal(fourDigits.status, 201);
+
+    const rfc = await create(mexico({ owner_document_type: "rfc", owner_document_number: "GOMA900101AB1" }));
+    assert.equal(rfc.status, 201);
+    const wrongType = await create(mexico({ owner_document_type: "cpf", owner_document_number: CPF }));
+    assert.equal(wrongType.status, 422);
+    assert.deepEqual(wrongType.body.errors, { owner_document_type: ["must be one of: curp, rfc"] });
+  });
+
+  await t.step("Mexico: account_type, bank, bank.name and bank.code are required", async () => {
+    const res = await create({ currency: "MXN", bank: { code: "012" } });
+    assert.equal(res.status, 400);
+    assert.deepEqual(res.body.errors, {
+      account_number: ["can't be blank"],
+      account_type: ["can't be blank"],
+      bank: { name: ["can't be blank"] },
+    });
+    const noBank = await create(mexico({ bank: null }));
+    assert.equal(noBank.status, 400);
+    assert.deepEqual(noBank.body.errors, { bank: ["can't be blank"] });
+  });
+
+  await t.step("every Mexican code of interface.md but 046 is in the directory", async () => {
+    const codes =
+      "002 012 014 021 030 032 036 042 044 058 059 060 062 072 127 128 130 132 137 138 140 145 601 606 616 640 646"
+        .split(" ");
+    const rows = await ctx.sql`select code from banks where company_id is null and country = 'MEX' and code in ${
+      ctx.sql(codes)
+    }`;
+    assert.equal(rows.length, codes.length);
+  });
+
+  await t.step("Colombia: labels map to account types, cc or nit owners, stored names win", async () => {
+    const labels: [string, string][] = [
+      ["Conta Corriente", "conta-corrente"],
+      ["Cuenta de Ahorros", "poupanca"],
+      ["Cuentas Nomina", "salary"],
+      ["Cuentas pensionales", "payment"],
+      ["poupanca", "poupanca"],
+    ];
+    for (const [label, stored] of labels) {
+      const res = await create(colombia({ account_type: label }));
+      assert.equal(res.status, 201, `${label}: ${JSON.stringify(res.body)}`);
+      assert.equal(res.body.data.account_type, stored);
+      assert.equal(res.body.data.bank.name, await directoryName(ctx, "COL", "007"));
+    }
+    const badType = await create(colombia({ account_type: "Cuenta Corriente Premium" }));
+    assert.equal(badType.status, 422);
+    assert.ok(badType.body.errors.account_type);
+
+    const validNit = nit("900123456");
+    const withNit = await create(colombia({ owner_document_type: "NIT", owner_document_number: validNit }));
+    assert.equal(withNit.status, 201, JSON.stringify(withNit.body));
+    assert.equal(withNit.body.data.owner_document_type, "nit");
+    assert.equal(withNit.body.data.owner_document_number, validNit);
+    const badNit = validNit.slice(0, 9) + ((Number(validNit[9]) + 1) % 10);
+    const refused = await create(colombia({ owner_document_type: "nit", owner_document_number: badNit }));
+    assert.equal(refused.status, 422);
+    assert.deepEqual(refused.body.errors, { owner_document_number: ["is invalid"] });
+    const cc = await create(colombia({ owner_document_type: "cc", owner_document_number: "1020304050" }));
+    assert.equal(cc.status, 201);
+    const ce = await create(colombia({ owner_document_type: "ce", owner_document_number: "123456" }));
+    assert.equal(ce.status, 422);
+    assert.deepEqual(ce.body.errors, { owner_document_type: ["must be one of: cc, nit"] });
+  });
+
+  await t.step("Colombia: account_number, branch_number, owner_name and the bank are required", async () => {
+    const res = await create({ currency: "COP", bank: { name: "Bancolombia" } });
+    assert.equal(res.status, 400);
+    assert.deepEqual(res.body.errors, {
+      account_number: ["can't be blank"],
+      branch_number: ["can't be blank"],
+      owner_name: ["can't be blank"],
+      bank: { code: ["can't be blank"] },
+    });
+  });
+
+  await t.step("an unknown code is learned: later accounts get the first name, other companies do not", async () => {
+    const first = await create(colombia({ bank: { code: "999", name: "Banco Nuevo" } }));
+    assert.equal(first.status, 201);
+    assert.equal(first.body.data.bank.name, "Banco Nuevo");
+    const second = await create(colombia({ bank: { code: "999", name: "Otro Nombre" } }));
+    assert.equal(second.body.data.bank.name, "Banco Nuevo");
+    assert.equal(second.body.data.bank.id, first.body.data.bank.id);
+
+    const other = await newCompany(ctx);
+    const otherSubject = await newSubject(other);
+    const theirs = await other.post(`/api/v1/subject/${otherSubject}/bank_accounts`, {
+      bank_account: colombia({ bank: { code: "999", name: "Su Banco" } }),
+    });
+    assert.equal(theirs.status, 201);
+    assert.equal(theirs.body.data.bank.name, "Su Banco");
+    assert.notEqual(theirs.body.data.bank.id, first.body.data.bank.id);
+  });
+
+  await t.step("international: USD or EUR, a valid BIC, IBAN and routing number, at company level", async () => {
+    const res = await create(international(), "/api/v1/bank_accounts");
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const a = res.body.data;
+    assert.deepEqual(Object.keys(a).sort(), CREATE_KEYS);
+    assert.equal(a.currency, "USD");
+    assert.equal(a.routing_number, "021000021");
+    assert.equal(a.owner_document_type, "tax_id");
+    assert.deepEqual(a.bank, {
+      swift: "CHASUS33",
+      ispb: null,
+      name: "JPMorgan Chase",
+      id: a.bank.id,
+      code: null,
+      country: "USA",
+    });
+    assert.equal(a.owner_company.id, company.id);
+
+    const again = await create(international({ bank: { swift: "chasus33", name: "Chase" } }), "/api/v1/bank_accounts");
+    assert.equal(again.status, 201);
+    assert.equal(again.body.data.bank.name, "JPMorgan Chase");
+
+    const eur = await create(
+      international({
+        currency: "EUR",
+        routing_number: null,
+        iban: "DE89 3704 0044 0532 0130 00",
+        bank: { swift: "COBADEFFXXX", name: "Commerzbank" },
+        branch_country: "de",
+      }),
+      "/api/v1/bank_accounts",
+    );
+    assert.equal(eur.status, 201, JSON.stringify(eur.body));
+    assert.equal(eur.body.data.iban, "DE89370400440532013000");
+    assert.equal(eur.body.data.bank.country, "DEU");
+    assert.equal(eur.body.data.branch_country, "DEU");
+
+    const invalid: [Record<string, unknown>, unknown][] = [
+      [{ currency: "BRL" }, { currency: ["must be one of: USD, EUR"] }],
+      [{ bank: { swift: "CHASUS", name: "x" } }, { bank: { swift: ["is invalid"] } }],
+      [{ routing_number: "021000022" }, { routing_number: ["is invalid"] }],
+      [{ iban: "DE89370400440532013001" }, { iban: ["is invalid"] }],
+    ];
+    for (const [overrides, errors] of invalid) {
+      const bad = await create(international(overrides), "/api/v1/bank_accounts");
+      assert.equal(bad.status, 422, JSON.stringify(overrides));
+      assert.deepEqual(bad.body.errors, errors);
+    }
+    const missing = await create({ currency: "USD", bank: { name: "x" } }, "/api/v1/bank_accounts");
+    assert.equal(missing.status, 400);
+    assert.deepEqual(missing.body.errors, {
+      account_number: ["can't be blank"],
+      owner_document_number: ["can't be blank"],
+      owner_name: ["can't be blank"],
+      bank: { swift: ["can't be blank"] },
+    });
+
+    const list = await company.get(path);
+    assert.ok(list.body.data.every((acc: { currency: string }) => ["BRL", "MXN", "COP"].includes(acc.currency)));
+  });
+
+  await t.step("list and detail answer the read shape, with intermediary_bank_account_id", async () => {
+    const created = await create(brazil({ nickname: "listed" }));
+    const list = await company.get(path);
+    assert.equal(list.status, 200);
+    assert.ok(list.body.data.length > 1);
+    for (const a of list.body.data) assert.deepEqual(Object.keys(a).sort(), READ_KEYS);
+    const ids = list.body.data.map((a: { id: string }) => a.id);
+    assert.deepEqual(ids, [...ids].sort());
+    assert.ok(ids.includes(created.body.data.id));
+
+    const detail = await company.get(`${path}/${created.body.data.id}`);
+    assert.equal(detail.status, 200);
+    const { intermediary_bank_account: _, ...rest } = created.body.data;
+    assert.deepEqual(detail.body.data, { ...rest, intermediary_bank_account_id: null });
+
+    const otherSubject = await newSubject(company, "12345678909");
+    assert.deepEqual((await company.get(`/api/v1/subject/${otherSubject}/bank_accounts`)).body, { data: [] });
+  });
+
+  await t.step("update: given fields change, omitted ones stay, alpha-2 branch_country is shown alpha-3", async () => {
+    const created = (await create(brazil({ nickname: "before", owner_document_number: CPF }))).body.data;
+    const url = `${path}/${created.id}`;
+    const res = await company.put(url, { bank_account: { nickname: "after", branch_country: "br" } });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const updated = res.body.data;
+    assert.deepEqual(Object.keys(updated).sort(), READ_KEYS);
+    assert.equal(updated.nickname, "after");
+    assert.equal(updated.branch_country, "BRA");
+    for (const key of ["account_number", "branch_number", "owner_name", "owner_document_number", "currency", "bank"]) {
+      assert.deepEqual(updated[key], created[key], key);
+    }
+
+    const bank = await company.put(url, { bank_account: { bank: { code: "237", ispb: "60746948", name: "brad" } } });
+    assert.equal(bank.status, 200);
+    assert.equal(bank.body.data.bank.code, "237");
+    assert.equal(bank.body.data.bank.name, await directoryName(ctx, "BRA", "237"));
+    assert.equal(bank.body.data.nickname, "after");
+
+    const detail = await company.get(url);
+    assert.deepEqual(detail.body.data, bank.body.data);
+
+    const badCountry = await company.put(url, { bank_account: { branch_country: "XX" } });
+    assert.equal(badCountry.status, 422);
+    assert.deepEqual(badCountry.body.errors, { branch_country: ["is invalid"] });
+    const usd = await company.put(url, { bank_account: { currency: "USD" } });
+    assert.equal(usd.status, 422);
+    assert.ok(usd.body.errors.currency);
+    const blank = await company.put(url, { bank_account: { owner_name: null } });
+    assert.equal(blank.status, 400);
+    assert.deepEqual(blank.body.errors, { owner_name: ["can't be blank"] });
+    assert.deepEqual((await company.get(url)).body.data, bank.body.data);
+  });
+
+  await t.step("branch_country alpha-2 is accepted on create too", async () => {
+    const res = await create(mexico({ branch_country: "mx" }));
+    assert.equal(res.status, 201);
+    assert.equal(res.body.data.branch_country, "MEX");
+  });
+
+  await t.step("another company's subject or account, or another subject's account, is a 404", async () => {
+    const account = (await create(brazil())).body.data;
+    const other = await newCompany(ctx);
+    const notFound = { errors: { detail: "Not Found" } };
+    for (
+      const res of [
+        await other.post(path, { bank_account: brazil() }),
+        await other.get(path),
+        await other.get(`${path}/${account.id}`),
+        await other.put(`${path}/${account.id}`, { bank_account: { nickname: "mine" } }),
+      ]
+    ) {
+      assert.equal(res.status, 404);
+      assert.deepEqual(res.body, notFound);
+    }
+    const sibling = await newSubject(company, "98765432100");
+    const wrongSubject = await company.get(`/api/v1/subject/${sibling}/bank_accounts/${account.id}`);
+    assert.equal(wrongSubject.status, 404);
+    const put = await company.put(`/api/v1/subject/${sibling}/bank_accounts/${account.id}`, { bank_account: {} });
+    assert.equal(put.status, 404);
+    const unknown = await company.get(`${path}/${crypto.randomUUID()}`);
+    assert.equal(unknown.status, 404);
+    assert.equal((await company.get(`${path}/${account.id}`)).body.data.nickname, account.nickname);
+  });
+
+  await t.step("malformed ids and bodies are 4xx, never 5xx", async () => {
+    const badId = await company.get(`${path}/not-a-uuid`);
+    assert.equal(badId.status, 400);
+    assert.deepEqual(badId.body, { errors: { bank_account_id: ["is invalid"] } });
+    const badSubject = await company.get(`/api/v1/subject/42/bank_accounts`);
+    assert.deepEqual(badSubject.body, { errors: { id: ["is invalid"] } });
+
+    const badJson = await company.post(path, "{");
+    assert.equal(badJson.status, 400);
+    assert.equal(typeof badJson.body.errors.detail, "string");
+    for (const body of [{}, { bank_account: "x" }, { bank_account: [] }, { account: brazil() }, "null"]) {
+      const res = await company.post(path, body);
+      assert.equal(res.status, 400, JSON.stringify(body));
+      assert.equal(typeof res.body.errors.detail, "string");
+    }
+    const wrongTypes: [Record<string, unknown>, string][] = [
+      [{ currency: 986 }, "currency"],
+      [{ bank: "341" }, "bank"],
+      [{ pix_info: ["EMAIL", "a@b.co"] }, "pix_info"],
+      [{ account_number: 1234567 }, "account_number"],
+    ];
+    for (const [overrides, field] of wrongTypes) {
+      const res = await create(brazil(overrides));
+      assert.equal(res.status, 422, JSON.stringify(overrides));
+      assert.ok(res.body.errors[field], field);
+    }
+    const nested = await create(brazil({ bank: { code: 341, ispb: "60701190", name: "x" } }));
+    assert.equal(nested.status, 422);
+    assert.deepEqual(nested.body.errors, { bank: { code: ["is invalid"] } });
+    const putBad = await company.put(`${path}/${crypto.randomUUID()}`, "[1,2");
+    assert.equal(putBad.status, 400);
+  });
+
+  await ctx.close();
+});
