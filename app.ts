@@ -9,6 +9,9 @@ import { healthRoutes } from "./routes/health.ts";
 import { peopleRoutes } from "./routes/people.ts";
 import { bankAccountRoutes } from "./routes/bank_accounts.ts";
 import { documentRoutes } from "./routes/documents.ts";
+import { sandboxRoutes } from "./routes/sandbox.ts";
+import { transactionRoutes } from "./routes/transactions.ts";
+import { wireRoutes } from "./routes/wires.ts";
 
 export const MAX_BODY_BYTES = 22 * 1024 * 1024;
 const REQUEST_ID_RE = /^[A-Za-z0-9._:\-]{1,128}$/;
@@ -40,6 +43,9 @@ export function createApp(deps: Deps) {
   app.route("/", peopleRoutes(deps));
   app.route("/", documentRoutes(deps));
   app.route("/", bankAccountRoutes(deps));
+  app.route("/", transactionRoutes(deps));
+  app.route("/", wireRoutes(deps));
+  if (deps.config.sandbox) app.route("/", sandboxRoutes(deps));
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
     type: "http",

@@ -1,10 +1,12 @@
 import type { TaskList } from "graphile-worker";
 import type { Deps } from "../lib/http.ts";
+import { retryWireTask } from "./retry_wire.ts";
 
 /** Every background task of the service, by graphile-worker task name. */
-export function taskList(_deps: Deps): TaskList {
+export function taskList(deps: Deps): TaskList {
   return {
     // A task that does nothing: the ceiling `deno task bench` measures the delivery task against.
     noop: async () => {},
+    retry_wire: retryWireTask(deps),
   };
 }
