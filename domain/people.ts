@@ -5,6 +5,7 @@ import { naiveUtc } from "../lib/time.ts";
 import type { PersonCreateInput, PersonUpdateInput } from "../schemas/people.ts";
 import { insertDocument, missingMandatoryDocuments, type PreparedDocument, prepareDocument } from "./documents.ts";
 import { checkPerson, type DocumentType } from "./person_rules.ts";
+import { identifyWaitingPayments, paymentsWaiting } from "./bank_transactions.ts";
 
 export const PAGE_SIZE = 100;
 
@@ -153,18 +154,21 @@ export async function registerPerson(sql: Sql, companyId: string, input: PersonC
   };
   const updates = Object.keys(fields) as Editable[];
   const write = async (tx: Tx) => {
-    const [saved] = await tx<(PersonRow & { created: boolean })[]>`
+    const [saved] = await tx<(PersonRow & { created: boolean; payments_waiting: boolean })[]>`
       insert into people ${tx(row)}
       on conflict (company_id, document_type, document_number)
       do update set ${tx(fields, updates)}, updated_at = now()
-      returning *, (xmax = 0) as created`;
+      returning *, (xmax = 0) as created, ${paymentsWaiting(tx)}`;
     for (const doc of documents) await insertDocument(tx, companyId, saved.id, doc);
     if (documents.length) await reviewAfterDocuments(tx, companyId, saved.id);
     return saved;
   };
   const saved = documents.length ? await sql.begin(write) : await write(sql);
+  if (saved.payments_waiting) {
+    await identifyWaitingPayments(sql, companyId, saved.id, saved.document_type, documentNumber);
+  }
   // a new person without documents is complete as returned; otherwise read it back with its documents
-  const person = saved.created && !documents.length
+  const person = saved.created && !documents.length && !saved.payments_waiting
     ? { ...saved, documents: [] }
     : await getPerson(sql, companyId, saved.id);
   return { person, created: saved.created };

@@ -1,0 +1,15 @@
+import { type Deps, newRouter } from "../lib/http.ts";
+import { sandboxPaymentRoutes } from "./sandbox_payments.ts";
+import { sandboxSubjectRoutes } from "./sandbox_subjects.ts";
+import { sandboxSubscriptionRoutes } from "./sandbox_subscriptions.ts";
+
+/**
+ * The sandbox API (decisions §9), served only when SANDBOX is on: each call plays the payment rails or the back
+ * office through the same domain functions a real integration calls, so the events are the real ones.
+ */
+export function sandboxRoutes(deps: Deps) {
+  return newRouter()
+    .route("/", sandboxPaymentRoutes(deps))
+    .route("/", sandboxSubjectRoutes(deps))
+    .route("/", sandboxSubscriptionRoutes(deps));
+}
