@@ -7,6 +7,8 @@ import { type Deps, newRouter } from "./lib/http.ts";
 import { log } from "./lib/log.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { peopleRoutes } from "./routes/people.ts";
+import { webhookEndpointRoutes } from "./routes/webhook_endpoints.ts";
+import { webhookEventRoutes } from "./routes/webhook_events.ts";
 import { bankAccountRoutes } from "./routes/bank_accounts.ts";
 import { documentRoutes } from "./routes/documents.ts";
 import { sandboxRoutes } from "./routes/sandbox.ts";
@@ -41,6 +43,8 @@ export function createApp(deps: Deps) {
 
   app.route("/", healthRoutes(deps));
   app.route("/", peopleRoutes(deps));
+  app.route("/", webhookEndpointRoutes(deps));
+  app.route("/", webhookEventRoutes(deps));
   app.route("/", documentRoutes(deps));
   app.route("/", bankAccountRoutes(deps));
   app.route("/", transactionRoutes(deps));

@@ -1,4 +1,4 @@
-import type { Tx } from "../lib/db.ts";
+import type { Sql, Tx } from "../lib/db.ts";
 import { newId } from "../lib/ids.ts";
 
 /** Every event type of interface.md "Events". */
@@ -23,9 +23,19 @@ export const EVENT_TYPES = [
 ] as const;
 export type EventType = typeof EVENT_TYPES[number];
 
+/** The graphile-worker task that delivers webhooks (jobs/deliver_webhook.ts). */
+export const DELIVER_TASK = "deliver_webhook";
+
+/** Endpoints already woken by the current transaction: one drain job per endpoint and transaction is enough. */
+const wokenInTx = new WeakMap<object, Set<string>>();
+
 /**
  * The one way to emit an event. Call it with the transaction of the state change that caused it:
  * the event, its delivery records and their jobs commit or roll back together with that change.
+ *
+ * Fan-out: one delivery record per ACTIVE endpoint of the company that enables the type, due at once, plus a
+ * `deliver_webhook` job that drains the endpoint (jobs/deliver_webhook.ts). Given a plain connection instead of
+ * a transaction, it opens one, so the event never exists without its deliveries.
  */
 export async function emitEvent(
   tx: Tx,
@@ -33,8 +43,42 @@ export async function emitEvent(
   type: EventType,
   data: Record<string, unknown>,
 ): Promise<{ id: string }> {
+  if (typeof (tx as Sql).begin === "function") {
+    return await (tx as Sql).begin((inner) => emitEvent(inner, companyId, type, data));
+  }
   const id = newId();
-  await tx`insert into events (id, company_id, type, data) values (${id}, ${companyId}, ${type}, ${tx.json(data as never)})`;
-  // TODO(webhooks issue): fan out to endpoints, create delivery records, enqueue their jobs.
+  const endpoints = await tx<{ id: string }[]>`
+    select id from webhook_endpoints
+    where company_id = ${companyId} and status = 'active' and enabled_events && array['*', ${type}]::text[]
+    order by id`;
+  const json = tx.json(data as never);
+  if (endpoints.length === 0) {
+    await tx`insert into events (id, company_id, type, data) values (${id}, ${companyId}, ${type}, ${json})`;
+    return { id };
+  }
+  const endpointIds = endpoints.map((e) => e.id);
+  let woken = wokenInTx.get(tx);
+  if (!woken) wokenInTx.set(tx, woken = new Set());
+  const wake = endpointIds.filter((e) => !woken.has(e));
+  for (const e of wake) woken.add(e);
+  await tx`
+    with event as (
+      insert into events (id, company_id, type, data) values (${id}, ${companyId}, ${type}, ${json})
+      returning inserted_at
+    ), deliveries as (
+      insert into webhook_deliveries (id, company_id, event_id, endpoint_id, type, next_attempt_at, inserted_at)
+      select d.id, ${companyId}, ${id}, d.endpoint_id, ${type}, event.inserted_at, event.inserted_at
+      from unnest(${endpointIds.map(() => newId())}::uuid[], ${endpointIds}::uuid[]) as d(id, endpoint_id), event
+    )
+    ${wake.length ? tx`select count(*) from graphile_worker.add_jobs(${drainJobs(tx, wake)})` : tx`select 1`}`;
   return { id };
+}
+
+/** An array of graphile-worker job specs, one `deliver_webhook` drain job per endpoint, due now or at `runAt`. */
+export function drainJobs(tx: Tx, endpointIds: string[], runAt?: Date) {
+  return tx`array(
+    select row(${DELIVER_TASK}, json_build_object('endpoint_id', e), null, ${runAt ?? null}::timestamptz,
+      null, null, null, null)::graphile_worker.job_spec
+    from unnest(${endpointIds}::uuid[]) e
+  )`;
 }

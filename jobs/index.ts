@@ -1,5 +1,6 @@
 import type { TaskList } from "graphile-worker";
 import type { Deps } from "../lib/http.ts";
+import { deliverWebhookTask } from "./deliver_webhook.ts";
 import { retryWireTask } from "./retry_wire.ts";
 
 /** Every background task of the service, by graphile-worker task name. */
@@ -7,6 +8,7 @@ export function taskList(deps: Deps): TaskList {
   return {
     // A task that does nothing: the ceiling `deno task bench` measures the delivery task against.
     noop: async () => {},
+    deliver_webhook: deliverWebhookTask(deps),
     retry_wire: retryWireTask(deps),
   };
 }

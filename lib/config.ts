@@ -8,7 +8,8 @@ const flag = (fallback: boolean) =>
   z.enum(["true", "false", "on", "off", "1", "0"]).optional()
     .transform((v) => v === undefined ? fallback : ["true", "on", "1"].includes(v));
 
-const schedule = z.string().regex(/^\s*\d+(\s*,\s*\d+)*\s*$/, "must be comma-separated seconds")
+// Fractions ("0.05") let tests run a whole 10-attempt schedule in a moment.
+const schedule = z.string().regex(/^\s*\d+(\.\d+)?(\s*,\s*\d+(\.\d+)?)*\s*$/, "must be comma-separated seconds")
   .transform((s) => expandSchedule(s.split(",").map((n) => Number(n.trim()))));
 
 const EnvSchema = z.object({

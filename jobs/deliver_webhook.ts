@@ -1,0 +1,75 @@
+import type { Task } from "graphile-worker";
+import { renderBody } from "../domain/webhook_body.ts";
+import { wakeEndpoints } from "../domain/webhook_deliveries.ts";
+import { claimNext, recordAttempt, releaseClaim } from "../domain/webhook_dispatch.ts";
+import { failPendingDeliveries, validPreviousSecret } from "../domain/webhook_endpoints.ts";
+import type { Config } from "../lib/config.ts";
+import type { Sql } from "../lib/db.ts";
+import type { Deps } from "../lib/http.ts";
+import { UUID_RE } from "../lib/ids.ts";
+import { log } from "../lib/log.ts";
+import { signPayload } from "../lib/webhook_signature.ts";
+import { sendWebhook } from "../lib/webhook_sender.ts";
+
+/**
+ * A job hands its worker back after this long or this many deliveries, leaving a job to carry on: one busy endpoint
+ * does not hold a worker for ever, and a graceful shutdown waits for at most one attempt.
+ */
+const RUN_BUDGET_MS = 2_000;
+const RUN_BUDGET_DELIVERIES = 200;
+/** Slack beyond the request timeout before a lease (slot and record) counts as abandoned by a crashed worker. */
+const LEASE_SLACK_MS = 30_000;
+
+/** The `deliver_webhook` task: drains one endpoint (see domain/webhook_dispatch.ts for the protocol). */
+export function deliverWebhookTask(deps: Deps): Task {
+  return async (payload, helpers) => {
+    const endpointId = (payload as { endpoint_id?: unknown } | null)?.endpoint_id;
+    if (typeof endpointId !== "string" || !UUID_RE.test(endpointId)) {
+      helpers.logger.error("deliver_webhook: bad payload", { payload });
+      return;
+    }
+    await drainEndpoint(deps.sql, deps.config, endpointId, helpers.abortSignal);
+  };
+}
+
+/** Delivers what is due for one endpoint until nothing is, every slot is busy, or the run budget is spent. */
+export async function drainEndpoint(sql: Sql, config: Config, endpointId: string, signal?: AbortSignal) {
+  const started = performance.now();
+  const leaseMs = config.webhookTimeoutMs + LEASE_SLACK_MS;
+  for (let delivered = 0;; delivered++) {
+    if (delivered >= RUN_BUDGET_DELIVERIES || performance.now() - started > RUN_BUDGET_MS || signal?.aborted) {
+      await wakeEndpoints(sql, [endpointId]);
+      return;
+    }
+    const claim = await claimNext(sql, endpointId, leaseMs);
+    if (!claim) return;
+    const { endpoint, delivery } = claim;
+    if (endpoint.status !== "active") {
+      await failPendingDeliveries(sql, endpoint.company_id, [endpoint.id]);
+      return;
+    }
+    if (!delivery) return;
+    if (signal?.aborted) {
+      await releaseClaim(sql, endpointId, delivery);
+      await wakeEndpoints(sql, [endpointId]);
+      return;
+    }
+    const body = renderBody(endpoint, delivery);
+    const signature = await signPayload(body, endpoint.secret, {
+      previousSecret: validPreviousSecret(endpoint)?.secret,
+    });
+    const outcome = await sendWebhook(endpoint.url, body, { "service-signature": signature }, {
+      timeoutMs: config.webhookTimeoutMs,
+      allowPrivateUrls: config.allowPrivateUrls,
+      signal,
+    });
+    const recorded = await recordAttempt(sql, endpointId, delivery, outcome, config.retrySchedule);
+    log.debug("webhook attempt", {
+      endpoint_id: endpointId,
+      delivery_id: delivery.id,
+      http_status: outcome.httpStatus,
+      duration_ms: Math.round(outcome.durationMs),
+      status: recorded?.status,
+    });
+  }
+}

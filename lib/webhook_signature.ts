@@ -1,0 +1,92 @@
+/**
+ * The `service-signature` header of webhook deliveries (interface.md "Authentication" 3-4):
+ * `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" with the secret>[,v0=<same with the previous secret>]`.
+ *
+ * The sender uses `signPayload`; receivers (and our tests) use `verifySignature`. Only Web Crypto, so the module
+ * runs unchanged in Deno, Node 20+, Bun and browsers.
+ */
+
+const encoder = new TextEncoder();
+
+function hmacKey(secret: string, usage: "sign" | "verify"): Promise<CryptoKey> {
+  return crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, [usage]);
+}
+
+function toHex(bytes: ArrayBuffer): string {
+  return Array.from(new Uint8Array(bytes), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function fromHex(hex: string): Uint8Array | null {
+  if (!/^(?:[0-9a-f]{2})+$/i.test(hex)) return null;
+  const out = new Uint8Array(hex.length / 2);
+  for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(i * 2, i * 2 + 2), 16);
+  return out;
+}
+
+/** Lowercase hex HMAC-SHA256 of `<t>.<rawBody>`. */
+export async function computeSignature(secret: string, timestamp: number, rawBody: string): Promise<string> {
+  const key = await hmacKey(secret, "sign");
+  return toHex(await crypto.subtle.sign("HMAC", key, encoder.encode(`${timestamp}.${rawBody}`)));
+}
+
+/**
+ * The header value for one delivery. `previousSecret` is given only while it is still valid (24 hours after a
+ * rotation), so receivers that have not switched to the new secret yet keep verifying with v0.
+ */
+export async function signPayload(
+  rawBody: string,
+  secret: string,
+  opts: { previousSecret?: string | null; timestamp?: number } = {},
+): Promise<string> {
+  const t = opts.timestamp ?? Math.floor(Date.now() / 1000);
+  let header = `t=${t},v1=${await computeSignature(secret, t, rawBody)}`;
+  if (opts.previousSecret) header += `,v0=${await computeSignature(opts.previousSecret, t, rawBody)}`;
+  return header;
+}
+
+/** The parts of a `service-signature` header, or null when it is malformed. */
+export function parseSignatureHeader(header: string): { t: number; v1: string; v0?: string } | null {
+  const parts = new Map<string, string>();
+  for (const item of header.split(",")) {
+    const at = item.indexOf("=");
+    if (at <= 0) return null;
+    parts.set(item.slice(0, at).trim(), item.slice(at + 1).trim());
+  }
+  const t = parts.get("t");
+  const v1 = parts.get("v1");
+  if (!t || !/^\d{1,12}$/.test(t) || !v1) return null;
+  return { t: Number(t), v1, v0: parts.get("v0") };
+}
+
+/**
+ * True when `header` signs `rawBody` (the exact bytes received, before any JSON parsing) with one of `secrets`
+ * and its timestamp is within `toleranceSeconds` of `now` (default 5 minutes; 0 or Infinity disables the check).
+ *
+ * Pass the current secret, and during the 24 hours after a rotation the previous one too: each secret is checked
+ * against v1 and, when present, v0. Comparisons run through `crypto.subtle.verify`, which is constant-time.
+ */
+export async function verifySignature(
+  rawBody: string,
+  header: string | null | undefined,
+  secrets: string | readonly string[],
+  opts: { toleranceSeconds?: number; now?: number } = {},
+): Promise<boolean> {
+  if (!header) return false;
+  const parsed = parseSignatureHeader(header);
+  if (!parsed) return false;
+  const tolerance = opts.toleranceSeconds ?? 300;
+  const now = opts.now ?? Math.floor(Date.now() / 1000);
+  if (tolerance > 0 && Math.abs(now - parsed.t) > tolerance) return false;
+
+  const signed = encoder.encode(`${parsed.t}.${rawBody}`);
+  const candidates = [fromHex(parsed.v1), parsed.v0 ? fromHex(parsed.v0) : null]
+    .filter((sig): sig is Uint8Array => sig !== null && sig.length === 32);
+  for (const secret of typeof secrets === "string" ? [secrets] : secrets) {
+    if (!secret) continue;
+    const key = await hmacKey(secret, "verify");
+    for (const sig of candidates) {
+      if (await crypto.subtle.verify("HMAC", key, sig as Uint8Array<ArrayBuffer>, signed)) return true;
+    }
+  }
+  return false;
+}
