@@ -6,15 +6,16 @@ import type { BankAccountInputValue } from "../schemas/bank_accounts.ts";
 import { getBankAccount, patchBankAccount, presentBankAccount } from "./bank_accounts.ts";
 import { emitEvent } from "./events.ts";
 
+export const WIRE_ERROR_CODES = ["AC03", "AC14", "CH11", "AG03"] as const;
+export type WireErrorCode = typeof WIRE_ERROR_CODES[number];
+
 /** Receiver-data errors a wire can come back with (interface.md, wire_waiting_correction). */
-export const WIRE_ERRORS = {
+export const WIRE_ERRORS: Record<WireErrorCode, string> = {
   AC03: "Creditor account number invalid or missing",
   AC14: "Creditor account type missing or invalid",
   CH11: "Creditor identifier incorrect",
   AG03: "Transaction type not supported or authorized on this account",
-} as const;
-export type WireErrorCode = keyof typeof WIRE_ERRORS;
-export const WIRE_ERROR_CODES = Object.keys(WIRE_ERRORS) as WireErrorCode[];
+};
 
 export type WireRow = {
   id: string;

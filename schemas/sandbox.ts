@@ -4,13 +4,19 @@ import { CURRENCIES } from "../domain/transactions.ts";
 import { WIRE_ERROR_CODES } from "../domain/wires.ts";
 import { DOCUMENT_TYPES } from "../domain/person_rules.ts";
 import { toCents } from "../lib/money.ts";
-import { decimalString, optionalText, requiredText, uuid } from "./common.ts";
+import { optionalText, requiredText, uuid } from "./common.ts";
 
 /** Sandbox bodies are plain JSON objects (no wrapper key); field errors name the field. */
 
-const amount = decimalString.refine((v) => (toCents(v) ?? 0n) > 0n, "must be greater than 0")
+/** A positive amount, required: a JSON number is read as its text, never as a float. */
+const amount = z.preprocess(
+  (v) => typeof v === "number" ? String(v) : v,
+  z.string().trim().min(1).regex(/^\d{1,18}(\.\d{1,2})?$/, "has invalid format"),
+).pipe(z.string().refine((v) => (toCents(v) ?? 0n) > 0n, "must be greater than 0"))
   .openapi({ type: "string", example: "1500.00" });
 const currency = z.string().trim().toUpperCase().pipe(z.enum(CURRENCIES)).openapi({ example: "BRL" });
+/** An enum whose absence reads "can't be blank" (a bare z.enum would answer "must be one of" for it). */
+const oneOf = <T extends readonly [string, ...string[]]>(values: T) => z.string().trim().pipe(z.enum(values));
 const flag = z.boolean().nullish();
 
 export const PayinBody = z.object({
@@ -25,14 +31,14 @@ export const PayoutBody = z.object({
   bank_account_id: uuid,
   value: amount,
   currency,
-  fail_with: z.enum(WIRE_ERROR_CODES).nullish().openapi({ description: "The receiving bank refuses the account" }),
+  fail_with: oneOf(WIRE_ERROR_CODES).nullish().openapi({ description: "The receiving bank refuses the account" }),
 }).openapi("SandboxPayout");
 
 export const CardPaymentBody = z.object({
   subject_id: uuid,
   value: amount,
   currency,
-  outcome: z.enum(["approved", "failed"]),
+  outcome: oneOf(["approved", "failed"] as const),
 }).openapi("SandboxCardPayment");
 
 export const PixChargeBody = z.object({
@@ -63,12 +69,12 @@ export const BankTransactionBody = z.object({
 }).openapi("SandboxBankTransaction");
 
 export const ReproveBody = z.object({
-  items: z.array(z.enum(REPROVAL_ITEMS)).min(1),
+  items: z.array(oneOf(REPROVAL_ITEMS)).min(1),
   reason: optionalText(500),
 }).openapi("SandboxReprove");
 
 export const RequestDocumentsBody = z.object({
-  required_documents: z.array(z.enum(REQUIRED_DOCUMENTS)).min(1),
+  required_documents: z.array(oneOf(REQUIRED_DOCUMENTS)).min(1),
 }).openapi("SandboxRequestDocuments");
 
 export const SubscriptionBody = z.object({
