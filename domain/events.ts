@@ -26,8 +26,11 @@ export type EventType = typeof EVENT_TYPES[number];
 /** The graphile-worker task that delivers webhooks (jobs/deliver_webhook.ts). */
 export const DELIVER_TASK = "deliver_webhook";
 
-/** Endpoints already woken by the current transaction: one drain job per endpoint and transaction is enough. */
-const wokenInTx = new WeakMap<object, Set<string>>();
+/**
+ * Drain jobs already added per endpoint by the current transaction. Each job can keep one delivery in flight, so a
+ * transaction adds one per event up to what the endpoint may run at once (1 when sequential), and no more.
+ */
+const wokenInTx = new WeakMap<object, Map<string, number>>();
 
 /**
  * The one way to emit an event. Call it with the transaction of the state change that caused it:
@@ -47,8 +50,8 @@ export async function emitEvent(
     return await (tx as Sql).begin((inner) => emitEvent(inner, companyId, type, data));
   }
   const id = newId();
-  const endpoints = await tx<{ id: string }[]>`
-    select id from webhook_endpoints
+  const endpoints = await tx<{ id: string; delivery_mode: string; max_concurrency: number }[]>`
+    select id, delivery_mode, max_concurrency from webhook_endpoints
     where company_id = ${companyId} and status = 'active' and enabled_events && array['*', ${type}]::text[]
     order by id`;
   const json = tx.json(data as never);
@@ -58,9 +61,15 @@ export async function emitEvent(
   }
   const endpointIds = endpoints.map((e) => e.id);
   let woken = wokenInTx.get(tx);
-  if (!woken) wokenInTx.set(tx, woken = new Set());
-  const wake = endpointIds.filter((e) => !woken.has(e));
-  for (const e of wake) woken.add(e);
+  if (!woken) wokenInTx.set(tx, woken = new Map());
+  const wake: string[] = [];
+  for (const e of endpoints) {
+    const added = woken.get(e.id) ?? 0;
+    if (added < (e.delivery_mode === "sequential" ? 1 : e.max_concurrency)) {
+      wake.push(e.id);
+      woken.set(e.id, added + 1);
+    }
+  }
   await tx`
     with event as (
       insert into events (id, company_id, type, data) values (${id}, ${companyId}, ${type}, ${json})

@@ -50,23 +50,26 @@ export async function claimNext(sql: Sql, endpointId: string, leaseMs: number): 
   const [row] = await sql<ClaimRow[]>`
     with ep as (
       select * from webhook_endpoints where id = ${endpointId}
+    ), commit_mode as (
+      select set_config('synchronous_commit', 'off', true)
     ), slot as (
-      select s.slot from webhook_slots s, ep
-      where s.endpoint_id = ep.id and ep.status = 'active'
-        and s.slot < case when ep.delivery_mode = 'sequential' then 1 else ep.max_concurrency end
+      select s.slot from webhook_slots s
+      where s.endpoint_id = ${endpointId}
+        and s.slot < (select case when status <> 'active' then 0 when delivery_mode = 'sequential' then 1
+          else max_concurrency end from ep)
         and (s.leased_until is null or s.leased_until < now())
       order by s.slot limit 1
-      for update of s skip locked
+      for update skip locked
     ), next_parallel as (
-      select d.id from webhook_deliveries d, ep
-      where ep.delivery_mode = 'parallel' and exists (select 1 from slot)
+      select d.id from webhook_deliveries d
+      where (select delivery_mode from ep) = 'parallel' and exists (select 1 from slot)
         and d.endpoint_id = ${endpointId} and d.status = 'pending' and d.next_attempt_at <= now()
         and (d.leased_until is null or d.leased_until < now())
       order by d.next_attempt_at, d.id limit 1
-      for update of d skip locked
+      for update skip locked
     ), head as (
-      select d.id, d.next_attempt_at, d.leased_until from webhook_deliveries d, ep
-      where ep.delivery_mode = 'sequential' and exists (select 1 from slot)
+      select d.id, d.next_attempt_at, d.leased_until from webhook_deliveries d
+      where (select delivery_mode from ep) = 'sequential' and exists (select 1 from slot)
         and d.endpoint_id = ${endpointId} and d.status = 'pending'
       order by d.id limit 1
     ), next as (
@@ -84,6 +87,7 @@ export async function claimNext(sql: Sql, endpointId: string, leaseMs: number): 
     )
     select ep.*, taken.id as delivery_id, taken.type as delivery_type, e.data as event_data, taken_slot.slot
     from ep
+    cross join commit_mode
     left join taken on true
     left join taken_slot on true
     left join events e on e.id = taken.event_id and e.company_id = taken.company_id`;
@@ -113,7 +117,9 @@ export async function recordAttempt(
 ): Promise<{ status: string; nextAttemptAt: Date | null } | null> {
   const giveUp = sql`d.status <> 'pending' or d.schedule_attempts + 1 >= ${MAX_ATTEMPTS}`;
   const [row] = await sql<{ status: string; next_attempt_at: Date | null }[]>`
-    with attempt as (
+    with commit_mode as (
+      select set_config('synchronous_commit', 'off', true)
+    ), attempt as (
       insert into webhook_attempts (id, delivery_id, company_id, attempt_number, http_status, response_body, duration_ms)
       select ${newId()}, d.id, d.company_id, d.attempts + 1, ${outcome.httpStatus}, ${outcome.responseBody},
         ${Math.round(outcome.durationMs)}
@@ -140,7 +146,7 @@ export async function recordAttempt(
         (graphile_worker.add_job(${DELIVER_TASK}, json_build_object('endpoint_id', ${endpointId}::uuid),
           run_at := next_attempt_at)).id
       end as job_id
-    from updated`;
+    from updated, commit_mode`;
   return row ? { status: row.status, nextAttemptAt: row.next_attempt_at } : null;
 }
 

@@ -98,7 +98,9 @@ const DATETIME_RE = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.
  */
 export type TimeBound = { at: Date; end: Date };
 
-const timeBound = z.string().trim().transform((s, ctx): TimeBound => {
+const timeBound = z.string().trim().transform((raw, ctx): TimeBound => {
+  // An unencoded "+03:00" in a query string arrives as " 03:00".
+  const s = raw.replace(/(\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?) (\d{2}:?\d{2})$/, "$1+$2");
   const m = DATE_RE.exec(s) ?? DATETIME_RE.exec(s);
   if (m) {
     const [, y, mo, d, h, mi, sec, frac, zone = "Z"] = m;

@@ -55,7 +55,7 @@ create table webhook_deliveries (
 
 create index webhook_deliveries_company_idx on webhook_deliveries (company_id, inserted_at, id);
 -- Parallel endpoints take the pending record that is due first; sequential ones the oldest pending record.
-create index webhook_deliveries_due_idx on webhook_deliveries (endpoint_id, next_attempt_at) where status = 'pending';
+create index webhook_deliveries_due_idx on webhook_deliveries (endpoint_id, next_attempt_at, id) where status = 'pending';
 create index webhook_deliveries_head_idx on webhook_deliveries (endpoint_id, id) where status = 'pending';
 
 create table webhook_attempts (

@@ -13,8 +13,8 @@ export type Arrival = {
 export type Receiver = {
   url: string;
   arrivals: Arrival[];
-  /** The most deliveries ever in flight at once. */
-  maxInFlight: () => number;
+  /** The most requests ever in flight at once at `path` (or at any path). */
+  maxInFlight: (path?: string) => number;
   /** Arrivals at one path (each test uses its own path, so tests share one receiver without mixing). */
   at: (path: string) => Arrival[];
   close: () => Promise<void>;
@@ -28,18 +28,23 @@ export function startReceiver(
   answer: (arrival: Arrival, nthAtPath: number) => Response | Promise<Response> = () => new Response("ok"),
 ): Receiver {
   const arrivals: Arrival[] = [];
-  let inFlight = 0;
-  let maxInFlight = 0;
+  const inFlight = new Map<string, number>();
+  const maxInFlight = new Map<string, number>();
+  const enter = (key: string) => {
+    inFlight.set(key, (inFlight.get(key) ?? 0) + 1);
+    maxInFlight.set(key, Math.max(maxInFlight.get(key) ?? 0, inFlight.get(key)!));
+  };
+  const leave = (key: string) => inFlight.set(key, inFlight.get(key)! - 1);
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
-    inFlight++;
-    maxInFlight = Math.max(maxInFlight, inFlight);
+    const path = new URL(req.url).pathname;
+    enter("*");
+    enter(path);
     try {
       const raw = await req.text();
       let body: unknown = null;
       try {
         body = JSON.parse(raw);
       } catch { /* keep null */ }
-      const path = new URL(req.url).pathname;
       const arrival: Arrival = {
         raw,
         body,
@@ -51,14 +56,15 @@ export function startReceiver(
       arrivals.push(arrival);
       return await answer(arrival, arrivals.filter((a) => a.path === path).length);
     } finally {
-      inFlight--;
+      leave("*");
+      leave(path);
     }
   });
   const { port } = server.addr as Deno.NetAddr;
   return {
     url: `http://127.0.0.1:${port}`,
     arrivals,
-    maxInFlight: () => maxInFlight,
+    maxInFlight: (path = "*") => maxInFlight.get(path) ?? 0,
     at: (path) => arrivals.filter((a) => a.path === path),
     close: () => server.shutdown(),
   };
