@@ -6,6 +6,9 @@ import { ApiError, payloadTooLarge } from "./lib/errors.ts";
 import { type Deps, newRouter } from "./lib/http.ts";
 import { log } from "./lib/log.ts";
 import { healthRoutes } from "./routes/health.ts";
+import { operationsRoutes } from "./routes/operations.ts";
+import { docsRoutes } from "./routes/docs.ts";
+import { metrics } from "./lib/metrics.ts";
 import { peopleRoutes } from "./routes/people.ts";
 import { webhookEndpointRoutes } from "./routes/webhook_endpoints.ts";
 import { webhookEventRoutes } from "./routes/webhook_events.ts";
@@ -29,12 +32,16 @@ export function createApp(deps: Deps) {
     c.set("requestId", requestId);
     await next();
     c.header("x-request-id", requestId);
+    const seconds = (performance.now() - started) / 1000;
+    const route = c.res.status === 404 && c.req.routePath.endsWith("*") ? "unmatched" : c.req.routePath;
+    metrics.httpRequests.inc({ method: c.req.method, route, status: String(c.res.status) });
+    metrics.httpDuration.observe({ method: c.req.method, route }, seconds);
     log.info("request", {
       request_id: requestId,
       method: c.req.method,
       path: c.req.path,
       status: c.res.status,
-      duration_ms: Math.round((performance.now() - started) * 10) / 10,
+      duration_ms: Math.round(seconds * 10_000) / 10,
     });
   });
 
@@ -42,6 +49,8 @@ export function createApp(deps: Deps) {
   app.use("/api/*", requireCompany(deps.config.jwtSecret, (id) => ensureCompany(deps.sql, id)));
 
   app.route("/", healthRoutes(deps));
+  app.route("/", operationsRoutes(deps));
+  app.route("/", docsRoutes());
   app.route("/", peopleRoutes(deps));
   app.route("/", webhookEndpointRoutes(deps));
   app.route("/", webhookEventRoutes(deps));
