@@ -156,6 +156,7 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
     await receiver.until(EVENTS);
     const backlogPerSecond = EVENTS / ((performance.now() - t0) / 1000);
     await waitForNoJobs(sql, "deliver_webhook");
+    const backlogAllDone = (performance.now() - t0) / 1000;
 
     // Live: producers and deliveries at the same time.
     receiver.reset();
@@ -201,6 +202,7 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
       emit_events_per_s: round(emitPerSecond, 0),
       backlog_deliveries_per_s: round(backlogPerSecond, 0),
       backlog_vs_noop_pct: round((100 * backlogPerSecond) / noopPerSecond),
+      backlog_jobs_all_done_s: round(backlogAllDone, 2),
       live_deliveries_per_s: round(livePerSecond, 0),
       live_vs_noop_pct: round((100 * livePerSecond) / noopPerSecond),
       live_latency_p50_ms: live.length ? percentile(live, 0.5) : "n/a",

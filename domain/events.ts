@@ -70,16 +70,22 @@ export async function emitEvent(
       woken.set(e.id, added + 1);
     }
   }
+  const wakeJobs = wake.length
+    ? tx`select id, (payload->>'endpoint_id')::uuid as endpoint_id
+        from graphile_worker.add_jobs(${drainJobs(tx, wake)})`
+    : tx`select null::bigint as id, null::uuid as endpoint_id where false`;
   await tx`
     with event as (
       insert into events (id, company_id, type, data) values (${id}, ${companyId}, ${type}, ${json})
       returning inserted_at
-    ), deliveries as (
-      insert into webhook_deliveries (id, company_id, event_id, endpoint_id, type, next_attempt_at, inserted_at)
-      select d.id, ${companyId}, ${id}, d.endpoint_id, ${type}, event.inserted_at, event.inserted_at
-      from unnest(${endpointIds.map(() => newId())}::uuid[], ${endpointIds}::uuid[]) as d(id, endpoint_id), event
+    ), jobs as (
+      ${wakeJobs}
     )
-    ${wake.length ? tx`select count(*) from graphile_worker.add_jobs(${drainJobs(tx, wake)})` : tx`select 1`}`;
+    insert into webhook_deliveries (id, company_id, event_id, endpoint_id, type, next_attempt_at, inserted_at, wake_job_id)
+    select d.id, ${companyId}, ${id}, d.endpoint_id, ${type}, event.inserted_at, event.inserted_at, jobs.id
+    from unnest(${endpointIds.map(() => newId())}::uuid[], ${endpointIds}::uuid[]) as d(id, endpoint_id)
+    cross join event
+    left join jobs on jobs.endpoint_id = d.endpoint_id`;
   return { id };
 }
 

@@ -1,8 +1,8 @@
 import type { Task } from "graphile-worker";
 import { renderBody } from "../domain/webhook_body.ts";
 import { wakeEndpoints } from "../domain/webhook_deliveries.ts";
-import { claimNext, recordAttempt, releaseClaim } from "../domain/webhook_dispatch.ts";
-import { failPendingDeliveries, validPreviousSecret } from "../domain/webhook_endpoints.ts";
+import { type ClaimedDelivery, claimNext, recordAndClaimNext, releaseClaim } from "../domain/webhook_dispatch.ts";
+import { type EndpointRow, failPendingDeliveries, validPreviousSecret } from "../domain/webhook_endpoints.ts";
 import type { Config } from "../lib/config.ts";
 import type { Sql } from "../lib/db.ts";
 import type { Deps } from "../lib/http.ts";
@@ -36,40 +36,46 @@ export function deliverWebhookTask(deps: Deps): Task {
 export async function drainEndpoint(sql: Sql, config: Config, endpointId: string, signal?: AbortSignal) {
   const started = performance.now();
   const leaseMs = config.webhookTimeoutMs + LEASE_SLACK_MS;
-  for (let delivered = 0;; delivered++) {
-    if (delivered >= RUN_BUDGET_DELIVERIES || performance.now() - started > RUN_BUDGET_MS || signal?.aborted) {
-      await wakeEndpoints(sql, [endpointId]);
-      return;
-    }
-    const claim = await claimNext(sql, endpointId, leaseMs);
-    if (!claim) return;
+  let claim = await claimNext(sql, endpointId, leaseMs);
+  for (let delivered = 0; claim; delivered++) {
     const { endpoint, delivery } = claim;
     if (endpoint.status !== "active") {
       await failPendingDeliveries(sql, endpoint.company_id, [endpoint.id]);
       return;
     }
     if (!delivery) return;
-    if (signal?.aborted) {
+    if (delivered >= RUN_BUDGET_DELIVERIES || performance.now() - started > RUN_BUDGET_MS || signal?.aborted) {
+      // Hand over to a fresh job rather than hold this worker.
       await releaseClaim(sql, endpointId, delivery);
       await wakeEndpoints(sql, [endpointId]);
       return;
     }
-    const body = renderBody(endpoint, delivery);
-    const signature = await signPayload(body, endpoint.secret, {
-      previousSecret: validPreviousSecret(endpoint)?.secret,
+    const outcome = await attempt(config, endpoint, delivery, signal);
+    const recorded = await recordAndClaimNext(sql, endpointId, delivery, outcome, {
+      retrySchedule: config.retrySchedule,
+      leaseMs,
     });
-    const outcome = await sendWebhook(endpoint.url, body, { "service-signature": signature }, {
-      timeoutMs: config.webhookTimeoutMs,
-      allowPrivateUrls: config.allowPrivateUrls,
-      signal,
-    });
-    const recorded = await recordAttempt(sql, endpointId, delivery, outcome, config.retrySchedule);
     log.debug("webhook attempt", {
       endpoint_id: endpointId,
       delivery_id: delivery.id,
       http_status: outcome.httpStatus,
       duration_ms: Math.round(outcome.durationMs),
-      status: recorded?.status,
+      status: recorded.status,
     });
+    // The slot was freed when nothing more was due then: claim once more, after that release (domain/webhook_dispatch.ts).
+    claim = recorded.next?.delivery ? recorded.next : await claimNext(sql, endpointId, leaseMs);
   }
+}
+
+/** Renders, signs and POSTs one delivery. */
+async function attempt(config: Config, endpoint: EndpointRow, delivery: ClaimedDelivery, signal?: AbortSignal) {
+  const body = renderBody(endpoint, delivery);
+  const signature = await signPayload(body, endpoint.secret, {
+    previousSecret: validPreviousSecret(endpoint)?.secret,
+  });
+  return await sendWebhook(endpoint.url, body, { "service-signature": signature }, {
+    timeoutMs: config.webhookTimeoutMs,
+    allowPrivateUrls: config.allowPrivateUrls,
+    signal,
+  });
 }

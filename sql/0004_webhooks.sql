@@ -49,19 +49,25 @@ create table webhook_deliveries (
   -- Set while an attempt is in flight; a record whose lease ran out (crashed worker) may be claimed again.
   lease_token uuid,
   leased_until timestamptz,
+  -- The drain job emitEvent added for this record, if any: whoever leases the record first deletes that job while
+  -- it is still queued, since there is nothing left for it to do.
+  wake_job_id bigint,
   inserted_at timestamptz not null default now(),
   updated_at timestamptz not null default now()
-);
+-- Room on each page so that leasing a record (columns outside every index) is a HOT update.
+) with (fillfactor = 80);
 
 create index webhook_deliveries_company_idx on webhook_deliveries (company_id, inserted_at, id);
 -- Parallel endpoints take the pending record that is due first; sequential ones the oldest pending record.
 create index webhook_deliveries_due_idx on webhook_deliveries (endpoint_id, next_attempt_at, id) where status = 'pending';
 create index webhook_deliveries_head_idx on webhook_deliveries (endpoint_id, id) where status = 'pending';
 
+-- Written by the delivery workers only, always for a record they hold (no foreign keys: they would lock the record
+-- and the company row for every attempt).
 create table webhook_attempts (
   id uuid primary key,
-  delivery_id uuid not null references webhook_deliveries (id),
-  company_id uuid not null references companies (id),
+  delivery_id uuid not null,
+  company_id uuid not null,
   attempt_number integer not null,
   http_status integer not null,
   response_body text not null,
