@@ -1,4 +1,5 @@
 import { createApp } from "./app.ts";
+import { releaseDeadLeases, wakeStalledEndpoints } from "./domain/webhook_recovery.ts";
 import { taskList } from "./jobs/index.ts";
 import { type Config, loadConfig } from "./lib/config.ts";
 import { connect, ensureDatabase, serverAnswers } from "./lib/db.ts";
@@ -25,8 +26,14 @@ export async function start(config: Config) {
   await migrate(sql, url);
 
   let worker: Worker | null = null;
-  const deps = { sql, config, workerRunning: () => worker !== null };
-  if (config.worker) worker = await startWorker(url, config.workerConcurrency, taskList(deps));
+  const deps = { sql, config, processId: crypto.randomUUID(), workerRunning: () => worker !== null };
+  if (config.worker) {
+    worker = await startWorker(url, config.workerConcurrency, taskList(deps), {
+      processId: deps.processId,
+      onDeadProcesses: (ids) => releaseDeadLeases(sql, ids),
+      onSweep: () => wakeStalledEndpoints(sql),
+    });
+  }
 
   const app = createApp(deps);
   const server = Deno.serve({

@@ -6,7 +6,13 @@ import { validationHook } from "./validation.ts";
 export type AppEnv = { Variables: { companyId: string; requestId: string } };
 
 /** What routes need from the running service, handed in by `createApp`. */
-export type Deps = { sql: Sql; config: Config; workerRunning?: () => boolean };
+export type Deps = {
+  sql: Sql;
+  config: Config;
+  /** This process, as registered in `worker_processes`; webhook leases carry it so a crash frees them at once. */
+  processId: string;
+  workerRunning?: () => boolean;
+};
 
 /** A router whose request validation failures become ApiErrors (one error path for the whole API). */
 export function newRouter() {

@@ -14,37 +14,55 @@ export function workerLogger() {
 
 export type Worker = { runner: Runner; pool: pg.Pool; liveness: pg.Client; sweeper: ReturnType<typeof setInterval> };
 
-const SWEEP_EVERY_MS = 15_000;
+/** Called with the ids of worker processes found dead, after their jobs were unlocked. */
+export type OnDeadProcesses = (processIds: string[]) => Promise<void>;
+
+const SWEEP_EVERY_MS = 5_000;
 
 /**
- * Frees the jobs locked by workers whose process is gone: their registered session no longer exists.
- * Run at start and periodically, so a surviving instance also recovers a crashed peer's jobs.
+ * Frees what worker processes that are gone had taken: their registered session no longer exists.
+ * Run at start and periodically, so a surviving instance also recovers a crashed peer's work.
  */
-export async function recoverOrphanedJobs(client: pg.Client | pg.Pool): Promise<number> {
-  const { rows } = await client.query<{ worker_id: string }>(`
+export async function recoverDeadProcesses(client: pg.Client | pg.Pool, onDead?: OnDeadProcesses): Promise<number> {
+  const { rows } = await client.query<{ id: string; worker_ids: string[] }>(`
     delete from worker_processes w
     where not exists (
       select 1 from pg_stat_activity a where a.pid = w.backend_pid and a.backend_start = w.backend_start
     )
-    returning worker_id`);
-  const dead = rows.map((r) => r.worker_id);
-  if (dead.length) {
-    await client.query("select graphile_worker.force_unlock_workers($1::text[])", [dead]);
-    log.warn("freed jobs of stopped workers", { workers: dead.length });
-  }
-  return dead.length;
+    returning id, worker_ids`);
+  if (!rows.length) return 0;
+  const workerIds = rows.flatMap((r) => r.worker_ids);
+  if (workerIds.length) await client.query("select graphile_worker.force_unlock_workers($1::text[])", [workerIds]);
+  await onDead?.(rows.map((r) => r.id));
+  log.warn("recovered work of stopped worker processes", { processes: rows.length, workers: workerIds.length });
+  return rows.length;
 }
 
 /**
- * Starts the graphile-worker runner inside this process. It needs a `pg` pool of its own
- * (postgres.js pools are not supported). A separate session stays open for the life of the process:
- * it is how other instances tell that this one is alive.
+ * Starts the graphile-worker runner inside this process, registered as `processId`. It needs a `pg` pool of its
+ * own (postgres.js pools are not supported). A separate session stays open for the life of the process: it is how
+ * other instances tell that this one is alive.
  */
-export async function startWorker(connectionString: string, concurrency: number, taskList: TaskList): Promise<Worker> {
+export async function startWorker(
+  connectionString: string,
+  concurrency: number,
+  taskList: TaskList,
+  opts: { processId?: string; onDeadProcesses?: OnDeadProcesses; onSweep?: () => Promise<unknown> } = {},
+): Promise<Worker> {
+  const processId = opts.processId ?? crypto.randomUUID();
   const liveness = new pg.Client({ connectionString, application_name: "payments-worker-liveness" });
   liveness.on("error", (err) => log.error("worker liveness session lost", { error: err.message }));
   await liveness.connect();
-  await recoverOrphanedJobs(liveness);
+  await liveness.query(
+    `insert into worker_processes (id, backend_pid, backend_start)
+     select $1, pid, backend_start from pg_stat_activity where pid = pg_backend_pid()`,
+    [processId],
+  );
+  const sweep = async () => {
+    await recoverDeadProcesses(liveness, opts.onDeadProcesses);
+    await opts.onSweep?.();
+  };
+  await sweep();
 
   const pool = new pg.Pool({ connectionString, max: concurrency + 2 });
   pool.on("error", (err) => log.error("worker pool error", { error: err.message }));
@@ -55,10 +73,8 @@ export async function startWorker(connectionString: string, concurrency: number,
   const events = new EventEmitter() as WorkerEvents;
   events.on("worker:create", ({ worker }) => {
     registrations.push(liveness.query(
-      `insert into worker_processes (worker_id, backend_pid, backend_start)
-       select $1, pid, backend_start from pg_stat_activity where pid = pg_backend_pid()
-       on conflict (worker_id) do nothing`,
-      [worker.workerId],
+      "update worker_processes set worker_ids = array_append(worker_ids, $2) where id = $1",
+      [processId, worker.workerId],
     ));
   });
   const runner = await run({
@@ -73,7 +89,7 @@ export async function startWorker(connectionString: string, concurrency: number,
   });
   await Promise.all(registrations);
   const sweeper = setInterval(() => {
-    recoverOrphanedJobs(liveness).catch((err) => log.error("job recovery failed", { error: err.message }));
+    sweep().catch((err) => log.error("recovery sweep failed", { error: err.message }));
   }, SWEEP_EVERY_MS);
   return { runner, pool, liveness, sweeper };
 }

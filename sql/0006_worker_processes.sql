@@ -1,9 +1,10 @@
--- The graphile-worker workers of each running process, tied to a database session the process holds open.
--- When the process dies its session ends; the jobs its workers had locked are then freed at once
--- instead of after graphile-worker's 4-hour lock expiry.
+-- Each running worker process, tied to a database session it holds open for its whole life. When the process dies
+-- its session ends; the jobs its graphile workers had locked, and the webhook leases it held, are then freed at once
+-- instead of after graphile-worker's 4-hour lock expiry or the lease timeout.
 create table worker_processes (
-  worker_id text primary key,
+  id uuid primary key,
   backend_pid integer not null,
   backend_start timestamptz not null,
+  worker_ids text[] not null default '{}',
   inserted_at timestamptz not null default now()
 );

@@ -1,5 +1,6 @@
 import { createApp } from "../app.ts";
 import { taskList } from "../jobs/index.ts";
+import { releaseDeadLeases, wakeStalledEndpoints } from "../domain/webhook_recovery.ts";
 import { signToken } from "../lib/auth.ts";
 import { type Config, loadConfig } from "../lib/config.ts";
 import { connect, ensureDatabase, type Sql } from "../lib/db.ts";
@@ -72,8 +73,14 @@ export async function setup(
   const sql = connect(url, { max: 5 });
   await migrate(sql, url);
   let worker: Worker | null = null;
-  const deps: Deps = { sql, config, workerRunning: () => worker !== null };
-  if (opts.worker) worker = await startWorker(url, config.workerConcurrency, taskList(deps));
+  const deps: Deps = { sql, config, processId: crypto.randomUUID(), workerRunning: () => worker !== null };
+  if (opts.worker) {
+    worker = await startWorker(url, config.workerConcurrency, taskList(deps), {
+      processId: deps.processId,
+      onDeadProcesses: (ids) => releaseDeadLeases(sql, ids),
+      onSweep: () => wakeStalledEndpoints(sql),
+    });
+  }
   const app = createApp(deps);
   return {
     url,
