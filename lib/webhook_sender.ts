@@ -91,8 +91,8 @@ async function readPrefix(res: Response, limit: number): Promise<string> {
     at += part.length;
     if (at >= bytes.length) break;
   }
-  // A cut in the middle of a UTF-8 sequence decodes to U+FFFD: drop it.
-  const text = new TextDecoder().decode(bytes);
+  // A cut in the middle of a UTF-8 sequence decodes to U+FFFD: drop it. Postgres text cannot hold NUL.
+  const text = new TextDecoder().decode(bytes).replaceAll("\u0000", "");
   return size > limit ? text.replace(/\uFFFD$/, "") : text;
 }
 
