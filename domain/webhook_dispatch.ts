@@ -14,7 +14,8 @@ import type { EndpointRow } from "./webhook_endpoints.ts";
  *
  * Why no wake-up is lost: a job that finds every slot taken ends, trusting the holders. Each holder frees its slot
  * (a committed statement) before it claims again, so its next claim starts after the job looked, and therefore
- * sees the record that job was woken for. A crashed holder's slot frees itself when its lease runs out.
+ * sees the record that job was woken for. A crashed holder's leases carry its process id (`leased_by`): the recovery
+ * sweep frees them as soon as the process is found dead (domain/webhook_recovery.ts), and they run out anyway.
  *
  * - parallel: slots 0..max_concurrency-1; the claim takes the pending record due first, skipping records in flight.
  * - sequential: slot 0 only; the claim takes the oldest pending record (by id, i.e. event order) and only if it is
@@ -70,10 +71,10 @@ function nextCtes(sql: Sql, endpointId: string, exclude: string | null, headAllo
 }
 
 /** Leases the chosen record with `token`, and deletes the drain job added for it if it is still queued. */
-function takeCte(sql: Sql, token: string, lease: postgres.Fragment) {
+function takeCte(sql: Sql, token: string, lease: postgres.Fragment, owner: string) {
   return sql`
     taken as (
-      update webhook_deliveries d set lease_token = ${token}, leased_until = ${lease}
+      update webhook_deliveries d set lease_token = ${token}, leased_until = ${lease}, leased_by = ${owner}
       from next where d.id = next.id
       returning d.id, d.type, d.event_id, d.company_id, d.wake_job_id
     ), cancelled_job as (
@@ -100,9 +101,13 @@ function toClaim(row: ClaimRow | undefined, token: string): Claim | null {
  * an attempt made again, which at-least-once delivery allows. Events and their records, written by the producers'
  * transactions, stay synchronous.
  */
-export async function claimNext(sql: Sql, endpointId: string, leaseMs: number): Promise<Claim | null> {
+export async function claimNext(
+  sql: Sql,
+  endpointId: string,
+  opts: { leaseMs: number; owner: string },
+): Promise<Claim | null> {
   const token = newId();
-  const lease = sql`now() + ${leaseMs} * interval '1 millisecond'`;
+  const lease = sql`now() + ${opts.leaseMs} * interval '1 millisecond'`;
   const [row] = await sql<ClaimRow[]>`
     with ep as (
       select * from webhook_endpoints where id = ${endpointId}
@@ -116,8 +121,8 @@ export async function claimNext(sql: Sql, endpointId: string, leaseMs: number): 
         and (s.leased_until is null or s.leased_until < now())
       order by s.slot limit 1
       for update skip locked
-    ), ${nextCtes(sql, endpointId, null, sql`true`)}, ${takeCte(sql, token, lease)}, taken_slot as (
-      update webhook_slots s set delivery_id = next.id, leased_until = ${lease}
+    ), ${nextCtes(sql, endpointId, null, sql`true`)}, ${takeCte(sql, token, lease, opts.owner)}, taken_slot as (
+      update webhook_slots s set delivery_id = next.id, leased_until = ${lease}, leased_by = ${opts.owner}
       from next, gate where s.endpoint_id = ${endpointId} and s.slot = gate.slot
       returning s.slot
     )
@@ -141,6 +146,8 @@ export type Recorded = {
 };
 
 type RecordItem = { endpointId: string; delivery: ClaimedDelivery; outcome: AttemptOutcome };
+/** `owner`: the worker process (worker_processes.id) that leases the next records; a crash frees its leases. */
+type RecordOptions = { retrySchedule: number[]; leaseMs: number; owner: string };
 
 /**
  * Stores the attempt, moves the record on (succeeded; failed after the tenth attempt of its schedule; else pending
@@ -156,9 +163,9 @@ export function recordAndClaimNext(
   endpointId: string,
   delivery: ClaimedDelivery,
   outcome: AttemptOutcome,
-  opts: { retrySchedule: number[]; leaseMs: number },
+  opts: RecordOptions,
 ): Promise<Recorded> {
-  const key = `${opts.leaseMs}|${opts.retrySchedule.join(",")}`;
+  const key = `${opts.owner}|${opts.leaseMs}|${opts.retrySchedule.join(",")}`;
   let byOpts = batchers.get(sql);
   if (!byOpts) batchers.set(sql, byOpts = new Map());
   let batcher = byOpts.get(key);
@@ -175,7 +182,7 @@ class RecordBatcher {
   private queue: { item: RecordItem; resolve: (r: Recorded) => void; reject: (e: unknown) => void }[] = [];
   private writers = 0;
 
-  constructor(private sql: Sql, private opts: { retrySchedule: number[]; leaseMs: number }) {}
+  constructor(private sql: Sql, private opts: RecordOptions) {}
 
   submit(item: RecordItem): Promise<Recorded> {
     const { promise, resolve, reject } = Promise.withResolvers<Recorded>();
@@ -208,7 +215,7 @@ type RecordRow = ClaimRow & { idx: number; delivery_status: string | null; next_
 async function recordBatch(
   sql: Sql,
   items: RecordItem[],
-  opts: { retrySchedule: number[]; leaseMs: number },
+  opts: RecordOptions,
 ): Promise<Recorded[]> {
   const lease = sql`now() + ${opts.leaseMs} * interval '1 millisecond'`;
   const giveUp = sql`d.status <> 'pending' or d.schedule_attempts + 1 >= ${MAX_ATTEMPTS}`;
@@ -242,6 +249,7 @@ async function recordBatch(
           else now() + (${opts.retrySchedule}::float8[])[d.schedule_attempts + 1] * interval '1 second' end,
         lease_token = null,
         leased_until = null,
+        leased_by = null,
         updated_at = now()
       from r where d.id = r.delivery_id and d.lease_token = r.token
       returning r.idx, d.status, d.next_attempt_at, d.endpoint_id
@@ -284,7 +292,7 @@ async function recordBatch(
       join (select * from next_parallel union all select * from next_sequential) n
         on n.endpoint_id = g.endpoint_id and n.rn = g.rn
     ), taken as (
-      update webhook_deliveries d set lease_token = gen_random_uuid(), leased_until = ${lease}
+      update webhook_deliveries d set lease_token = gen_random_uuid(), leased_until = ${lease}, leased_by = ${opts.owner}
       from paired p where d.id = p.next_id
       returning p.idx, d.id, d.type, d.event_id, d.company_id, d.wake_job_id, d.lease_token
     ), cancelled_job as (
@@ -292,7 +300,8 @@ async function recordBatch(
     ), moved_slot as (
       update webhook_slots s set
         delivery_id = p.next_id,
-        leased_until = case when p.next_id is not null then ${lease} end
+        leased_until = case when p.next_id is not null then ${lease} end,
+        leased_by = case when p.next_id is not null then ${opts.owner}::uuid end
       from r left join paired p on p.idx = r.idx
       where s.endpoint_id = r.endpoint_id and s.slot = r.slot and s.delivery_id = r.delivery_id
     )
@@ -320,9 +329,9 @@ async function recordBatch(
 export async function releaseClaim(sql: Sql, endpointId: string, delivery: ClaimedDelivery) {
   await sql`
     with freed as (
-      update webhook_slots set delivery_id = null, leased_until = null
+      update webhook_slots set delivery_id = null, leased_until = null, leased_by = null
       where endpoint_id = ${endpointId} and slot = ${delivery.slot} and delivery_id = ${delivery.id}
     )
-    update webhook_deliveries set lease_token = null, leased_until = null
+    update webhook_deliveries set lease_token = null, leased_until = null, leased_by = null
     where id = ${delivery.id} and lease_token = ${delivery.token}`;
 }

@@ -4,7 +4,6 @@ import { wakeEndpoints } from "../domain/webhook_deliveries.ts";
 import { type ClaimedDelivery, claimNext, recordAndClaimNext, releaseClaim } from "../domain/webhook_dispatch.ts";
 import { type EndpointRow, failPendingDeliveries, validPreviousSecret } from "../domain/webhook_endpoints.ts";
 import type { Config } from "../lib/config.ts";
-import type { Sql } from "../lib/db.ts";
 import type { Deps } from "../lib/http.ts";
 import { UUID_RE } from "../lib/ids.ts";
 import { log } from "../lib/log.ts";
@@ -28,15 +27,19 @@ export function deliverWebhookTask(deps: Deps): Task {
       helpers.logger.error("deliver_webhook: bad payload", { payload });
       return;
     }
-    await drainEndpoint(deps.sql, deps.config, endpointId, helpers.abortSignal);
+    await drainEndpoint(deps, endpointId, helpers.abortSignal);
   };
 }
 
 /** Delivers what is due for one endpoint until nothing is, every slot is busy, or the run budget is spent. */
-export async function drainEndpoint(sql: Sql, config: Config, endpointId: string, signal?: AbortSignal) {
+export async function drainEndpoint(
+  { sql, config, processId }: Pick<Deps, "sql" | "config" | "processId">,
+  endpointId: string,
+  signal?: AbortSignal,
+) {
   const started = performance.now();
-  const leaseMs = config.webhookTimeoutMs + LEASE_SLACK_MS;
-  let claim = await claimNext(sql, endpointId, leaseMs);
+  const lease = { leaseMs: config.webhookTimeoutMs + LEASE_SLACK_MS, owner: processId };
+  let claim = await claimNext(sql, endpointId, lease);
   for (let delivered = 0; claim; delivered++) {
     const { endpoint, delivery } = claim;
     if (endpoint.status !== "active") {
@@ -52,8 +55,8 @@ export async function drainEndpoint(sql: Sql, config: Config, endpointId: string
     }
     const outcome = await attempt(config, endpoint, delivery, signal);
     const recorded = await recordAndClaimNext(sql, endpointId, delivery, outcome, {
+      ...lease,
       retrySchedule: config.retrySchedule,
-      leaseMs,
     });
     log.debug("webhook attempt", {
       endpoint_id: endpointId,
@@ -63,7 +66,7 @@ export async function drainEndpoint(sql: Sql, config: Config, endpointId: string
       status: recorded.status,
     });
     // The slot was freed when nothing more was due then: claim once more, after that release (domain/webhook_dispatch.ts).
-    claim = recorded.next?.delivery ? recorded.next : await claimNext(sql, endpointId, leaseMs);
+    claim = recorded.next?.delivery ? recorded.next : await claimNext(sql, endpointId, lease);
   }
 }
 

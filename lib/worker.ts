@@ -77,6 +77,13 @@ export async function startWorker(
       [processId, worker.workerId],
     ));
   });
+  // graphile-worker 0.18 locks jobs with the pool's id (locked_by = "pool-..."), not the worker's
+  events.on("pool:create", ({ workerPool }) => {
+    registrations.push(liveness.query(
+      "update worker_processes set worker_ids = array_append(worker_ids, $2) where id = $1",
+      [processId, workerPool.id],
+    ));
+  });
   const runner = await run({
     pgPool: pool,
     taskList,
