@@ -8,14 +8,15 @@ import type { EndpointRow } from "./webhook_endpoints.ts";
  * How deliveries are handed to workers, across every process sharing the database.
  *
  * A `deliver_webhook` job drains one endpoint: it claims a concurrency slot of the endpoint together with the next
- * deliverable record, attempts it, records the attempt and frees the slot, and claims again until nothing is due
- * or every slot is taken. Jobs are wake-up calls, not units of work: emitEvent, a failed attempt (at its next due
- * time), acknowledge and retry each add one, and a job that finds nothing to do ends at once.
+ * deliverable record, attempts it, then records the attempt and in the same statement hands its slot to the next
+ * due record, until nothing is due (the slot is freed) or every slot is taken. Jobs are wake-up calls, not units of
+ * work: emitEvent, a failed attempt (at its next due time), acknowledge and retry each add one; a job that finds
+ * nothing to do ends at once, and a queued job whose record another drainer already leased is deleted unrun.
  *
- * Why no wake-up is lost: a job that finds every slot taken ends, trusting the holders. Each holder frees its slot
- * (a committed statement) before it claims again, so its next claim starts after the job looked, and therefore
- * sees the record that job was woken for. A crashed holder's leases carry its process id (`leased_by`): the recovery
- * sweep frees them as soon as the process is found dead (domain/webhook_recovery.ts), and they run out anyway.
+ * Why no wake-up is lost: a job that finds every slot taken ends, trusting the holders. A holder that frees its
+ * slot (a committed statement) claims once more afterwards, so that claim starts after the job looked and sees the
+ * record the job was woken for. A crashed holder's leases carry its process id (`leased_by`): the recovery sweep
+ * frees them as soon as the process is found dead (domain/webhook_recovery.ts), and they run out anyway.
  *
  * - parallel: slots 0..max_concurrency-1; the claim takes the pending record due first, skipping records in flight.
  * - sequential: slot 0 only; the claim takes the oldest pending record (by id, i.e. event order) and only if it is
