@@ -7,6 +7,7 @@ import type { Config } from "../lib/config.ts";
 import type { Deps } from "../lib/http.ts";
 import { UUID_RE } from "../lib/ids.ts";
 import { log } from "../lib/log.ts";
+import { metrics } from "../lib/metrics.ts";
 import { signPayload } from "../lib/webhook_signature.ts";
 import { sendWebhook } from "../lib/webhook_sender.ts";
 
@@ -58,6 +59,7 @@ export async function drainEndpoint(
       ...lease,
       retrySchedule: config.retrySchedule,
     });
+    observeAttempt(delivery.id, outcome.durationMs, recorded.status);
     log.debug("webhook attempt", {
       endpoint_id: endpointId,
       delivery_id: delivery.id,
@@ -68,6 +70,16 @@ export async function drainEndpoint(
     // The slot was freed when nothing more was due then: claim once more, after that release (domain/webhook_dispatch.ts).
     claim = recorded.next?.delivery ? recorded.next : await claimNext(sql, endpointId, lease);
   }
+}
+
+/** Delivery record ids are UUIDv7, made when the event was emitted: their first 48 bits are that instant in ms. */
+const emittedAt = (uuidV7: string) => parseInt(uuidV7.slice(0, 8) + uuidV7.slice(9, 13), 16);
+
+function observeAttempt(deliveryId: string, durationMs: number, status: string | null) {
+  const outcome = status === "succeeded" ? "succeeded" : status === "failed" ? "failed" : "failed_attempt";
+  metrics.deliveries.inc({ outcome });
+  metrics.deliveryDuration.observe({}, durationMs / 1000);
+  if (outcome === "succeeded") metrics.deliveryLatency.observe({}, (Date.now() - emittedAt(deliveryId)) / 1000);
 }
 
 /** Renders, signs and POSTs one delivery. */

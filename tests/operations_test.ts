@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
-import { newCompany, setup } from "./helpers.ts";
+import { emitEvent } from "../domain/events.ts";
+import { eventually, newCompany, setup } from "./helpers.ts";
+import { startReceiver } from "./webhook_receiver.ts";
 
 Deno.test("operations: readiness, metrics, OpenAPI document and docs page", async (t) => {
   const ctx = await setup("operations");
@@ -68,4 +70,27 @@ Deno.test("operations: readiness, metrics, OpenAPI document and docs page", asyn
   });
 
   await ctx.close();
+});
+
+Deno.test("metrics count webhook deliveries by outcome and their latency", async () => {
+  const ctx = await setup("operations_deliveries", { worker: true });
+  const receiver = startReceiver(() => new Response("ok"));
+  try {
+    const company = await newCompany(ctx);
+    const endpoint = await company.post("/api/v2/notifications/endpoints", { url: `${receiver.url}/m` });
+    assert.equal(endpoint.status, 201);
+    const before = await (await ctx.app.request("/metrics")).text();
+    const succeeded = (text: string) =>
+      Number(/webhook_deliveries_total\{outcome="succeeded"\} (\d+)/.exec(text)?.[1] ?? 0);
+    for (let i = 0; i < 3; i++) await emitEvent(ctx.sql, company.id, "payment_approved", { transaction_id: `${i}` });
+    const after = await eventually("three deliveries counted", async () => {
+      const text = await (await ctx.app.request("/metrics")).text();
+      return succeeded(text) - succeeded(before) === 3 ? text : null;
+    });
+    assert.match(after, /webhook_event_to_delivery_seconds_count (\d+)/);
+    assert.match(after, /webhook_delivery_duration_seconds_bucket\{le="\+Inf"\} \d+/);
+  } finally {
+    await receiver.close();
+    await ctx.close();
+  }
 });
