@@ -14,25 +14,10 @@ import {
 export { type BankAccountScope, countryOfCurrency, validateBankAccountInput } from "./bank_rules.ts";
 
 /** A bank account with its bank and owning company, as every read returns it. */
-export type BankAccountRow = {
+export type BankAccountRow = Omit<NormalizedBankAccount, "bank"> & {
   id: string;
   company_id: string;
   subject_id: string | null;
-  country: BankCountry;
-  currency: string;
-  account_type: string | null;
-  account_number: string | null;
-  branch_number: string | null;
-  branch_country: string | null;
-  routing_number: string | null;
-  iban: string | null;
-  aba: string | null;
-  nickname: string | null;
-  owner_name: string | null;
-  owner_document_number: string | null;
-  owner_document_type: string | null;
-  pix_type: string | null;
-  pix_key: string | null;
   bank_id: string | null;
   intermediary_bank_account_id: string | null;
   inserted_at: Date;

@@ -2,19 +2,8 @@ import type { Sql } from "../lib/db.ts";
 import { notFound } from "../lib/errors.ts";
 import { naiveUtc } from "../lib/time.ts";
 import type { DocumentInputValue } from "../schemas/documents.ts";
-import { insertDocument, prepareDocument } from "./documents.ts";
+import { type DocumentSummary, insertDocument, prepareDocument } from "./documents.ts";
 import { reviewAfterDocuments } from "./people.ts";
-
-/** A stored document as a person's `documents` array shows it (decisions §5). */
-export type DocumentSummary = {
-  id: string;
-  labels: string[];
-  file_type: string;
-  file_name: string | null;
-  file_url: string | null;
-  size: number | null;
-  inserted_at: string;
-};
 
 /**
  * POST /subject/:id/documents: checks the file (400 naming the field, 413 over 15 MB), stores it and, when it

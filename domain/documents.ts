@@ -22,6 +22,17 @@ export function missingMandatoryDocuments(labelsOnFile: readonly string[]): Mand
     .filter((kind) => !MANDATORY_DOCUMENTS[kind].some((label) => have.has(label)));
 }
 
+/** A stored document as a person's `documents` array and the upload answer show it (decisions §5). */
+export type DocumentSummary = {
+  id: string;
+  labels: string[];
+  file_type: string;
+  file_name: string | null;
+  file_url: string | null;
+  size: number | null;
+  inserted_at: string;
+};
+
 export type PreparedDocument = {
   labels: string[];
   fileType: string;

@@ -3,7 +3,13 @@ import { ErrorBag, notFound } from "../lib/errors.ts";
 import { newId } from "../lib/ids.ts";
 import { naiveUtc } from "../lib/time.ts";
 import type { PersonCreateInput, PersonUpdateInput } from "../schemas/people.ts";
-import { insertDocument, missingMandatoryDocuments, type PreparedDocument, prepareDocument } from "./documents.ts";
+import {
+  type DocumentSummary,
+  insertDocument,
+  missingMandatoryDocuments,
+  type PreparedDocument,
+  prepareDocument,
+} from "./documents.ts";
 import { checkPerson, type DocumentType } from "./person_rules.ts";
 import { identifyWaitingPayments, paymentsWaiting } from "./bank_transactions.ts";
 
@@ -44,20 +50,10 @@ export type PersonRow =
     document_number: string;
     inserted_at: Date;
     updated_at: Date;
-    documents: DocumentJson[];
+    documents: DocumentSummary[];
   }
   & { [K in Editable]: string | null }
   & { social_name: string; fiscal_country: string };
-
-type DocumentJson = {
-  id: string;
-  labels: string[];
-  file_type: string;
-  file_name: string | null;
-  file_url: string | null;
-  size: number | null;
-  inserted_at: string;
-};
 
 /** The person response object of interface.md; `status_reason` only on the detail endpoint. */
 export function presentPerson(p: PersonRow, opts: { detail?: boolean } = {}) {
