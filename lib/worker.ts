@@ -7,6 +7,8 @@ import { log } from "./log.ts";
 export function workerLogger() {
   return new Logger(() => (level, message, meta) => {
     if (level === "debug") return;
+    // graphile-worker assumes a task holds a pool connection; ours do not (see startWorker)
+    if (message.includes("smaller than concurrency")) return;
     const fn = level === "error" ? log.error : level === "warning" ? log.warn : log.info;
     fn(message, { source: "graphile-worker", ...(meta ?? {}) });
   });
@@ -64,7 +66,9 @@ export async function startWorker(
   };
   await sweep();
 
-  const pool = new pg.Pool({ connectionString, max: concurrency + 2 });
+  // Tasks run their own queries through postgres.js; this pool only serves graphile-worker's fetch and complete
+  // queries, so it need not grow with the concurrency (every connection counts against max_connections).
+  const pool = new pg.Pool({ connectionString, max: Math.min(concurrency, 10) + 2 });
   pool.on("error", (err) => log.error("worker pool error", { error: err.message }));
   pool.on("connect", (client) => client.on("error", (err) => log.error("worker client error", { error: err.message })));
 
