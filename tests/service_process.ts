@@ -13,8 +13,16 @@ export type ServiceProcess = {
 
 const root = new URL("..", import.meta.url).pathname;
 
+/** A port nothing listens on right now (the kernel's choice), for the child to take. */
+function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr as Deno.NetAddr;
+  listener.close();
+  return port;
+}
+
 export async function startService(databaseUrl: string, env: Record<string, string> = {}): Promise<ServiceProcess> {
-  const port = 20_000 + Math.floor(Math.random() * 20_000);
+  const port = freePort();
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "--allow-all", "main.ts"],
     cwd: root,
@@ -31,8 +39,16 @@ export async function startService(databaseUrl: string, env: Record<string, stri
     },
     stdin: "null",
     stdout: "null",
-    stderr: "null",
+    stderr: "piped",
   }).spawn();
+  // keep what the child says on stderr: it explains a start that fails
+  let stderr = "";
+  let exited = false;
+  const decoder = new TextDecoder();
+  const drained = child.stderr.pipeTo(
+    new WritableStream({ write: (chunk) => void (stderr = (stderr + decoder.decode(chunk)).slice(-4000)) }),
+  ).catch(() => {});
+  child.status.then(() => exited = true);
   const base = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 30_000;
   for (;;) {
@@ -41,10 +57,11 @@ export async function startService(databaseUrl: string, env: Record<string, stri
       await res.body?.cancel();
       if (res.ok) break;
     } catch { /* not listening yet */ }
-    if (Date.now() > deadline) {
-      child.kill("SIGKILL");
+    if (exited || Date.now() > deadline) {
+      if (!exited) child.kill("SIGKILL");
       await child.status;
-      throw new Error("service did not become ready");
+      await drained;
+      throw new Error(`service did not become ready:\n${stderr}`);
     }
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -52,12 +69,15 @@ export async function startService(databaseUrl: string, env: Record<string, stri
     base,
     child,
     kill: async () => {
-      child.kill("SIGKILL");
+      if (!exited) child.kill("SIGKILL");
       await child.status;
+      await drained;
     },
     stop: async () => {
-      child.kill("SIGTERM");
-      return await child.status;
+      if (!exited) child.kill("SIGTERM");
+      const status = await child.status;
+      await drained;
+      return status;
     },
   };
 }
