@@ -3,7 +3,7 @@ import { notFound } from "../lib/errors.ts";
 import { newId } from "../lib/ids.ts";
 import { naiveUtc } from "../lib/time.ts";
 import type { BankAccountInputValue } from "../schemas/bank_accounts.ts";
-import { resolveBank } from "./bank_directory.ts";
+import { directoryIspb, resolveBank } from "./bank_directory.ts";
 import {
   type BankAccountScope,
   type BankCountry,
@@ -206,7 +206,13 @@ export async function patchBankAccount(
   if (!locked) throw notFound();
   const current = await getBankAccount(tx, companyId, id);
   const scope: BankAccountScope = current.subject_id ? "subject" : "international";
-  const account = validateBankAccountInput(mergePatch(asInput(current), patch), { scope });
+  const merged = mergePatch(asInput(current), patch);
+  // interface.md documents updates and wire corrections with bank {code, name} only: a Brazilian code given
+  // without its ISPB takes the directory's (a PIX-only account has none to keep)
+  if (merged.currency?.toUpperCase() === "BRL" && patch.bank?.code && !patch.bank.ispb && merged.bank) {
+    merged.bank = { ...merged.bank, ispb: await directoryIspb(tx, companyId, String(patch.bank.code).trim()) };
+  }
+  const account = validateBankAccountInput(merged, { scope });
   const fields = await columns(tx, companyId, account);
   await tx`update bank_accounts set ${tx(fields)}, updated_at = now() where company_id = ${companyId} and id = ${id}`;
   return await getBankAccount(tx, companyId, id);

@@ -52,3 +52,12 @@ export async function resolveBank(tx: Tx, companyId: string, ref: BankRef): Prom
         returning id, country, code, ispb, swift, name`;
   return saved;
 }
+
+/** The ISPB the directory holds for a Brazilian COMPE code, or null when the code is unknown. */
+export async function directoryIspb(tx: Tx, companyId: string, code: string): Promise<string | null> {
+  const [row] = await tx<{ ispb: string | null }[]>`
+    select ispb from banks
+    where country = 'BRA' and code = ${code} and (company_id is null or company_id = ${companyId})
+    order by company_id nulls first limit 1`;
+  return row?.ispb ?? null;
+}

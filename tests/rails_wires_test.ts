@@ -126,6 +126,61 @@ Deno.test("wire correction: waiting_correction, corrected account, retried by th
       assert.equal(res.status, 422);
     });
 
+    await t.step(
+      "a PIX-only account is corrected with the documented body: the ISPB comes from the directory",
+      async () => {
+        const pixOnly = assertCreated(
+          await company.post(`/api/v1/subject/${person.id}/bank_accounts`, {
+            bank_account: {
+              owner_name: "Ana Pagadora",
+              currency: "BRL",
+              pix_info: { type: "EVP", key: crypto.randomUUID() },
+            },
+          }),
+        );
+        const failed = assertCreated(
+          await company.post("/api/sandbox/payouts", {
+            subject_id: person.id,
+            bank_account_id: pixOnly.id,
+            value: "10.00",
+            currency: "BRL",
+            fail_with: "AC03",
+          }),
+        );
+        const res = await company.put(`/api/v1/wires/${failed.wire_id}/update_bank_account`, correction);
+        assert.equal(res.status, 200, JSON.stringify(res.body));
+        assert.deepEqual(
+          [
+            res.body.to_bank_account.bank.code,
+            res.body.to_bank_account.bank.ispb,
+            res.body.to_bank_account.account_number,
+          ],
+          ["341", "60701190", "654321"],
+        );
+        const unknownBank = assertCreated(
+          await company.post("/api/sandbox/payouts", {
+            subject_id: person.id,
+            bank_account_id: (assertCreated(
+              await company.post(`/api/v1/subject/${person.id}/bank_accounts`, {
+                bank_account: {
+                  owner_name: "Ana",
+                  currency: "BRL",
+                  pix_info: { type: "EVP", key: crypto.randomUUID() },
+                },
+              }),
+            )).id,
+            value: "10.00",
+            currency: "BRL",
+            fail_with: "AC03",
+          }),
+        );
+        const noIspb = await company.put(`/api/v1/wires/${unknownBank.wire_id}/update_bank_account`, {
+          bank_account: { ...correction.bank_account, bank: { code: "999", name: "Unknown" } },
+        });
+        assert.deepEqual([noIspb.status, noIspb.body], [400, { errors: { bank: { ispb: ["can't be blank"] } } }]);
+      },
+    );
+
     await t.step("another company's wire, an unknown id and a malformed id", async () => {
       const other = await newCompany(ctx);
       const foreign = await other.put(`/api/v1/wires/${wireId}/update_bank_account`, correction);
