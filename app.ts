@@ -74,6 +74,10 @@ export function createApp(deps: Deps) {
   app.notFound((c) => c.json({ errors: { detail: "Not Found" } }, 404));
   app.onError((err, c) => {
     if (err instanceof ApiError) return c.json({ errors: err.errors }, err.status);
+    // a body that is not JSON is a 400 here (decisions §3), whether the JSON or its Content-Type is wrong
+    if (err instanceof HTTPException && err.status === 415) {
+      return c.json({ errors: { detail: "Content-Type must be application/json" } }, 400);
+    }
     if (err instanceof HTTPException && err.status < 500) {
       const detail = err.status === 413
         ? "Payload Too Large"

@@ -113,10 +113,15 @@ export async function acknowledgeDelivery(sql: Sql, companyId: string, id: strin
 /** Attempts again at once with a fresh schedule of 10 attempts (pending or failed records; never succeeded ones). */
 export async function retryDelivery(sql: Sql, companyId: string, id: string) {
   await sql.begin(async (tx) => {
-    const [row] = await tx<{ status: string; endpoint_id: string }[]>`
-      select status, endpoint_id from webhook_deliveries where company_id = ${companyId} and id = ${id} for update`;
+    const [row] = await tx<{ status: string; endpoint_id: string; endpoint_status: string }[]>`
+      select d.status, d.endpoint_id, e.status as endpoint_status
+      from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id
+      where d.company_id = ${companyId} and d.id = ${id}
+      for update of d`;
     if (!row) throw notFound();
     if (row.status === "succeeded") throw unprocessable("event already succeeded");
+    // a disabled endpoint receives nothing more: saying "retry enqueued" would be a promise not kept
+    if (row.endpoint_status !== "active") throw unprocessable("endpoint is disabled");
     await tx`
       update webhook_deliveries set status = 'pending', schedule_attempts = 0, next_attempt_at = now(), updated_at = now()
       where company_id = ${companyId} and id = ${id}`;

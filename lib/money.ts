@@ -2,7 +2,7 @@
  * Money as exact decimal strings with two places, carried as bigint cents in arithmetic.
  * Never a float: "0.1" + "0.2" is "0.30" here.
  */
-const DECIMAL = /^(\d{1,18})(?:\.(\d{1,2}))?$/;
+const DECIMAL = /^(\d+)(?:\.(\d{1,2}))?$/;
 
 /** Cents of a non-negative decimal string with at most two places, or null when it is not one. */
 export function toCents(value: string): bigint | null {

@@ -59,10 +59,34 @@ export function requestValidationError(error: z.ZodError, target: Target): ApiEr
   return validationFailed(errors);
 }
 
+/** The path of the first string holding a NUL character, which Postgres text cannot store. */
+function nulPath(value: unknown, path: (string | number)[] = []): (string | number)[] | null {
+  if (typeof value === "string") return value.includes("\u0000") ? path : null;
+  if (Array.isArray(value)) {
+    for (const [i, v] of value.entries()) {
+      const found = nulPath(v, [...path, i]);
+      if (found) return found;
+    }
+  } else if (value && typeof value === "object") {
+    for (const [k, v] of Object.entries(value)) {
+      const found = nulPath(v, [...path, k]);
+      if (found) return found;
+    }
+  }
+  return null;
+}
+
 /** The hook every validated route shares: a failure becomes a thrown ApiError. */
 export function validationHook(
-  result: { success: true } | { success: false; error: z.ZodError; target?: Target },
+  result: { success: true; data?: unknown; target?: Target } | { success: false; error: z.ZodError; target?: Target },
   _c?: unknown,
 ) {
   if (!result.success) throw requestValidationError(result.error, result.target ?? "json");
+  const nul = nulPath(result.data);
+  if (nul) {
+    const path = result.target === "json" && WRAPPER_KEYS.has(String(nul[0])) ? nul.slice(1) : nul;
+    const errors: FieldErrors = {};
+    addFieldError(errors, path, "is invalid");
+    throw validationFailed(errors, 422);
+  }
 }

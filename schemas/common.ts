@@ -15,7 +15,8 @@ export const IdParam = z.object({ id: uuid.openapi({ param: { name: "id", in: "p
 /** A decimal amount with at most two places, as a string (a JSON number is read as its text, never as a float). */
 export const decimalString = z.union([z.string().trim(), z.number()])
   .transform((v) => typeof v === "number" ? String(v) : v)
-  .pipe(z.string().regex(/^\d{1,18}(\.\d{1,2})?$/, "has invalid format"))
+  // any number of digits: an amount too large is refused by the limit it breaks, not as a format error
+  .pipe(z.string().max(40).regex(/^\d+(\.\d{1,2})?$/, "has invalid format"))
   .openapi({ type: "string", example: "1500.00" });
 
 export const ErrorBody = z.object({

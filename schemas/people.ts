@@ -20,7 +20,9 @@ const nullable = <T extends z.ZodType>(s: T) => s.nullish();
 const optionalFields = {
   rfc_pf: nullable(z.string().trim().toUpperCase().regex(/^[A-ZÑ&]{4}\d{6}[A-Z\d]{3}$/, "has invalid format")),
   email: nullable(z.string().trim().max(254).pipe(z.email())),
-  website: nullable(z.string().trim().max(2048).regex(/^https?:\/\/[^\s/$.?#][^\s]*$/i, "has invalid format")),
+  website: nullable(
+    z.string().trim().max(2048).regex(/^[hH][tT][tT][pP][sS]?:\/\/[^\s/$.?#][^\s]*$/, "has invalid format"),
+  ),
   phone_country_code: nullable(z.string().trim().regex(/^\d{2}$/, "has invalid format")),
   phone_area_code: nullable(z.string().trim().regex(/^\d{1,5}$/, "has invalid format")),
   phone_number: nullable(z.string().trim().regex(/^\d{4,15}$/, "has invalid format")),

@@ -262,6 +262,10 @@ Deno.test("person rules", async (t) => {
     }
     const decimals = await status(cpfPerson({ net_monthly_average_income: "10.123" }));
     assert.deepEqual([decimals.status, decimals.errors], [422, { net_monthly_average_income: ["has invalid format"] }]);
+    const huge = await status(cpfPerson({ net_monthly_average_income: "12345678901234567890123.00" }));
+    assert.deepEqual([huge.status, huge.errors], [422, {
+      net_monthly_average_income: ["must be less than or equal to 10000000.00"],
+    }]);
     const negative = await status(cpfPerson({ net_monthly_average_income: "-1.00" }));
     assert.equal(negative.status, 422);
   });
@@ -335,6 +339,18 @@ Deno.test("bad requests answer 4xx with the documented body, never 5xx", async (
       social_name: ["is invalid"],
       email: ["is invalid"],
     });
+  });
+
+  await t.step("a NUL character, which no text column can hold", async () => {
+    const res = await register(company, cpfPerson({ social_name: "Ana\u0000Souza" }));
+    assert.deepEqual([res.status, res.body], [422, { errors: { social_name: ["is invalid"] } }]);
+  });
+
+  await t.step("a body sent as another content type", async () => {
+    const res = await company.call("POST", "/api/v1/subject/people", JSON.stringify({ person: cpfPerson() }), {
+      "content-type": "text/plain",
+    });
+    assert.deepEqual([res.status, res.body], [400, { errors: { detail: "Content-Type must be application/json" } }]);
   });
 
   await t.step("huge strings", async () => {

@@ -257,6 +257,8 @@ Deno.test("webhook delivery", async (t) => {
     const settled = rx.at("/disabled").length;
     await sleep(200);
     assert.equal(rx.at("/disabled").length, settled);
+    const retry = await company.post(`/api/v2/notifications/events/${record.id}/retry`);
+    assert.deepEqual([retry.status, retry.body], [422, { errors: { detail: "endpoint is disabled" } }]);
   });
 
   await t.step("a producer transaction that rolls back leaves no event, no record and no delivery", async () => {
