@@ -117,28 +117,40 @@ export type PersonFacts = {
 
 const isBrazil = (country: string | null | undefined) => !!country && ["BRA", "BR"].includes(country.toUpperCase());
 
-/** Collects every cross-field rule violation of a person into `bag`. Returns the normalised document number. */
-export function checkPerson(p: PersonFacts, bag: ErrorBag): string {
-  const doc = checkDocumentNumber(p.document_type, p.document_number);
-  if ("error" in doc) bag.add("document_number", doc.error);
-  const documentNumber = "value" in doc ? doc.value : p.document_number;
+/**
+ * Collects every cross-field rule violation of a person into `bag`. Returns the normalised document number.
+ * `failed` names fields that already have an error of their own: their rules are skipped, so a request with
+ * several problems hears of each once (decisions §3: every error is listed).
+ */
+export function checkPerson(p: PersonFacts, bag: ErrorBag, failed: ReadonlySet<string> = new Set()): string {
+  const ok = (field: string) => !failed.has(field);
+  let documentNumber = p.document_number;
+  if (ok("document_type") && ok("document_number")) {
+    const doc = checkDocumentNumber(p.document_type, p.document_number);
+    if ("error" in doc) bag.add("document_number", doc.error);
+    else documentNumber = doc.value;
+  }
 
-  if (p.rfc_pf && p.document_type === "curp" && p.rfc_pf.slice(0, 10) !== documentNumber.slice(0, 10)) {
+  const curpKnown = ok("document_type") && ok("document_number") && p.document_type === "curp";
+  if (p.rfc_pf && ok("rfc_pf") && curpKnown && p.rfc_pf.slice(0, 10) !== documentNumber.slice(0, 10)) {
     bag.add("rfc_pf", "does not match curp");
   }
 
-  if (p.net_monthly_average_income != null) {
+  if (p.net_monthly_average_income != null && ok("net_monthly_average_income") && ok("document_type")) {
     const cents = toCents(p.net_monthly_average_income);
-    const currency = incomeCurrency(p.document_type, p.fiscal_country);
+    const currency = ok("fiscal_country") || p.document_type !== "passport"
+      ? incomeCurrency(p.document_type, p.fiscal_country)
+      : undefined;
     const max = (currency && INCOME_MAX[currency]) ?? INCOME_CEILING;
     if (cents !== null && cents > toCents(max)!) {
       bag.add("net_monthly_average_income", `must be less than or equal to ${max}`);
     }
   }
 
-  const residence = p.address_country ?? p.fiscal_country;
+  const residence = p.address_country ?? (ok("fiscal_country") ? p.fiscal_country : null);
   if (
-    p.address_state != null && isBrazil(residence) && !(BRAZIL_STATES as readonly string[]).includes(p.address_state)
+    p.address_state != null && ok("address_state") && isBrazil(residence) &&
+    !(BRAZIL_STATES as readonly string[]).includes(p.address_state)
   ) {
     bag.add("address_state", `must be one of: ${BRAZIL_STATES.join(", ")}`);
   }

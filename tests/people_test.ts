@@ -300,6 +300,26 @@ Deno.test("person rules", async (t) => {
       fiscal_country: ["can't be blank"],
       email: ["has invalid format"],
     });
+    const mixed = await status({
+      document_type: "curp",
+      document_number: CURP.valid,
+      social_name: "Mario",
+      email: "bad",
+      rfc_pf: "GOMB900101AB1",
+      address_country: "BRA",
+      address_state: "XX",
+      net_monthly_average_income: "100000000.01",
+    });
+    assert.equal(mixed.status, 400);
+    assert.deepEqual(Object.keys(mixed.errors).sort(), [
+      "address_state",
+      "email",
+      "fiscal_country",
+      "net_monthly_average_income",
+      "rfc_pf",
+    ]);
+    assert.deepEqual(mixed.errors.rfc_pf, ["does not match curp"]);
+    assert.deepEqual(mixed.errors.net_monthly_average_income, ["must be less than or equal to 100000000.00"]);
     const nulls = await status({ document_number: null, document_type: null, social_name: null, fiscal_country: null });
     assert.equal(nulls.status, 400);
     assert.deepEqual(Object.keys(nulls.errors).sort(), [
