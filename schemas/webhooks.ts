@@ -123,7 +123,8 @@ const queryUuid = z.string().trim().regex(UUID_RE, "is invalid").transform((s) =
 
 export const EventsQuery = z.object({
   last_id: queryUuid.optional().openapi({ description: "Id of the last record of the previous page" }),
-  per_page: z.string().trim().regex(/^\d+$/, "is invalid").transform(Number)
+  // digits only; any number over 100 means 100, however long
+  per_page: z.string().trim().regex(/^\d+$/, "is invalid").transform((d) => d.length > 6 ? 100 : Number(d))
     .pipe(z.number().int().min(1)).transform((n) => Math.min(n, 100)).optional()
     .openapi({ type: "string", description: "Default 20; values over 100 mean 100" }),
   order_by: z.enum(["desc", "asc"]).optional().openapi({ description: "By inserted_at; desc by default" }),

@@ -141,6 +141,7 @@ Deno.test("listing delivery records", async (t) => {
     assert.equal((await list(busy, "per_page=7")).length, 7);
     assert.equal((await list(busy, "per_page=100")).length, 100);
     assert.equal((await list(busy, "per_page=1000")).length, 100);
+    assert.equal((await list(busy, "per_page=99999999999999999999999")).length, 100);
   });
 
   await t.step("bad filter values are 422 naming the parameter", async () => {
