@@ -21,11 +21,16 @@ function freePort(): number {
   return port;
 }
 
-export async function startService(databaseUrl: string, env: Record<string, string> = {}): Promise<ServiceProcess> {
+/** `cwd` other than the repository: where the embedded Postgres keeps its `.data` (the embedded-postgres test). */
+export async function startService(
+  databaseUrl: string,
+  env: Record<string, string> = {},
+  opts: { cwd?: string; readyTimeoutMs?: number } = {},
+): Promise<ServiceProcess> {
   const port = freePort();
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-all", "main.ts"],
-    cwd: root,
+    args: ["run", "--allow-all", "--config", `${root}deno.json`, `${root}main.ts`],
+    cwd: opts.cwd ?? root,
     env: {
       DATABASE_URL: databaseUrl,
       PORT: String(port),
@@ -50,7 +55,7 @@ export async function startService(databaseUrl: string, env: Record<string, stri
   ).catch(() => {});
   child.status.then(() => exited = true);
   const base = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + (opts.readyTimeoutMs ?? 30_000);
   for (;;) {
     try {
       const res = await fetch(`${base}/readyz`);
