@@ -6,7 +6,6 @@ import type { BankAccountInputValue } from "../schemas/bank_accounts.ts";
 import { directoryIspb, resolveBank } from "./bank_directory.ts";
 import {
   type BankAccountScope,
-  type BankCountry,
   type NormalizedBankAccount,
   validateBankAccountInput,
 } from "./bank_rules.ts";
