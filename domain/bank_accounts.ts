@@ -4,11 +4,7 @@ import { newId } from "../lib/ids.ts";
 import { naiveUtc } from "../lib/time.ts";
 import type { BankAccountInputValue } from "../schemas/bank_accounts.ts";
 import { directoryIspb, resolveBank } from "./bank_directory.ts";
-import {
-  type BankAccountScope,
-  type NormalizedBankAccount,
-  validateBankAccountInput,
-} from "./bank_rules.ts";
+import { type BankAccountScope, type NormalizedBankAccount, validateBankAccountInput } from "./bank_rules.ts";
 
 export { type BankAccountScope, countryOfCurrency, validateBankAccountInput } from "./bank_rules.ts";
 
