@@ -38,7 +38,7 @@ export async function startService(
       WEBHOOK_ALLOW_PRIVATE_URLS: "true",
       WEBHOOK_RETRY_SCHEDULE: "1",
       WEBHOOK_TIMEOUT_MS: "2000",
-      WORKER_CONCURRENCY: "8",
+      WORKER_CONCURRENCY: "4", // keeps several services within max_connections
       LOG_LEVEL: "error",
       ...env,
     },
