@@ -7,6 +7,7 @@ const healthz = createRoute({
   method: "get",
   path: "/healthz",
   tags: ["Operations"],
+  security: [], // no bearer token needed
   summary: "Liveness: the process serves and the database answers",
   responses: {
     200: { description: "Healthy", content: { "application/json": { schema: Status } } },

@@ -9,6 +9,7 @@ const readyz = createRoute({
   method: "get",
   path: "/readyz",
   tags: ["Operations"],
+  security: [], // no bearer token needed
   summary: "Readiness: the database answers and the worker runs (or is off by configuration)",
   responses: {
     200: { description: "Ready", content: { "application/json": { schema: Readiness } } },
@@ -20,6 +21,7 @@ const metricsRoute = createRoute({
   method: "get",
   path: "/metrics",
   tags: ["Operations"],
+  security: [], // no bearer token needed
   summary: "Prometheus metrics: HTTP requests, webhook deliveries, queue depth",
   responses: { 200: { description: "Prometheus text format", content: { "text/plain": { schema: z.string() } } } },
 });

@@ -51,6 +51,7 @@ Deno.test("operations: readiness, metrics, OpenAPI document and docs page", asyn
     assert.ok(routes.length > 10);
     const missing = routes.filter((r) => !doc.paths[r.path]?.[r.method]);
     assert.deepEqual(missing, []);
+    for (const path of ["/healthz", "/readyz", "/metrics"]) assert.deepEqual(doc.paths[path].get.security, [], path);
     const post = doc.paths["/api/v1/subject/people"].post;
     assert.ok(post.requestBody.content["application/json"].schema);
     assert.ok(post.responses["201"] && post.responses["422"]);
