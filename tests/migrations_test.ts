@@ -1,0 +1,27 @@
+import assert from "node:assert/strict";
+import { connect } from "../lib/db.ts";
+import { setLogLevel } from "../lib/log.ts";
+import { migrate, migrationFiles } from "../lib/migrate.ts";
+import { freshDatabase } from "./helpers.ts";
+
+Deno.test("two instances starting at the same moment apply each migration once, in order", async () => {
+  setLogLevel("silent");
+  const url = await freshDatabase("migrations");
+  const first = connect(url, { max: 2 });
+  const second = connect(url, { max: 2 });
+  try {
+    await Promise.all([migrate(first, url), migrate(second, url)]);
+    const applied = await first<
+      { version: string }[]
+    >`select version from schema_migrations order by applied_at, version`;
+    const files = (await migrationFiles()).map((f) => f.version);
+    assert.deepEqual(applied.map((r) => r.version), files);
+    // a later start finds nothing to do
+    await migrate(second, url);
+    const [count] = await first<{ n: string }[]>`select count(*) as n from schema_migrations`;
+    assert.equal(count.n, String(files.length));
+  } finally {
+    await first.end();
+    await second.end();
+  }
+});
