@@ -110,12 +110,15 @@ async function benchHttp() {
   }
 }
 
-await benchHttp();
-try {
-  const { benchWebhooks } = await import("./webhooks.ts");
-  console.log("\nWebhooks");
-  const figures = await benchWebhooks();
-  for (const [k, v] of Object.entries(figures)) console.log(`${k.padEnd(40)} ${v}`);
-} catch (err) {
-  console.error("webhook benchmark unavailable:", err instanceof Error ? err.message : err);
+const only = Deno.env.get("BENCH_ONLY"); // "http" or "webhooks"
+if (only !== "webhooks") await benchHttp();
+if (only !== "http") {
+  try {
+    const { benchWebhooks } = await import("./webhooks.ts");
+    console.log("\nWebhooks");
+    const figures = await benchWebhooks();
+    for (const [k, v] of Object.entries(figures)) console.log(`${k.padEnd(40)} ${v}`);
+  } catch (err) {
+    console.error("webhook benchmark unavailable:", err instanceof Error ? err.message : err);
+  }
 }
