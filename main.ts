@@ -1,4 +1,5 @@
 import { createApp } from "./app.ts";
+import { identifyRegisteredPayers } from "./domain/bank_transactions.ts";
 import { releaseDeadLeases, wakeStalledEndpoints } from "./domain/webhook_recovery.ts";
 import { taskList } from "./jobs/index.ts";
 import { type Config, loadConfig } from "./lib/config.ts";
@@ -31,7 +32,7 @@ export async function start(config: Config) {
     worker = await startWorker(url, config.workerConcurrency, taskList(deps), {
       processId: deps.processId,
       onDeadProcesses: (ids) => releaseDeadLeases(sql, ids),
-      onSweep: () => wakeStalledEndpoints(sql),
+      onSweep: () => Promise.all([wakeStalledEndpoints(sql), identifyRegisteredPayers(sql)]),
     });
   }
 

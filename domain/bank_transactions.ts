@@ -167,3 +167,22 @@ export async function identifyWaitingPayments(
     for (const b of rows) await identify(tx, companyId, personId, b);
   });
 }
+
+/**
+ * The safety net for the registration path: money still waiting for a payer who is registered by now (the process
+ * stopped between the registration and its identification, or the transfer arrived while the payer was being
+ * registered) is identified. Run by every worker process's periodic sweep; normally it finds nothing.
+ */
+export async function identifyRegisteredPayers(sql: Sql): Promise<number> {
+  const payers = await sql<{ company_id: string; person_id: string; document_type: string; document_number: string }[]>`
+    select distinct b.company_id, p.id as person_id, p.document_type, p.document_number
+    from bank_transactions b
+    join people p on p.company_id = b.company_id and p.document_type = b.payer_document_type
+      and p.document_number = b.payer_document_number
+    where b.status = 'pending'
+    limit 100`;
+  for (const p of payers) {
+    await identifyWaitingPayments(sql, p.company_id, p.person_id, p.document_type, p.document_number);
+  }
+  return payers.length;
+}

@@ -1,5 +1,6 @@
 import { createApp } from "../app.ts";
 import { taskList } from "../jobs/index.ts";
+import { identifyRegisteredPayers } from "../domain/bank_transactions.ts";
 import { releaseDeadLeases, wakeStalledEndpoints } from "../domain/webhook_recovery.ts";
 import { signToken } from "../lib/auth.ts";
 import { type Config, loadConfig } from "../lib/config.ts";
@@ -78,7 +79,7 @@ export async function setup(
     worker = await startWorker(url, config.workerConcurrency, taskList(deps), {
       processId: deps.processId,
       onDeadProcesses: (ids) => releaseDeadLeases(sql, ids),
-      onSweep: () => wakeStalledEndpoints(sql),
+      onSweep: () => Promise.all([wakeStalledEndpoints(sql), identifyRegisteredPayers(sql)]),
     });
   }
   const app = createApp(deps);

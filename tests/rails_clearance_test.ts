@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { identifyRegisteredPayers } from "../domain/bank_transactions.ts";
 import { newCompany, setup } from "./helpers.ts";
 import {
   assertCreated,
@@ -199,6 +200,27 @@ Deno.test("a payer who registers later gets the held bank transfer as an identif
       const since = await lastEventId(ctx, company);
       await registerPerson(company, { document_number: cpf, social_name: "Joana D." });
       assert.deepEqual(await typesSince(ctx, company, since), []);
+    });
+
+    await t.step("money left waiting for a payer registered meanwhile is identified by the sweep", async () => {
+      // as if the process stopped between registering the payer and identifying the money
+      const late = randomCpf();
+      const bt = assertCreated(
+        await company.post("/api/sandbox/bank_transactions", {
+          value: "5.00",
+          currency: "BRL",
+          payer: { document_number: late, document_type: "cpf", name: "Rita" },
+        }),
+      );
+      const personId = crypto.randomUUID();
+      await ctx.sql`insert into people (id, company_id, document_type, document_number, social_name, fiscal_country)
+                    values (${personId}, ${company.id}, 'cpf', ${late}, 'Rita', 'BRA')`;
+      const since = await lastEventId(ctx, company);
+      assert.equal(await identifyRegisteredPayers(ctx.sql), 1);
+      assert.deepEqual(await typesSince(ctx, company, since), ["identified"]);
+      const [row] = await ctx.sql`select status from bank_transactions where id = ${bt.id as string}`;
+      assert.equal(row.status, "identified");
+      assert.equal(await identifyRegisteredPayers(ctx.sql), 0, "nothing is identified twice");
     });
 
     await t.step("money from a registered payer is identified at once", async () => {
