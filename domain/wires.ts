@@ -51,22 +51,19 @@ export function presentWire(w: WireRow) {
  * record (the integrator's profile; fields it does not keep are null).
  */
 async function destinationSnapshot(tx: Tx, companyId: string, bankAccountId: string) {
+  // the account row already carries the company profile (owner_company): no second query for it
   const account = await getBankAccount(tx, companyId, bankAccountId);
-  const [profile] = await tx<
-    { id: string; social_name: string | null; document_type: string | null; document_number: string | null }[]
-  >`
-    select id, social_name, document_type, document_number from companies where id = ${companyId}`;
   return {
     snapshot: {
       ...presentBankAccount(account),
       company: {
-        company_name: profile.social_name,
-        document_number: profile.document_number,
-        document_type: profile.document_type,
+        company_name: account.company_social_name,
+        document_number: account.company_document_number,
+        document_type: account.company_document_type,
         fiscal_country: null,
-        id: profile.id,
+        id: account.company_id,
         phone_number: null,
-        social_name: profile.social_name,
+        social_name: account.company_social_name,
       },
     },
     ownerId: account.subject_id ?? companyId,
@@ -79,10 +76,14 @@ async function wireMembers(tx: Tx, companyId: string, wireId: string) {
   return rows.map((r) => r.id);
 }
 
-async function settleWireValue(tx: Tx, companyId: string, wireId: string) {
+/** Puts transactions on a wire, sets the wire's value to their total, and answers every transaction it carries. */
+async function assignToWire(tx: Tx, companyId: string, wireId: string, transactionIds: string[], status: string) {
+  await tx`update transactions set wire_id = ${wireId}, status = ${status}, updated_at = now()
+           where company_id = ${companyId} and id in ${tx(transactionIds)}`;
   await tx`update wires set updated_at = now(), value = (
              select coalesce(sum(value), 0) from transactions where company_id = ${companyId} and wire_id = ${wireId})
            where company_id = ${companyId} and id = ${wireId}`;
+  return await wireMembers(tx, companyId, wireId);
 }
 
 /**
@@ -112,12 +113,9 @@ export async function attachToWire(
       values (${newId()}, ${companyId}, ${subjectId}, ${bankAccountId}, ${currency}, 'sent', ${tx.json(snapshot)})
       returning id`;
   }
-  await tx`update transactions set wire_id = ${wire.id}, status = 'wired', updated_at = now()
-           where company_id = ${companyId} and id in ${tx(transactionIds)}`;
-  await settleWireValue(tx, companyId, wire.id);
   await emitEvent(tx, companyId, "wire_created", {
     wire_id: wire.id,
-    transaction_ids: await wireMembers(tx, companyId, wire.id),
+    transaction_ids: await assignToWire(tx, companyId, wire.id, transactionIds, "wired"),
   });
   return wire.id;
 }
@@ -139,15 +137,13 @@ export async function failWire(
     values (${newId()}, ${companyId}, ${subjectId}, ${bankAccountId}, ${currency}, 'waiting_correction',
             ${errorCode}, ${WIRE_ERRORS[errorCode]}, ${tx.json(snapshot)})
     returning id`;
-  await tx`update transactions set wire_id = ${wire.id}, status = 'waiting_correction', updated_at = now()
-           where company_id = ${companyId} and id in ${tx(transactionIds)}`;
-  await settleWireValue(tx, companyId, wire.id);
+  const members = await assignToWire(tx, companyId, wire.id, transactionIds, "waiting_correction");
   await emitEvent(tx, companyId, "wire_waiting_correction", {
     error_code: errorCode,
     error_description: WIRE_ERRORS[errorCode],
     bank_account_owner_id: ownerId,
     bank_account_id: bankAccountId,
-    transaction_ids: await wireMembers(tx, companyId, wire.id),
+    transaction_ids: members,
     wire_id: wire.id,
   });
   return wire.id;
