@@ -15,16 +15,3 @@ export async function ensureCompany(sql: Sql, id: string): Promise<void> {
   if (known.size >= MAX_CACHED) known.clear();
   known.add(id);
 }
-
-export type CompanyProfile = {
-  id: string;
-  social_name: string | null;
-  document_type: string | null;
-  document_number: string | null;
-};
-
-export async function companyProfile(sql: Sql, id: string): Promise<CompanyProfile> {
-  const [row] = await sql<CompanyProfile[]>`
-    select id, social_name, document_type, document_number from companies where id = ${id}`;
-  return row ?? { id, social_name: null, document_type: null, document_number: null };
-}
