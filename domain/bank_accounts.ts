@@ -4,6 +4,7 @@ import { newId } from "../lib/ids.ts";
 import { naiveUtc } from "../lib/time.ts";
 import type { BankAccountInputValue } from "../schemas/bank_accounts.ts";
 import { directoryIspb, resolveBank } from "./bank_directory.ts";
+import { assertPerson } from "./people.ts";
 import { type BankAccountScope, type NormalizedBankAccount, validateBankAccountInput } from "./bank_rules.ts";
 
 export { type BankAccountScope, countryOfCurrency, validateBankAccountInput } from "./bank_rules.ts";
@@ -100,14 +101,9 @@ export async function getSubjectBankAccount(sql: Tx, companyId: string, subjectI
 }
 
 export async function listSubjectBankAccounts(sql: Sql, companyId: string, subjectId: string) {
-  await ensureSubject(sql, companyId, subjectId);
+  await assertPerson(sql, companyId, subjectId);
   return await sql<BankAccountRow[]>`
     ${selectAccounts(sql)} where a.company_id = ${companyId} and a.subject_id = ${subjectId} order by a.id`;
-}
-
-async function ensureSubject(sql: Tx, companyId: string, subjectId: string) {
-  const [found] = await sql`select 1 from people where company_id = ${companyId} and id = ${subjectId}`;
-  if (!found) throw notFound();
 }
 
 /** Columns written from a checked account, with the bank resolved against the directory. */
@@ -140,7 +136,7 @@ export async function createBankAccount(
   subjectId: string | null,
   input: BankAccountInputValue,
 ): Promise<BankAccountRow> {
-  if (subjectId) await ensureSubject(sql, companyId, subjectId);
+  if (subjectId) await assertPerson(sql, companyId, subjectId);
   const account = validateBankAccountInput(input, { scope: subjectId ? "subject" : "international" });
   return await sql.begin(async (tx) => {
     const id = await insertBankAccount(tx, companyId, subjectId, account);

@@ -1,9 +1,8 @@
 import type { Sql } from "../lib/db.ts";
-import { notFound } from "../lib/errors.ts";
 import { naiveUtc } from "../lib/time.ts";
 import type { DocumentInputValue } from "../schemas/documents.ts";
 import { type DocumentSummary, insertDocument, prepareDocument } from "./documents.ts";
-import { reviewAfterDocuments } from "./people.ts";
+import { assertPerson, reviewAfterDocuments } from "./people.ts";
 
 /**
  * POST /subject/:id/documents: checks the file (400 naming the field, 413 over 15 MB), stores it and, when it
@@ -16,8 +15,7 @@ export async function uploadDocument(
   input: DocumentInputValue,
 ): Promise<DocumentSummary> {
   // an unknown subject is a 404 even when the file is bad, and costs no decoding
-  const [person] = await sql`select 1 from people where company_id = ${companyId} and id = ${personId}`;
-  if (!person) throw notFound();
+  await assertPerson(sql, companyId, personId);
   const prepared = await prepareDocument(input);
   return await sql.begin(async (tx) => {
     const id = await insertDocument(tx, companyId, personId, prepared);

@@ -109,6 +109,12 @@ export async function getPerson(sql: Tx, companyId: string, id: string): Promise
   return row;
 }
 
+/** 404 unless the person exists and is the company's: every subject route starts here. */
+export async function assertPerson(sql: Tx, companyId: string, id: string): Promise<void> {
+  const [found] = await sql`select 1 from people where company_id = ${companyId} and id = ${id}`;
+  if (!found) throw notFound();
+}
+
 export function listPeople(sql: Sql, companyId: string, lastId: string | undefined): Promise<PersonRow[]> {
   return sql<PersonRow[]>`
     ${selectPeople(sql)}

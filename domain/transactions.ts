@@ -1,10 +1,10 @@
 import type { Sql, Tx } from "../lib/db.ts";
-import { notFound } from "../lib/errors.ts";
 import { newId } from "../lib/ids.ts";
 import { naiveUtc } from "../lib/time.ts";
 import { applyClearance, assessClearance, type Clearance, TRANSACTED_STATUSES } from "./clearance.ts";
 import { emitEvent, type EventType } from "./events.ts";
 import { attachToExchange } from "./exchanges.ts";
+import { assertPerson } from "./people.ts";
 import { lockSubject } from "./subject_status.ts";
 import { attachToWire } from "./wires.ts";
 
@@ -186,7 +186,7 @@ const PAGE_SIZE = 100;
 
 /** A subject's transactions, oldest first, 100 per page after `lastId`. */
 export async function listSubjectTransactions(sql: Sql, companyId: string, subjectId: string, lastId?: string) {
-  await assertSubject(sql, companyId, subjectId);
+  await assertPerson(sql, companyId, subjectId);
   return await sql<TransactionRow[]>`
     select * from transactions
     where company_id = ${companyId} and subject_id = ${subjectId} ${lastId ? sql`and id > ${lastId}` : sql``}
@@ -196,7 +196,7 @@ export async function listSubjectTransactions(sql: Sql, companyId: string, subje
 
 /** The subject's money moved this calendar year (UTC), one row per currency. */
 export async function subjectTransactionValues(sql: Sql, companyId: string, subjectId: string) {
-  await assertSubject(sql, companyId, subjectId);
+  await assertPerson(sql, companyId, subjectId);
   return await sql<{ currency: string; value: string; usd_value: string; count: number }[]>`
     select currency, sum(value)::numeric(30, 2) as value, sum(usd_value)::numeric(30, 2) as usd_value,
            count(*)::int as count
@@ -206,9 +206,4 @@ export async function subjectTransactionValues(sql: Sql, companyId: string, subj
       and inserted_at >= date_trunc('year', now() at time zone 'UTC') at time zone 'UTC'
     group by currency
     order by currency`;
-}
-
-async function assertSubject(sql: Sql, companyId: string, subjectId: string) {
-  const [found] = await sql`select 1 from people where company_id = ${companyId} and id = ${subjectId}`;
-  if (!found) throw notFound();
 }
