@@ -11,6 +11,7 @@ import {
   prepareDocument,
 } from "./documents.ts";
 import { checkPerson, type DocumentType } from "./person_rules.ts";
+import { setStatus } from "./subject_status.ts";
 import { identifyWaitingPayments, paymentsWaiting } from "./bank_transactions.ts";
 
 export const PAGE_SIZE = 100;
@@ -212,7 +213,6 @@ export async function reviewAfterDocuments(tx: Tx, companyId: string, personId: 
     where p.company_id = ${companyId} and p.id = ${personId}
     group by p.status`;
   if (person?.status !== "reproved" || missingMandatoryDocuments(person.labels).length) return null;
-  await tx`update people set status = 'waiting_approval', updated_at = now()
-           where company_id = ${companyId} and id = ${personId}`;
+  await setStatus(tx, companyId, personId, { status: "waiting_approval", reason: "" });
   return "waiting_approval" as const;
 }

@@ -30,7 +30,8 @@ export async function lockSubject(tx: Tx, companyId: string, subjectId: string) 
   return person;
 }
 
-async function setStatus(
+/** Every change of a person's status goes through here, so the status log holds the whole history. */
+export async function setStatus(
   tx: Tx,
   companyId: string,
   subjectId: string,
