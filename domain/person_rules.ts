@@ -1,6 +1,7 @@
 import { isValidCPF } from "@brazilian-utils/brazilian-utils";
 import { ErrorBag } from "../lib/errors.ts";
 import { toCents } from "../lib/money.ts";
+import { countryAlpha3 } from "./countries.ts";
 
 /** Rules of the "Person" table that span fields, applied to the person as it would be stored. */
 
@@ -8,12 +9,9 @@ export const DOCUMENT_TYPES = ["cpf", "curp", "cc", "ce", "passport"] as const;
 export type DocumentType = typeof DOCUMENT_TYPES[number];
 
 export const FISCAL_COUNTRIES = ["BRA", "MEX", "COL", "CHL"] as const;
-const ALPHA2_TO_ALPHA3: Record<string, string> = { BR: "BRA", MX: "MEX", CO: "COL", CL: "CHL" };
-
 /** Existing clients send alpha-2; stored and shown as alpha-3. Unknown codes pass through for the enum to refuse. */
 export function toAlpha3(code: string): string {
-  const upper = code.trim().toUpperCase();
-  return ALPHA2_TO_ALPHA3[upper] ?? upper;
+  return countryAlpha3(code) ?? code.trim().toUpperCase();
 }
 
 export const BRAZIL_STATES = [
@@ -115,7 +113,7 @@ export type PersonFacts = {
   address_country?: string | null;
 };
 
-const isBrazil = (country: string | null | undefined) => !!country && ["BRA", "BR"].includes(country.toUpperCase());
+const isBrazil = (country: string | null | undefined) => !!country && countryAlpha3(country) === "BRA";
 
 /**
  * Collects every cross-field rule violation of a person into `bag`. Returns the normalised document number.
