@@ -5,7 +5,6 @@ import { requireCompany } from "./lib/auth.ts";
 import { ApiError, payloadTooLarge } from "./lib/errors.ts";
 import { type Deps, newRouter } from "./lib/http.ts";
 import { log } from "./lib/log.ts";
-import { healthRoutes } from "./routes/health.ts";
 import { operationsRoutes } from "./routes/operations.ts";
 import { docsRoutes } from "./routes/docs.ts";
 import { metrics } from "./lib/metrics.ts";
@@ -48,7 +47,6 @@ export function createApp(deps: Deps) {
   app.use("*", bodyLimit({ maxSize: MAX_BODY_BYTES, onError: () => Promise.reject(payloadTooLarge()) }));
   app.use("/api/*", requireCompany(deps.config.jwtSecret, (id) => ensureCompany(deps.sql, id)));
 
-  app.route("/", healthRoutes(deps));
   app.route("/", operationsRoutes(deps));
   app.route("/", docsRoutes());
   app.route("/", peopleRoutes(deps));

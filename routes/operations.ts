@@ -3,7 +3,20 @@ import type { Sql } from "../lib/db.ts";
 import { type Deps, newRouter } from "../lib/http.ts";
 import { gauge, renderMetrics } from "../lib/metrics.ts";
 
+const Health = z.object({ status: z.string() }).openapi("Health");
 const Readiness = z.object({ status: z.string(), database: z.string(), worker: z.string() }).openapi("Readiness");
+
+const healthz = createRoute({
+  method: "get",
+  path: "/healthz",
+  tags: ["Operations"],
+  security: [], // no bearer token needed
+  summary: "Liveness: the process serves and the database answers",
+  responses: {
+    200: { description: "Healthy", content: { "application/json": { schema: Health } } },
+    503: { description: "Database unreachable", content: { "application/json": { schema: Health } } },
+  },
+});
 
 const readyz = createRoute({
   method: "get",
@@ -43,10 +56,15 @@ async function queueDepth(sql: Sql) {
   ]);
 }
 
+const databaseAnswers = (sql: Sql) => sql`select 1`.then(() => true, () => false);
+
 export function operationsRoutes({ sql, config, workerRunning }: Deps) {
   return newRouter()
+    .openapi(healthz, async (c) => {
+      return await databaseAnswers(sql) ? c.json({ status: "ok" }, 200) : c.json({ status: "unavailable" }, 503);
+    })
     .openapi(readyz, async (c) => {
-      const database = await sql`select 1`.then(() => "ok", () => "unavailable");
+      const database = await databaseAnswers(sql) ? "ok" : "unavailable";
       const worker = !config.worker ? "off" : workerRunning?.() ? "running" : "stopped";
       const ready = database === "ok" && worker !== "stopped";
       return c.json({ status: ready ? "ready" : "not_ready", database, worker }, ready ? 200 : 503);
