@@ -11,20 +11,21 @@ export function signToken(secret: string, companyId: string, ttlSeconds = 30 * 2
 
 const TOKEN_RE = /^Bearer ([A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*)$/;
 
-/** The company id of a valid bearer token, or null. Only HS256 is accepted; `alg: none` never is. */
-export async function companyOfToken(secret: string, header: string | undefined): Promise<string | null> {
+type Verified = { companyId: string; exp: number | undefined };
+
+/** The company (and expiry) of a valid bearer token, or null. Only HS256 is accepted; `alg: none` never is. */
+async function verifyBearer(secret: string, header: string | undefined): Promise<Verified | null> {
   const match = TOKEN_RE.exec(header ?? "");
   if (!match) return null;
   try {
-    const payload = await verify(match[1], secret, "HS256");
-    const sub = payload.sub;
-    return typeof sub === "string" && UUID_RE.test(sub) ? sub.toLowerCase() : null;
+    const { sub, exp } = await verify(match[1], secret, "HS256");
+    if (typeof sub !== "string" || !UUID_RE.test(sub)) return null;
+    return { companyId: sub.toLowerCase(), exp: typeof exp === "number" ? exp : undefined };
   } catch {
     return null;
   }
 }
 
-type Verified = { companyId: string; exp: number | undefined };
 const MAX_CACHED_TOKENS = 10_000;
 
 /**
@@ -35,14 +36,14 @@ function tokenCache(secret: string) {
   const cache = new Map<string, Verified>();
   return async (header: string | undefined): Promise<string | null> => {
     if (!header) return null;
-    const hit = cache.get(header);
-    if (hit) return hit.exp === undefined || hit.exp > Date.now() / 1000 ? hit.companyId : null;
-    const companyId = await companyOfToken(secret, header);
-    if (!companyId) return null;
-    const exp = JSON.parse(atob(header.split(".")[1].replace(/-/g, "+").replace(/_/g, "/"))).exp;
-    if (cache.size >= MAX_CACHED_TOKENS) cache.clear();
-    cache.set(header, { companyId, exp: typeof exp === "number" ? exp : undefined });
-    return companyId;
+    let verified = cache.get(header);
+    if (!verified) {
+      const fresh = await verifyBearer(secret, header);
+      if (!fresh) return null;
+      if (cache.size >= MAX_CACHED_TOKENS) cache.clear();
+      cache.set(header, verified = fresh);
+    }
+    return verified.exp === undefined || verified.exp > Date.now() / 1000 ? verified.companyId : null;
   };
 }
 
