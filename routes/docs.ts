@@ -1,5 +1,6 @@
 import swaggerUi from "swagger-ui-dist";
 import { Hono } from "hono";
+import { notFound } from "../lib/errors.ts";
 
 const ASSETS: Record<string, string> = {
   "swagger-ui-bundle.js": "application/javascript; charset=utf-8",
@@ -34,7 +35,7 @@ export function docsRoutes() {
     .get("/docs/assets/:file", async (c) => {
       const file = c.req.param("file");
       const type = ASSETS[file];
-      if (!type) return c.json({ errors: { detail: "Not Found" } }, 404);
+      if (!type) throw notFound();
       let bytes = cache.get(file);
       if (!bytes) cache.set(file, bytes = await Deno.readFile(`${dir}/${file}`));
       return c.body(bytes as Uint8Array<ArrayBuffer>, 200, {

@@ -67,7 +67,8 @@ Deno.test("operations: readiness, metrics, OpenAPI document and docs page", asyn
       assert.equal(res.status, 200, asset);
       assert.ok((await res.arrayBuffer()).byteLength > 1000, asset);
     }
-    assert.equal((await ctx.app.request("/docs/assets/other.js")).status, 404);
+    const unknown = await ctx.app.request("/docs/assets/other.js");
+    assert.deepEqual([unknown.status, await unknown.json()], [404, { errors: { detail: "Not Found" } }]);
   });
 
   await ctx.close();
