@@ -1,14 +1,9 @@
-import type { Sql, Tx } from "../lib/db.ts";
+import type { Tx } from "../lib/db.ts";
 
 /**
  * Where document bytes live. Postgres for now; this module is the seam where object storage would go,
- * so nothing else reads or writes `document_blobs`.
+ * so nothing else writes `document_blobs` (no endpoint reads the bytes back yet).
  */
 export async function putBlob(tx: Tx, documentId: string, bytes: Uint8Array): Promise<void> {
   await tx`insert into document_blobs (document_id, bytes) values (${documentId}, ${bytes})`;
-}
-
-export async function getBlob(sql: Sql, documentId: string): Promise<Uint8Array | null> {
-  const [row] = await sql<{ bytes: Uint8Array }[]>`select bytes from document_blobs where document_id = ${documentId}`;
-  return row?.bytes ?? null;
 }

@@ -16,9 +16,3 @@ export function fromCents(cents: bigint): string {
   const abs = cents < 0n ? -cents : cents;
   return `${sign}${abs / 100n}.${(abs % 100n).toString().padStart(2, "0")}`;
 }
-
-/** Normalises "1500" or "1500.5" to "1500.00" / "1500.50"; null when not a decimal. */
-export function normalizeDecimal(value: string): string | null {
-  const cents = toCents(value);
-  return cents === null ? null : fromCents(cents);
-}
