@@ -1,13 +1,13 @@
-import { createApp } from "./app.ts";
-import { identifyRegisteredPayers } from "./domain/bank_transactions.ts";
-import { releaseDeadLeases, wakeStalledEndpoints } from "./domain/webhook_recovery.ts";
+import { createApp } from "./routes/app.ts";
+import { identifyRegisteredPayers } from "./domain/rails/bank_transactions.ts";
+import { releaseDeadLeases, wakeStalledEndpoints } from "./domain/webhooks/recovery.ts";
 import { taskList } from "./jobs/index.ts";
-import { type Config, loadConfig } from "./lib/config.ts";
-import { connect, ensureDatabase, serverAnswers } from "./lib/db.ts";
-import { type EmbeddedPostgres, startEmbeddedPostgres } from "./lib/embedded_pg.ts";
-import { flushLogs, log, setLogLevel } from "./lib/log.ts";
-import { migrate } from "./lib/migrate.ts";
-import { startWorker, stopWorker, type Worker } from "./lib/worker.ts";
+import { type Config, loadConfig } from "./domain/platform/config.ts";
+import { connect, ensureDatabase, serverAnswers } from "./domain/platform/db.ts";
+import { type EmbeddedPostgres, startEmbeddedPostgres } from "./domain/platform/embedded_pg.ts";
+import { flushLogs, log, setLogLevel } from "./domain/platform/log.ts";
+import { migrate } from "./domain/platform/migrate.ts";
+import { startWorker, stopWorker, type Worker } from "./domain/platform/worker.ts";
 
 const SHUTDOWN_GRACE_MS = 10_000;
 

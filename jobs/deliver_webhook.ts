@@ -1,15 +1,15 @@
 import type { Task } from "graphile-worker";
-import { renderBody } from "../domain/webhook_body.ts";
-import { wakeEndpoints } from "../domain/webhook_deliveries.ts";
-import { type ClaimedDelivery, claimNext, recordAndClaimNext, releaseClaim } from "../domain/webhook_dispatch.ts";
-import { type EndpointRow, failPendingDeliveries, validPreviousSecret } from "../domain/webhook_endpoints.ts";
-import type { Config } from "../lib/config.ts";
-import type { Deps } from "../lib/http.ts";
-import { UUID_RE } from "../lib/ids.ts";
-import { log } from "../lib/log.ts";
-import { metrics } from "../lib/metrics.ts";
-import { signPayload } from "../lib/webhook_signature.ts";
-import { sendWebhook } from "../lib/webhook_sender.ts";
+import { renderBody } from "../domain/webhooks/body.ts";
+import { wakeEndpoints } from "../domain/webhooks/deliveries.ts";
+import { type ClaimedDelivery, claimNext, recordAndClaimNext, releaseClaim } from "../domain/webhooks/dispatch.ts";
+import { type EndpointRow, failPendingDeliveries, validPreviousSecret } from "../domain/webhooks/endpoints.ts";
+import type { Config } from "../domain/platform/config.ts";
+import type { Deps } from "../domain/platform/deps.ts";
+import { UUID_RE } from "../domain/platform/ids.ts";
+import { log } from "../domain/platform/log.ts";
+import { metrics } from "../domain/platform/metrics.ts";
+import { signPayload } from "../domain/webhooks/signature.ts";
+import { sendWebhook } from "../domain/webhooks/sender.ts";
 
 /**
  * A job hands its worker back after this long or this many deliveries, leaving a job to carry on: one busy endpoint

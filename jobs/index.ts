@@ -1,5 +1,5 @@
 import type { TaskList } from "graphile-worker";
-import type { Deps } from "../lib/http.ts";
+import type { Deps } from "../domain/platform/deps.ts";
 import { deliverWebhookTask } from "./deliver_webhook.ts";
 import { retryWireTask } from "./retry_wire.ts";
 

@@ -1,6 +1,6 @@
 import swaggerUi from "swagger-ui-dist";
 import { Hono } from "hono";
-import { notFound } from "../lib/errors.ts";
+import { notFound } from "../domain/platform/errors.ts";
 
 const ASSETS: Record<string, string> = {
   "swagger-ui-bundle.js": "application/javascript; charset=utf-8",

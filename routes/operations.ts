@@ -1,7 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import type { Sql } from "../lib/db.ts";
-import { type Deps, newRouter } from "../lib/http.ts";
-import { gauge, renderMetrics } from "../lib/metrics.ts";
+import type { Sql } from "../domain/platform/db.ts";
+import type { Deps } from "../domain/platform/deps.ts";
+import { newRouter } from "./platform/router.ts";
+import { gauge, renderMetrics } from "../domain/platform/metrics.ts";
 
 const Health = z.object({ status: z.string() }).openapi("Health");
 const Readiness = z.object({ status: z.string(), database: z.string(), worker: z.string() }).openapi("Readiness");

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { emitEvent } from "../domain/events.ts";
-import { connect } from "../lib/db.ts";
-import { setLogLevel } from "../lib/log.ts";
-import { verifySignature } from "../lib/webhook_signature.ts";
+import { emitEvent } from "../domain/webhooks/events.ts";
+import { connect } from "../domain/platform/db.ts";
+import { setLogLevel } from "../domain/platform/log.ts";
+import { verifySignature } from "../domain/webhooks/signature.ts";
 import { eventually, freshDatabase } from "./helpers.ts";
 import { httpCompany, startService } from "./service_process.ts";
 import { sleep, startReceiver } from "./webhook_receiver.ts";

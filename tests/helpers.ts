@@ -1,14 +1,14 @@
-import { createApp } from "../app.ts";
+import { createApp } from "../routes/app.ts";
 import { taskList } from "../jobs/index.ts";
-import { identifyRegisteredPayers } from "../domain/bank_transactions.ts";
-import { releaseDeadLeases, wakeStalledEndpoints } from "../domain/webhook_recovery.ts";
-import { signToken } from "../lib/auth.ts";
-import { type Config, loadConfig } from "../lib/config.ts";
-import { connect, ensureDatabase, type Sql } from "../lib/db.ts";
-import type { Deps } from "../lib/http.ts";
-import { setLogLevel } from "../lib/log.ts";
-import { migrate } from "../lib/migrate.ts";
-import { startWorker, stopWorker, type Worker } from "../lib/worker.ts";
+import { identifyRegisteredPayers } from "../domain/rails/bank_transactions.ts";
+import { releaseDeadLeases, wakeStalledEndpoints } from "../domain/webhooks/recovery.ts";
+import { signToken } from "../domain/platform/tokens.ts";
+import { type Config, loadConfig } from "../domain/platform/config.ts";
+import { connect, ensureDatabase, type Sql } from "../domain/platform/db.ts";
+import type { Deps } from "../domain/platform/deps.ts";
+import { setLogLevel } from "../domain/platform/log.ts";
+import { migrate } from "../domain/platform/migrate.ts";
+import { startWorker, stopWorker, type Worker } from "../domain/platform/worker.ts";
 import postgres from "postgres";
 
 export const TEST_JWT_SECRET = "test-secret";

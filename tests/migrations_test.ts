@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { connect } from "../lib/db.ts";
-import { setLogLevel } from "../lib/log.ts";
-import { migrate, migrationFiles } from "../lib/migrate.ts";
+import { connect } from "../domain/platform/db.ts";
+import { setLogLevel } from "../domain/platform/log.ts";
+import { migrate, migrationFiles } from "../domain/platform/migrate.ts";
 import { freshDatabase } from "./helpers.ts";
 
 Deno.test("two instances starting at the same moment apply each migration once, in order", async () => {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { emitEvent } from "../domain/events.ts";
+import { emitEvent } from "../domain/webhooks/events.ts";
 import { eventually, newCompany, setup } from "./helpers.ts";
 import { startReceiver } from "./webhook_receiver.ts";
 

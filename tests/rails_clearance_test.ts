@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { identifyRegisteredPayers } from "../domain/bank_transactions.ts";
+import { identifyRegisteredPayers } from "../domain/rails/bank_transactions.ts";
 import { newCompany, setup } from "./helpers.ts";
 import {
   assertCreated,

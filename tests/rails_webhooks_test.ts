@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { verifySignature } from "../lib/webhook_signature.ts";
+import { verifySignature } from "../domain/webhooks/signature.ts";
 import { eventually, newCompany, setup } from "./helpers.ts";
 import { assertCreated, keys, randomCpf, registerBrlAccount, registerPerson } from "./rails_support.ts";
 import { startReceiver } from "./webhook_receiver.ts";

@@ -1,5 +1,5 @@
 /** The real service as a child process (`main.ts`), for the crash and scale-out tests. */
-import { signToken } from "../lib/auth.ts";
+import { signToken } from "../domain/platform/tokens.ts";
 import { TEST_JWT_SECRET } from "./helpers.ts";
 
 export type ServiceProcess = {

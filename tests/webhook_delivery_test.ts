@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
-import { emitEvent, type EventType } from "../domain/events.ts";
-import { parseSignatureHeader, verifySignature } from "../lib/webhook_signature.ts";
+import { emitEvent, type EventType } from "../domain/webhooks/events.ts";
+import { parseSignatureHeader, verifySignature } from "../domain/webhooks/signature.ts";
 import { type Company, eventually, newCompany, setup, type TestContext } from "./helpers.ts";
 import { type Arrival, type Receiver, sleep, startReceiver } from "./webhook_receiver.ts";
 

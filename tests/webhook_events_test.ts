@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { emitEvent, type EventType } from "../domain/events.ts";
+import { emitEvent, type EventType } from "../domain/webhooks/events.ts";
 import { type Company, newCompany, setup, type TestContext } from "./helpers.ts";
 
 const ENDPOINTS = "/api/v2/notifications/endpoints";

@@ -1,0 +1,221 @@
+import type { Sql, Tx } from "../platform/db.ts";
+import { notFound } from "../platform/errors.ts";
+import { newId } from "../platform/ids.ts";
+import { naiveUtc } from "../platform/time.ts";
+import { directoryIspb, resolveBank } from "./directory.ts";
+import { assertPerson } from "../subjects/people.ts";
+import { type BankAccountScope, type NormalizedBankAccount, validateBankAccountInput } from "./rules.ts";
+import type { BankAccountInput } from "./rules.ts";
+
+export { type BankAccountScope, countryOfCurrency, validateBankAccountInput } from "./rules.ts";
+
+/** A bank account with its bank and owning company, as every read returns it. */
+export type BankAccountRow = Omit<NormalizedBankAccount, "bank"> & {
+  id: string;
+  company_id: string;
+  subject_id: string | null;
+  bank_id: string | null;
+  intermediary_bank_account_id: string | null;
+  inserted_at: Date;
+  updated_at: Date;
+  bank_code: string | null;
+  bank_ispb: string | null;
+  bank_swift: string | null;
+  bank_name: string | null;
+  bank_country: string | null;
+  company_social_name: string | null;
+  company_document_type: string | null;
+  company_document_number: string | null;
+};
+
+/**
+ * The bank-account object of interface.md. The create response names the intermediary account
+ * `intermediary_bank_account`; list, update and detail name it `intermediary_bank_account_id` (decisions §7).
+ */
+export function presentBankAccount(row: BankAccountRow, opts: { onCreate?: boolean } = {}) {
+  const intermediary = opts.onCreate
+    ? { intermediary_bank_account: null }
+    : { intermediary_bank_account_id: row.intermediary_bank_account_id };
+  return {
+    id: row.id,
+    currency: row.currency,
+    account_type: row.account_type,
+    account_number: row.account_number,
+    branch_number: row.branch_number,
+    branch_country: row.branch_country,
+    routing_number: row.routing_number,
+    iban: row.iban,
+    aba: row.aba,
+    nickname: row.nickname,
+    owner_name: row.owner_name,
+    owner_document_number: row.owner_document_number,
+    owner_document_type: row.owner_document_type,
+    owner_company: {
+      social_name: row.company_social_name,
+      id: row.company_id,
+      document_type: row.company_document_type,
+      document_number: row.company_document_number,
+    },
+    ...intermediary,
+    pix_info: row.pix_type && row.pix_key ? { type: row.pix_type, key: row.pix_key } : null,
+    // a PIX-only account has no bank: the object keeps its shape, with the country its currency implies
+    bank: {
+      swift: row.bank_swift,
+      ispb: row.bank_ispb,
+      name: row.bank_name,
+      id: row.bank_id,
+      code: row.bank_code,
+      country: row.bank_country ?? (row.country === "INT" ? null : row.country),
+    },
+    inserted_at: naiveUtc(row.inserted_at),
+    updated_at: naiveUtc(row.updated_at),
+  };
+}
+
+export type BankAccountView = ReturnType<typeof presentBankAccount>;
+
+function selectAccounts(sql: Tx) {
+  return sql`
+    select a.*, b.code as bank_code, b.ispb as bank_ispb, b.swift as bank_swift, b.name as bank_name,
+           b.country as bank_country, c.social_name as company_social_name,
+           c.document_type as company_document_type, c.document_number as company_document_number
+    from bank_accounts a
+    join companies c on c.id = a.company_id
+    left join banks b on b.id = a.bank_id`;
+}
+
+/** Any account of the company, a subject's or an international one (the payment rails look them up by id). */
+export async function getBankAccount(sql: Tx, companyId: string, id: string): Promise<BankAccountRow> {
+  const [row] = await sql<BankAccountRow[]>`
+    ${selectAccounts(sql)} where a.company_id = ${companyId} and a.id = ${id}`;
+  if (!row) throw notFound();
+  return row;
+}
+
+/** An account of one subject: another subject's account answers 404, like an unknown id. */
+export async function getSubjectBankAccount(sql: Tx, companyId: string, subjectId: string, id: string) {
+  const [row] = await sql<BankAccountRow[]>`
+    ${selectAccounts(sql)} where a.company_id = ${companyId} and a.subject_id = ${subjectId} and a.id = ${id}`;
+  if (!row) throw notFound();
+  return row;
+}
+
+export async function listSubjectBankAccounts(sql: Sql, companyId: string, subjectId: string) {
+  await assertPerson(sql, companyId, subjectId);
+  return await sql<BankAccountRow[]>`
+    ${selectAccounts(sql)} where a.company_id = ${companyId} and a.subject_id = ${subjectId} order by a.id`;
+}
+
+/** Columns written from a checked account, with the bank resolved against the directory. */
+async function columns(tx: Tx, companyId: string, account: NormalizedBankAccount) {
+  const { bank, ...fields } = account;
+  const bankId = bank ? (await resolveBank(tx, companyId, bank)).id : null;
+  return { ...fields, bank_id: bankId };
+}
+
+/**
+ * Stores a checked account (from `validateBankAccountInput`) for a subject, or for the company when `subjectId`
+ * is null. Takes the caller's transaction so a wire correction can store it with its own state change.
+ */
+export async function insertBankAccount(
+  tx: Tx,
+  companyId: string,
+  subjectId: string | null,
+  account: NormalizedBankAccount,
+): Promise<string> {
+  const id = newId();
+  const row = { id, company_id: companyId, subject_id: subjectId, ...(await columns(tx, companyId, account)) };
+  await tx`insert into bank_accounts ${tx(row)}`;
+  return id;
+}
+
+/** POST /subject/:id/bank_accounts (subjectId) and POST /bank_accounts (null: international, company level). */
+export async function createBankAccount(
+  sql: Sql,
+  companyId: string,
+  subjectId: string | null,
+  input: BankAccountInput,
+): Promise<BankAccountRow> {
+  if (subjectId) await assertPerson(sql, companyId, subjectId);
+  const account = validateBankAccountInput(input, { scope: subjectId ? "subject" : "international" });
+  return await sql.begin(async (tx) => {
+    const id = await insertBankAccount(tx, companyId, subjectId, account);
+    return await getBankAccount(tx, companyId, id);
+  });
+}
+
+/** The stored account in the shape of a request body, so an update can be checked as the whole account it makes. */
+function asInput(row: BankAccountRow): BankAccountInput {
+  return {
+    currency: row.currency,
+    owner_name: row.owner_name,
+    owner_document_number: row.owner_document_number,
+    owner_document_type: row.owner_document_type,
+    account_number: row.account_number,
+    branch_number: row.branch_number,
+    branch_country: row.branch_country,
+    account_type: row.account_type,
+    routing_number: row.routing_number,
+    iban: row.iban,
+    aba: row.aba,
+    nickname: row.nickname,
+    bank: row.bank_id ? { code: row.bank_code, ispb: row.bank_ispb, name: row.bank_name, swift: row.bank_swift } : null,
+    pix_info: row.pix_type ? { type: row.pix_type, key: row.pix_key } : null,
+  };
+}
+
+/** Given fields replace stored ones (inside `bank` and `pix_info` too), omitted ones stay, null clears. */
+function mergePatch(current: BankAccountInput, patch: BankAccountInput): BankAccountInput {
+  const merged: Record<string, unknown> = { ...current };
+  for (const [key, v] of Object.entries(patch)) {
+    if (v === undefined) continue;
+    const before = merged[key];
+    merged[key] = v !== null && typeof v === "object" && before && typeof before === "object"
+      ? { ...before, ...Object.fromEntries(Object.entries(v).filter(([, x]) => x !== undefined)) }
+      : v;
+  }
+  return merged as BankAccountInput;
+}
+
+/**
+ * Updates an account within the caller's transaction: the merged account is checked with the rules of its
+ * (possibly new) currency, so an update never leaves an account that registration would refuse.
+ * `subjectId` restricts the lookup to one subject's accounts; undefined means any account of the company.
+ */
+export async function patchBankAccount(
+  tx: Tx,
+  companyId: string,
+  id: string,
+  patch: BankAccountInput,
+  opts: { subjectId?: string } = {},
+): Promise<BankAccountRow> {
+  const [locked] = await tx<{ subject_id: string | null }[]>`
+    select subject_id from bank_accounts
+    where company_id = ${companyId} and id = ${id}
+      ${opts.subjectId ? tx`and subject_id = ${opts.subjectId}` : tx``}
+    for update`;
+  if (!locked) throw notFound();
+  const current = await getBankAccount(tx, companyId, id);
+  const scope: BankAccountScope = current.subject_id ? "subject" : "international";
+  const merged = mergePatch(asInput(current), patch);
+  // interface.md documents updates and wire corrections with bank {code, name} only: a Brazilian code given
+  // without its ISPB takes the directory's (a PIX-only account has none to keep)
+  if (merged.currency?.toUpperCase() === "BRL" && patch.bank?.code && !patch.bank.ispb && merged.bank) {
+    merged.bank = { ...merged.bank, ispb: await directoryIspb(tx, companyId, String(patch.bank.code).trim()) };
+  }
+  const account = validateBankAccountInput(merged, { scope });
+  const fields = await columns(tx, companyId, account);
+  await tx`update bank_accounts set ${tx(fields)}, updated_at = now() where company_id = ${companyId} and id = ${id}`;
+  return await getBankAccount(tx, companyId, id);
+}
+
+/** PUT /subject/:id/bank_accounts/:bank_account_id. */
+export async function updateSubjectBankAccount(
+  sql: Sql,
+  companyId: string,
+  subjectId: string,
+  id: string,
+  patch: BankAccountInput,
+): Promise<BankAccountRow> {
+  return await sql.begin((tx) => patchBankAccount(tx, companyId, id, patch, { subjectId }));
+}

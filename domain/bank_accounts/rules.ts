@@ -1,0 +1,391 @@
+import { isValidCNPJ, isValidCPF, isValidEmail } from "@brazilian-utils/brazilian-utils";
+import { clabe } from "clabe-validator";
+import { electronicFormatIBAN, isValidBIC, isValidIBAN } from "ibantools";
+import { BLANK, ErrorBag } from "../platform/errors.ts";
+import { UUID_RE } from "../platform/ids.ts";
+import { countryAlpha3 } from "../platform/countries.ts";
+import { isValidCurp } from "../subjects/person_rules.ts";
+
+type Text = string | null | undefined;
+
+/**
+ * A bank account as a client sends it, every field optional: which fields each country requires and what they
+ * must look like is decided here, so the wire correction applies the same rules. `null` and "" count as absent.
+ */
+export type BankAccountInput = {
+  currency?: Text;
+  owner_name?: Text;
+  owner_document_number?: Text;
+  owner_document_type?: Text;
+  account_number?: Text;
+  branch_number?: Text;
+  branch_country?: Text;
+  account_type?: Text;
+  routing_number?: Text;
+  iban?: Text;
+  aba?: Text;
+  nickname?: Text;
+  bank?: { code?: Text; ispb?: Text; name?: Text; swift?: Text } | null;
+  pix_info?: { type?: Text; key?: Text } | null;
+};
+
+/**
+ * What a bank account must look like, per country (interface.md "Bank account endpoints", decisions §7).
+ * Pure: no database. The directory lookup (stored bank names) happens afterwards in bank_directory.ts.
+ */
+
+/** INT: an international account of the company (USD or EUR), identified by SWIFT rather than a local code. */
+export type BankCountry = "BRA" | "MEX" | "COL" | "INT";
+
+export const SUBJECT_CURRENCIES: Readonly<Record<string, BankCountry>> = { BRL: "BRA", MXN: "MEX", COP: "COL" };
+export const INTERNATIONAL_CURRENCIES = ["USD", "EUR"] as const;
+
+/** Which accounts a caller may register: a subject's (local currencies), the company's (USD/EUR), or either. */
+export type BankAccountScope = "subject" | "international" | "any";
+
+export type BankRef = {
+  country: string;
+  code: string | null;
+  ispb: string | null;
+  swift: string | null;
+  name: string | null;
+};
+
+/** A checked account, in the column names of `bank_accounts`; `bank` still carries the name as supplied. */
+export type NormalizedBankAccount = {
+  country: BankCountry;
+  currency: string;
+  account_type: string | null;
+  account_number: string | null;
+  branch_number: string | null;
+  branch_country: string | null;
+  routing_number: string | null;
+  iban: string | null;
+  aba: string | null;
+  nickname: string | null;
+  owner_name: string | null;
+  owner_document_number: string | null;
+  owner_document_type: string | null;
+  pix_type: string | null;
+  pix_key: string | null;
+  bank: BankRef | null;
+};
+
+export const ACCOUNT_TYPES = ["conta-corrente", "poupanca", "salary", "payment"] as const;
+const BRAZIL_ACCOUNT_TYPES = ["conta-corrente", "poupanca"] as const;
+/** Colombian labels and what they are stored as; matched without regard to case or repeated spaces. */
+const COLOMBIA_ACCOUNT_LABELS: Record<string, string> = {
+  "conta corriente": "conta-corrente",
+  "cuenta de ahorros": "poupanca",
+  "cuentas nomina": "salary",
+  "cuentas pensionales": "payment",
+};
+const COLOMBIA_LABEL_NAMES = ["Conta Corriente", "Cuenta de Ahorros", "Cuentas Nomina", "Cuentas pensionales"];
+
+export const PIX_KEY_TYPES = ["CPF", "CNPJ", "EMAIL", "PHONE", "EVP"] as const;
+
+const oneOf = (values: readonly string[]) => `must be one of: ${values.join(", ")}`;
+const value = (s: string | null | undefined) => (s == null || s === "" ? null : s);
+const digitsOnly = (s: string) => s.replace(/[.\-/\s]/g, "");
+
+/** The country whose rules apply, from the currency and what the endpoint allows. */
+export function countryOfCurrency(currency: string, scope: BankAccountScope): BankCountry | null {
+  const upper = currency.toUpperCase();
+  if (scope !== "international" && SUBJECT_CURRENCIES[upper]) return SUBJECT_CURRENCIES[upper];
+  if (scope !== "subject" && (INTERNATIONAL_CURRENCIES as readonly string[]).includes(upper)) return "INT";
+  return null;
+}
+
+/**
+ * Checks a bank account body with the rules its currency implies and returns it normalised (alpha-3 countries,
+ * mapped account types, digits-only documents), or throws every field error at once: 400 when something required
+ * is missing, 422 otherwise. Shared by registration, update (on the merged account) and the wire correction.
+ */
+export function validateBankAccountInput(
+  input: BankAccountInput,
+  opts: { scope: BankAccountScope },
+): NormalizedBankAccount {
+  const bag = new ErrorBag();
+  const currency = value(input.currency)?.toUpperCase() ?? null;
+  let country: BankCountry | null = null;
+  if (!currency) bag.add("currency", BLANK);
+  else {
+    country = countryOfCurrency(currency, opts.scope);
+    if (!country) {
+      const allowed = opts.scope === "subject"
+        ? Object.keys(SUBJECT_CURRENCIES)
+        : opts.scope === "international"
+        ? [...INTERNATIONAL_CURRENCIES]
+        : [...Object.keys(SUBJECT_CURRENCIES), ...INTERNATIONAL_CURRENCIES];
+      bag.add("currency", oneOf(allowed));
+    }
+  }
+
+  const out: NormalizedBankAccount = {
+    country: country ?? "INT",
+    currency: currency ?? "",
+    account_type: null,
+    account_number: value(input.account_number),
+    branch_number: value(input.branch_number),
+    branch_country: branchCountry(input.branch_country, bag),
+    routing_number: null,
+    iban: null,
+    aba: null,
+    nickname: value(input.nickname),
+    owner_name: value(input.owner_name),
+    owner_document_number: value(input.owner_document_number),
+    owner_document_type: value(input.owner_document_type)?.toLowerCase() ?? null,
+    pix_type: null,
+    pix_key: null,
+    bank: null,
+  };
+  if (country === "BRA") checkBrazil(input, out, bag);
+  else if (country === "MEX") checkMexico(input, out, bag);
+  else if (country === "COL") checkColombia(input, out, bag);
+  else if (country === "INT") checkInternational(input, out, bag);
+  bag.throwIfAny();
+  return out;
+}
+
+function branchCountry(raw: string | null | undefined, bag: ErrorBag): string | null {
+  const given = value(raw);
+  if (!given) return null;
+  const alpha3 = countryAlpha3(given);
+  if (!alpha3) bag.add("branch_country", "is invalid");
+  return alpha3;
+}
+
+function need(bag: ErrorBag, field: string, v: string | null): v is string {
+  if (v == null) bag.add(field, BLANK);
+  return v != null;
+}
+
+const bankField = (input: BankAccountInput, key: "code" | "ispb" | "name" | "swift") => value(input.bank?.[key]);
+const hasBank = (input: BankAccountInput) =>
+  !!input.bank && (["code", "ispb", "name", "swift"] as const).some((k) => bankField(input, k) != null);
+
+/** `bank` missing altogether is one error on `bank`; a bank without some required part names the part. */
+function requireBank(input: BankAccountInput, bag: ErrorBag, parts: ("code" | "ispb" | "name" | "swift")[]) {
+  if (!hasBank(input)) {
+    bag.add("bank", BLANK);
+    return false;
+  }
+  const missing = parts.filter((part) => bankField(input, part) == null);
+  for (const part of missing) bag.add(["bank", part], BLANK);
+  return missing.length === 0;
+}
+
+function accountType(raw: string | null, allowed: readonly string[], bag: ErrorBag): string | null {
+  if (raw == null) return null;
+  const lower = raw.toLowerCase();
+  if (allowed.includes(lower)) return lower;
+  bag.add("account_type", oneOf(allowed));
+  return null;
+}
+
+function checkBrazil(input: BankAccountInput, out: NormalizedBankAccount, bag: ErrorBag) {
+  need(bag, "owner_name", out.owner_name);
+  const pixGiven = input.pix_info != null;
+  const detailsGiven = out.account_number != null || out.branch_number != null || hasBank(input);
+
+  // full bank details, or pix_info alone: any part of the details given means all of them are needed
+  if (detailsGiven || !pixGiven) {
+    if (!pixGiven && !detailsGiven) bag.add("pix_info", BLANK);
+    if (need(bag, "account_number", out.account_number) && !/^\d{1,20}(-?[\dXx])?$/.test(out.account_number)) {
+      bag.add("account_number", "has invalid format");
+    }
+    if (need(bag, "branch_number", out.branch_number) && !/^\d{1,5}(-?[\dXx])?$/.test(out.branch_number)) {
+      bag.add("branch_number", "has invalid format");
+    }
+    if (requireBank(input, bag, ["code", "ispb", "name"])) {
+      const code = bankField(input, "code")!;
+      const ispb = bankField(input, "ispb")!;
+      if (!/^\d{3}$/.test(code)) bag.add(["bank", "code"], "has invalid format, expected three digits");
+      if (!/^\d{8}$/.test(ispb)) bag.add(["bank", "ispb"], "has invalid format, expected eight digits");
+      out.bank = { country: "BRA", code, ispb, swift: null, name: bankField(input, "name") };
+    }
+  }
+  if (pixGiven) checkPix(input.pix_info!, out, bag);
+
+  out.account_type = accountType(value(input.account_type), BRAZIL_ACCOUNT_TYPES, bag);
+  checkOwnerDocument(out, bag, {
+    types: ["cpf", "cnpj"],
+    infer: (n) => (n.length === 11 ? "cpf" : n.length === 14 ? "cnpj" : null),
+    normalise: digitsOnly,
+    valid: { cpf: (n) => /^\d{11}$/.test(n) && isValidCPF(n), cnpj: (n) => /^\d{14}$/.test(n) && isValidCNPJ(n) },
+  });
+}
+
+function checkPix(pix: NonNullable<BankAccountInput["pix_info"]>, out: NormalizedBankAccount, bag: ErrorBag) {
+  const type = value(pix.type)?.toUpperCase() ?? null;
+  const key = value(pix.key);
+  if (type == null) bag.add(["pix_info", "type"], BLANK);
+  else if (!(PIX_KEY_TYPES as readonly string[]).includes(type)) bag.add(["pix_info", "type"], oneOf(PIX_KEY_TYPES));
+  if (key == null) bag.add(["pix_info", "key"], BLANK);
+  if (type == null || key == null || !(PIX_KEY_TYPES as readonly string[]).includes(type)) return;
+
+  let normalised: string | null = key;
+  let message = "is invalid";
+  switch (type) {
+    case "CPF":
+      normalised = digitsOnly(key);
+      if (!/^\d{11}$/.test(normalised) || !isValidCPF(normalised)) normalised = null;
+      break;
+    case "CNPJ":
+      normalised = digitsOnly(key);
+      if (!/^\d{14}$/.test(normalised) || !isValidCNPJ(normalised)) normalised = null;
+      break;
+    case "EMAIL":
+      if (key.length > 77 || !isValidEmail(key)) normalised = null;
+      break;
+    case "PHONE":
+      message = "has invalid format, expected + followed by 12 or 13 digits (country code included)";
+      if (!/^\+\d{12,13}$/.test(key)) normalised = null;
+      break;
+    case "EVP":
+      normalised = UUID_RE.test(key) ? key.toLowerCase() : null;
+      break;
+  }
+  if (normalised == null) bag.add(["pix_info", "key"], message);
+  out.pix_type = type;
+  out.pix_key = normalised;
+}
+
+/** CLABE: 17 digits and a control digit (weights 3, 7, 1); the library computes it. */
+export function isValidClabe(s: string): boolean {
+  return /^\d{18}$/.test(s) && clabe.computeChecksum(s.slice(0, 17)) === Number(s[17]);
+}
+
+const RFC_RE = /^[A-ZÑ&]{3,4}\d{2}(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])[A-Z\d]{2}[A\d]$/;
+
+function checkMexico(input: BankAccountInput, out: NormalizedBankAccount, bag: ErrorBag) {
+  const clabeNumber = out.account_number;
+  let clabeOk = false;
+  if (need(bag, "account_number", clabeNumber)) {
+    if (!/^\d{18}$/.test(clabeNumber)) bag.add("account_number", "has invalid format, expected 18 digits (CLABE)");
+    else if (!isValidClabe(clabeNumber)) bag.add("account_number", "is invalid");
+    else clabeOk = true;
+  }
+  if (need(bag, "account_type", value(input.account_type))) {
+    out.account_type = accountType(value(input.account_type), ACCOUNT_TYPES, bag);
+  }
+  if (requireBank(input, bag, ["code", "name"])) {
+    const code = bankField(input, "code")!;
+    if (!/^\d{3,4}$/.test(code)) bag.add(["bank", "code"], "has invalid format, expected three or four digits");
+    else if (code.length === 3 && clabeOk && clabeNumber!.slice(0, 3) !== code) {
+      bag.add(["bank", "code"], "does not match account_number");
+    }
+    out.bank = { country: "MEX", code, ispb: null, swift: null, name: bankField(input, "name") };
+  }
+  checkOwnerDocument(out, bag, {
+    types: ["curp", "rfc"],
+    infer: (n) => (n.length === 18 ? "curp" : n.length === 12 || n.length === 13 ? "rfc" : null),
+    normalise: (n) => n.toUpperCase(),
+    valid: { curp: isValidCurp, rfc: (n) => RFC_RE.test(n) },
+  });
+}
+
+const NIT_WEIGHTS = [3, 7, 13, 17, 19, 23, 29, 37, 41, 43, 47, 53, 59, 67, 71];
+
+/** DIAN's NIT check digit: prime weights from the rightmost digit, sum mod 11, then 11 - r when r > 1. */
+export function nitCheckDigit(base: string): number {
+  let sum = 0;
+  for (let i = 0; i < base.length; i++) sum += Number(base[base.length - 1 - i]) * NIT_WEIGHTS[i];
+  const r = sum % 11;
+  return r > 1 ? 11 - r : r;
+}
+
+/** A NIT of 9 digits, or 9 digits and its check digit (10 in all), the check digit verified. */
+export function isValidNit(n: string): boolean {
+  if (/^\d{9}$/.test(n)) return true;
+  return /^\d{10}$/.test(n) && nitCheckDigit(n.slice(0, 9)) === Number(n[9]);
+}
+
+function checkColombia(input: BankAccountInput, out: NormalizedBankAccount, bag: ErrorBag) {
+  if (need(bag, "account_number", out.account_number) && !/^\d[\d-]{0,24}$/.test(out.account_number)) {
+    bag.add("account_number", "has invalid format");
+  }
+  if (need(bag, "branch_number", out.branch_number) && !/^[\dA-Za-z-]{1,20}$/.test(out.branch_number)) {
+    bag.add("branch_number", "has invalid format");
+  }
+  need(bag, "owner_name", out.owner_name);
+  if (requireBank(input, bag, ["code", "name"])) {
+    const code = bankField(input, "code")!;
+    if (!/^\d{1,10}$/.test(code)) bag.add(["bank", "code"], "has invalid format");
+    out.bank = { country: "COL", code, ispb: null, swift: null, name: bankField(input, "name") };
+  }
+  const rawType = value(input.account_type);
+  if (rawType != null) {
+    const label = rawType.toLowerCase().replace(/\s+/g, " ");
+    const mapped = (ACCOUNT_TYPES as readonly string[]).includes(label) ? label : COLOMBIA_ACCOUNT_LABELS[label];
+    if (mapped) out.account_type = mapped;
+    else bag.add("account_type", oneOf([...ACCOUNT_TYPES, ...COLOMBIA_LABEL_NAMES]));
+  }
+  checkOwnerDocument(out, bag, {
+    types: ["cc", "nit"],
+    infer: () => null,
+    normalise: digitsOnly,
+    valid: { cc: (n) => /^\d{6,10}$/.test(n), nit: isValidNit },
+  });
+}
+
+/** ABA routing number: 9 digits, 3·(d1+d4+d7) + 7·(d2+d5+d8) + (d3+d6+d9) divisible by 10. */
+export function isValidAba(s: string): boolean {
+  if (!/^\d{9}$/.test(s)) return false;
+  const d = [...s].map(Number);
+  return (3 * (d[0] + d[3] + d[6]) + 7 * (d[1] + d[4] + d[7]) + (d[2] + d[5] + d[8])) % 10 === 0;
+}
+
+function checkInternational(input: BankAccountInput, out: NormalizedBankAccount, bag: ErrorBag) {
+  if (need(bag, "account_number", out.account_number) && !/^[A-Za-z0-9 -]{1,40}$/.test(out.account_number)) {
+    bag.add("account_number", "has invalid format");
+  }
+  need(bag, "owner_document_number", out.owner_document_number);
+  need(bag, "owner_name", out.owner_name);
+  if (requireBank(input, bag, ["name", "swift"])) {
+    const swift = bankField(input, "swift")!.replace(/\s+/g, "").toUpperCase();
+    const country = isValidBIC(swift) ? countryAlpha3(swift.slice(4, 6)) : null;
+    if (!country) bag.add(["bank", "swift"], "is invalid");
+    out.bank = { country: country ?? "", code: null, ispb: null, swift, name: bankField(input, "name") };
+  }
+  const iban = value(input.iban);
+  if (iban != null) {
+    const electronic = electronicFormatIBAN(iban) ?? "";
+    if (isValidIBAN(electronic)) out.iban = electronic;
+    else bag.add("iban", "is invalid");
+  }
+  for (const field of ["routing_number", "aba"] as const) {
+    const given = value(input[field]);
+    if (given == null) continue;
+    if (isValidAba(given)) out[field] = given;
+    else bag.add(field, "is invalid");
+  }
+  out.account_type = accountType(value(input.account_type), ACCOUNT_TYPES, bag);
+}
+
+type DocumentRules<T extends string> = {
+  types: readonly T[];
+  /** The type a bare number must be, when its shape says so. */
+  infer: (normalised: string) => T | null;
+  normalise: (raw: string) => string;
+  valid: Record<T, (normalised: string) => boolean>;
+};
+
+function checkOwnerDocument<T extends string>(out: NormalizedBankAccount, bag: ErrorBag, rules: DocumentRules<T>) {
+  const type = out.owner_document_type;
+  if (type != null && !(rules.types as readonly string[]).includes(type)) {
+    bag.add("owner_document_type", oneOf(rules.types));
+    return;
+  }
+  if (out.owner_document_number == null) return;
+  const number = rules.normalise(out.owner_document_number);
+  out.owner_document_number = number;
+  const effective = (type as T | null) ?? rules.infer(number);
+  if (effective == null) {
+    // without a type the number is kept as given unless its shape is unmistakably wrong
+    if (!/^[\dA-Z&Ñ]{5,20}$/i.test(number)) bag.add("owner_document_number", "is invalid");
+    return;
+  }
+  if (!rules.valid[effective](number)) bag.add("owner_document_number", "is invalid");
+  else if (type == null) out.owner_document_type = effective;
+}

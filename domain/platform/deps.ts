@@ -1,0 +1,11 @@
+import type { Config } from "./config.ts";
+import type { Sql } from "./db.ts";
+
+/** What routes and jobs need from the running service, handed in by `main.ts`. */
+export type Deps = {
+  sql: Sql;
+  config: Config;
+  /** This process, as registered in `worker_processes`; webhook leases carry it so a crash frees them at once. */
+  processId: string;
+  workerRunning?: () => boolean;
+};

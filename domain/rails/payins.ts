@@ -1,0 +1,21 @@
+import type { Tx } from "../platform/db.ts";
+import { forwardCleared, getTransaction, recordTransaction } from "./transactions.ts";
+
+export type PayinInput = { subject_id: string; value: string; currency: string; exchange?: boolean | null };
+
+/**
+ * Funds for a subject arrived in the integrator's dedicated account: the transaction is identified and, when a
+ * conversion was asked for and the money is cleared, it joins the subject's exchange.
+ */
+export async function receivePayin(tx: Tx, companyId: string, input: PayinInput) {
+  const row = await recordTransaction(tx, companyId, {
+    subjectId: input.subject_id,
+    kind: "payin",
+    status: "identified",
+    currency: input.currency,
+    value: input.value,
+    wantsExchange: input.exchange ?? false,
+  }, "identified");
+  await forwardCleared(tx, companyId, [row]);
+  return await getTransaction(tx, companyId, row.id);
+}

@@ -1,0 +1,215 @@
+import type { Sql, Tx } from "../platform/db.ts";
+import { newId } from "../platform/ids.ts";
+import { naiveUtc } from "../platform/time.ts";
+import { applyClearance, assessClearance, type Clearance, TRANSACTED_STATUSES } from "../subjects/clearance.ts";
+import { emitEvent, type EventType } from "../webhooks/events.ts";
+import { attachToExchange } from "./exchanges.ts";
+import { assertPerson } from "../subjects/people.ts";
+import { approveSubject, lockSubject } from "../subjects/status.ts";
+import { attachToWire } from "./wires.ts";
+
+/** Currencies of the rate table (sql/0005); a transaction in any other currency is refused. */
+export const CURRENCIES = ["BRL", "MXN", "COP", "CLP", "EUR", "USD"] as const;
+export type Currency = typeof CURRENCIES[number];
+
+export type TransactionKind = "payin" | "payout" | "card_payment" | "pix_charge";
+export type TransactionStatus =
+  | "pending"
+  | "identified"
+  | "approved"
+  | "failed"
+  | "refunded"
+  | "expired"
+  | "exchanged"
+  | "wired"
+  | "waiting_correction";
+
+export type TransactionRow = {
+  id: string;
+  company_id: string;
+  subject_id: string;
+  kind: TransactionKind;
+  status: TransactionStatus;
+  currency: string;
+  value: string;
+  usd_value: string;
+  cleared: boolean;
+  wants_exchange: boolean;
+  bank_account_id: string | null;
+  exchange_id: string | null;
+  wire_id: string | null;
+  inserted_at: Date;
+  updated_at: Date;
+};
+
+/** An entry of GET /subject/:id/transactions, and what sandbox payment calls answer. */
+export function presentTransaction(t: TransactionRow) {
+  return {
+    id: t.id,
+    kind: t.kind,
+    status: t.status,
+    currency: t.currency,
+    value: t.value,
+    usd_value: t.usd_value,
+    cleared: t.cleared,
+    exchange_id: t.exchange_id,
+    wire_id: t.wire_id,
+    inserted_at: naiveUtc(t.inserted_at),
+  };
+}
+
+const counts = (status: TransactionStatus) => (TRANSACTED_STATUSES as readonly string[]).includes(status);
+
+/** USD value of an amount by the rate table, rounded to cents in NUMERIC (never a float). */
+async function usdValueOf(tx: Tx, currency: string, value: string): Promise<string> {
+  const [row] = await tx<{ usd_value: string }[]>`
+    select round(${value}::numeric * usd_per_unit, 2)::numeric(30, 2) as usd_value
+    from usd_rates where currency = ${currency}`;
+  return row.usd_value;
+}
+
+export type NewTransaction = {
+  id?: string;
+  subjectId: string;
+  kind: TransactionKind;
+  status: TransactionStatus;
+  currency: string;
+  value: string;
+  bankAccountId?: string | null;
+  wantsExchange?: boolean;
+};
+
+/**
+ * Stores a transaction of a subject with its clearance decided, emits `event` ({transaction_id}) for it, then
+ * the consequences of a hold (subject_reproved, document_required). Money that did not move (pending, failed)
+ * does not count towards the yearly total and is cleared only while the subject is approved.
+ */
+export async function recordTransaction(
+  tx: Tx,
+  companyId: string,
+  input: NewTransaction,
+  event: EventType | null,
+): Promise<TransactionRow> {
+  const usdValue = await usdValueOf(tx, input.currency, input.value);
+  const clearance: Clearance = counts(input.status)
+    ? await assessClearance(tx, companyId, input.subjectId, usdValue)
+    : { cleared: (await lockSubject(tx, companyId, input.subjectId)).status === "approved", missing: [] };
+  const [row] = await tx<TransactionRow[]>`
+    insert into transactions ${
+    tx({
+      id: input.id ?? newId(),
+      company_id: companyId,
+      subject_id: input.subjectId,
+      kind: input.kind,
+      status: input.status,
+      currency: input.currency,
+      value: input.value,
+      usd_value: usdValue,
+      cleared: clearance.cleared,
+      wants_exchange: input.wantsExchange ?? false,
+      bank_account_id: input.bankAccountId ?? null,
+    })
+  }
+    returning *`;
+  if (event) await emitEvent(tx, companyId, event, { transaction_id: row.id });
+  await applyClearance(tx, companyId, input.subjectId, clearance);
+  return row;
+}
+
+/**
+ * Moves a transaction to a new status (a PIX charge paid, refunded or expired). When the new status moves
+ * money, clearance is decided now, as for a new transaction.
+ */
+export async function changeTransactionStatus(
+  tx: Tx,
+  companyId: string,
+  id: string,
+  status: TransactionStatus,
+  event: EventType,
+): Promise<TransactionRow> {
+  const current = await getTransaction(tx, companyId, id);
+  const clearance: Clearance = counts(status)
+    ? await assessClearance(tx, companyId, current.subject_id, current.usd_value)
+    : { cleared: current.cleared, missing: [] };
+  const [row] = await tx<TransactionRow[]>`
+    update transactions set status = ${status}, cleared = ${clearance.cleared}, updated_at = now()
+    where company_id = ${companyId} and id = ${id}
+    returning *`;
+  await emitEvent(tx, companyId, event, { transaction_id: row.id });
+  await applyClearance(tx, companyId, current.subject_id, clearance);
+  return row;
+}
+
+export async function getTransaction(tx: Tx, companyId: string, id: string): Promise<TransactionRow> {
+  const [row] = await tx<TransactionRow[]>`
+    select * from transactions where company_id = ${companyId} and id = ${id}`;
+  if (!row) throw new Error(`transaction ${id} vanished`);
+  return row;
+}
+
+/**
+ * What a cleared transaction still needs from the rails: a payin asked to be converted joins its subject's open
+ * exchange; a payout joins the open wire to its destination account.
+ */
+export async function forwardCleared(tx: Tx, companyId: string, rows: TransactionRow[]) {
+  const groups = new Map<string, { rows: TransactionRow[]; kind: "exchange" | "wire" }>();
+  for (const row of rows) {
+    if (!row.cleared || row.status !== "identified") continue;
+    let key: string | null = null;
+    if (row.kind === "payin" && row.wants_exchange && !row.exchange_id) key = `exchange:${row.currency}`;
+    if (row.kind === "payout" && row.bank_account_id && !row.wire_id) {
+      key = `wire:${row.bank_account_id}:${row.currency}`;
+    }
+    if (!key) continue;
+    const group = groups.get(key) ?? { rows: [], kind: key.startsWith("exchange") ? "exchange" : "wire" };
+    group.rows.push(row);
+    groups.set(key, group);
+  }
+  for (const { rows: group, kind } of groups.values()) {
+    const first = group[0];
+    const ids = group.map((r) => r.id);
+    if (kind === "exchange") await attachToExchange(tx, companyId, first.subject_id, first.currency, ids);
+    else await attachToWire(tx, companyId, first.subject_id, first.bank_account_id!, first.currency, ids);
+  }
+}
+
+/** Back office approves the subject, and the money held for it moves on in the same transaction. */
+export async function approveAndRelease(tx: Tx, companyId: string, subjectId: string) {
+  await approveSubject(tx, companyId, subjectId);
+  await releaseHeldTransactions(tx, companyId, subjectId);
+}
+
+/** Once a subject is approved again, its held money moves on: grouped into one exchange or wire per destination. */
+async function releaseHeldTransactions(tx: Tx, companyId: string, subjectId: string) {
+  const released = await tx<TransactionRow[]>`
+    update transactions set cleared = true, updated_at = now()
+    where company_id = ${companyId} and subject_id = ${subjectId} and not cleared
+    returning *`;
+  await forwardCleared(tx, companyId, released.sort((a, b) => a.id.localeCompare(b.id)));
+}
+
+const PAGE_SIZE = 100;
+
+/** A subject's transactions, oldest first, 100 per page after `lastId`. */
+export async function listSubjectTransactions(sql: Sql, companyId: string, subjectId: string, lastId?: string) {
+  await assertPerson(sql, companyId, subjectId);
+  return await sql<TransactionRow[]>`
+    select * from transactions
+    where company_id = ${companyId} and subject_id = ${subjectId} ${lastId ? sql`and id > ${lastId}` : sql``}
+    order by id
+    limit ${PAGE_SIZE}`;
+}
+
+/** The subject's money moved this calendar year (UTC), one row per currency. */
+export async function subjectTransactionValues(sql: Sql, companyId: string, subjectId: string) {
+  await assertPerson(sql, companyId, subjectId);
+  return await sql<{ currency: string; value: string; usd_value: string; count: number }[]>`
+    select currency, sum(value)::numeric(30, 2) as value, sum(usd_value)::numeric(30, 2) as usd_value,
+           count(*)::int as count
+    from transactions
+    where company_id = ${companyId} and subject_id = ${subjectId}
+      and status in ${sql(TRANSACTED_STATUSES)}
+      and inserted_at >= date_trunc('year', now() at time zone 'UTC') at time zone 'UTC'
+    group by currency
+    order by currency`;
+}

@@ -1,0 +1,199 @@
+import type { Tx } from "../platform/db.ts";
+import { notFound, validationFailed } from "../platform/errors.ts";
+import { newId } from "../platform/ids.ts";
+import { naiveUtc } from "../platform/time.ts";
+import { getBankAccount, patchBankAccount, presentBankAccount } from "../bank_accounts/bank_accounts.ts";
+import type { BankAccountInput } from "../bank_accounts/rules.ts";
+import { emitEvent } from "../webhooks/events.ts";
+
+export const WIRE_ERROR_CODES = ["AC03", "AC14", "CH11", "AG03"] as const;
+export type WireErrorCode = typeof WIRE_ERROR_CODES[number];
+
+/** Receiver-data errors a wire can come back with (interface.md, wire_waiting_correction). */
+export const WIRE_ERRORS: Record<WireErrorCode, string> = {
+  AC03: "Creditor account number invalid or missing",
+  AC14: "Creditor account type missing or invalid",
+  CH11: "Creditor identifier incorrect",
+  AG03: "Transaction type not supported or authorized on this account",
+};
+
+export type WireRow = {
+  id: string;
+  company_id: string;
+  subject_id: string;
+  bank_account_id: string;
+  currency: string;
+  value: string;
+  status: "sent" | "waiting_correction" | "waiting_confirmation";
+  error_code: WireErrorCode | null;
+  error_description: string | null;
+  unretryable: boolean;
+  to_bank_account: Record<string, unknown>;
+  inserted_at: Date;
+  updated_at: Date;
+};
+
+/** The wire record of interface.md (answer of the bank-account correction). */
+export function presentWire(w: WireRow) {
+  return {
+    id: w.id,
+    currency: w.currency,
+    value: w.value,
+    status: w.status,
+    inserted_at: naiveUtc(w.inserted_at),
+    unretryable: w.unretryable,
+    to_bank_account: w.to_bank_account,
+  };
+}
+
+/**
+ * The destination as the wire carries it: the bank account object, plus the `company` sub-object of the wire
+ * record (the integrator's profile; fields it does not keep are null).
+ */
+async function destinationSnapshot(tx: Tx, companyId: string, bankAccountId: string) {
+  // the account row already carries the company profile (owner_company): no second query for it
+  const account = await getBankAccount(tx, companyId, bankAccountId);
+  return {
+    snapshot: {
+      ...presentBankAccount(account),
+      company: {
+        company_name: account.company_social_name,
+        document_number: account.company_document_number,
+        document_type: account.company_document_type,
+        fiscal_country: null,
+        id: account.company_id,
+        phone_number: null,
+        social_name: account.company_social_name,
+      },
+    },
+    ownerId: account.subject_id ?? companyId,
+  };
+}
+
+async function wireMembers(tx: Tx, companyId: string, wireId: string) {
+  const rows = await tx<{ id: string }[]>`
+    select id from transactions where company_id = ${companyId} and wire_id = ${wireId} order by id`;
+  return rows.map((r) => r.id);
+}
+
+/** Puts transactions on a wire, sets the wire's value to their total, and answers every transaction it carries. */
+async function assignToWire(tx: Tx, companyId: string, wireId: string, transactionIds: string[], status: string) {
+  await tx`update transactions set wire_id = ${wireId}, status = ${status}, updated_at = now()
+           where company_id = ${companyId} and id in ${tx(transactionIds)}`;
+  await tx`update wires set updated_at = now(), value = (
+             select coalesce(sum(value), 0) from transactions where company_id = ${companyId} and wire_id = ${wireId})
+           where company_id = ${companyId} and id = ${wireId}`;
+  return await wireMembers(tx, companyId, wireId);
+}
+
+/**
+ * Sends cleared payouts of one subject to one account: they join the day's open wire to that account (one
+ * wire carrying the total), or a new one. `wire_created` lists every transaction the wire now carries.
+ */
+export async function attachToWire(
+  tx: Tx,
+  companyId: string,
+  subjectId: string,
+  bankAccountId: string,
+  currency: string,
+  transactionIds: string[],
+) {
+  let [wire] = await tx<{ id: string }[]>`
+    select id from wires
+    where company_id = ${companyId} and subject_id = ${subjectId} and bank_account_id = ${bankAccountId}
+      and currency = ${currency} and status = 'sent' and error_code is null
+      and inserted_at >= date_trunc('day', now() at time zone 'UTC') at time zone 'UTC'
+    order by id desc
+    limit 1
+    for update`;
+  if (!wire) {
+    const { snapshot } = await destinationSnapshot(tx, companyId, bankAccountId);
+    [wire] = await tx<{ id: string }[]>`
+      insert into wires (id, company_id, subject_id, bank_account_id, currency, status, to_bank_account)
+      values (${newId()}, ${companyId}, ${subjectId}, ${bankAccountId}, ${currency}, 'sent', ${tx.json(snapshot)})
+      returning id`;
+  }
+  await emitEvent(tx, companyId, "wire_created", {
+    wire_id: wire.id,
+    transaction_ids: await assignToWire(tx, companyId, wire.id, transactionIds, "wired"),
+  });
+  return wire.id;
+}
+
+/** The receiving bank refused the account data: the wire waits for the integrator to correct it. */
+export async function failWire(
+  tx: Tx,
+  companyId: string,
+  subjectId: string,
+  bankAccountId: string,
+  currency: string,
+  transactionIds: string[],
+  errorCode: WireErrorCode,
+) {
+  const { snapshot, ownerId } = await destinationSnapshot(tx, companyId, bankAccountId);
+  const [wire] = await tx<{ id: string }[]>`
+    insert into wires (id, company_id, subject_id, bank_account_id, currency, status, error_code, error_description,
+                       to_bank_account)
+    values (${newId()}, ${companyId}, ${subjectId}, ${bankAccountId}, ${currency}, 'waiting_correction',
+            ${errorCode}, ${WIRE_ERRORS[errorCode]}, ${tx.json(snapshot)})
+    returning id`;
+  const members = await assignToWire(tx, companyId, wire.id, transactionIds, "waiting_correction");
+  await emitEvent(tx, companyId, "wire_waiting_correction", {
+    error_code: errorCode,
+    error_description: WIRE_ERRORS[errorCode],
+    bank_account_owner_id: ownerId,
+    bank_account_id: bankAccountId,
+    transaction_ids: members,
+    wire_id: wire.id,
+  });
+  return wire.id;
+}
+
+async function lockWire(tx: Tx, companyId: string, wireId: string): Promise<WireRow> {
+  const [wire] = await tx<WireRow[]>`
+    select * from wires where company_id = ${companyId} and id = ${wireId} for update`;
+  if (!wire) throw notFound();
+  return wire;
+}
+
+/**
+ * PUT /wires/:id/update_bank_account: the corrected data replaces the destination account's (checked by the
+ * rules of its currency, as an account update would be), the wire carries the corrected account and waits for
+ * the rails to confirm the retry, which is queued in the same transaction. Only a wire waiting for correction
+ * accepts it.
+ */
+export async function correctWire(
+  tx: Tx,
+  companyId: string,
+  wireId: string,
+  correction: BankAccountInput,
+): Promise<WireRow> {
+  const wire = await lockWire(tx, companyId, wireId);
+  if (wire.status !== "waiting_correction") {
+    throw validationFailed({ status: ["is not waiting_correction"] }, 422);
+  }
+  await patchBankAccount(tx, companyId, wire.bank_account_id, correction);
+  const { snapshot } = await destinationSnapshot(tx, companyId, wire.bank_account_id);
+  const [saved] = await tx<WireRow[]>`
+    update wires set status = 'waiting_confirmation', to_bank_account = ${tx.json(snapshot)}, updated_at = now()
+    where company_id = ${companyId} and id = ${wireId}
+    returning *`;
+  await tx`select graphile_worker.add_job('retry_wire',
+             json_build_object('company_id', ${companyId}::text, 'wire_id', ${wireId}::text),
+             job_key := ${`retry_wire:${wireId}`}, max_attempts := 5)`;
+  return saved;
+}
+
+/** The rails accept the corrected wire: it is sent and its transactions with it. */
+export async function retryWire(tx: Tx, companyId: string, wireId: string): Promise<boolean> {
+  const wire = await lockWire(tx, companyId, wireId);
+  if (wire.status !== "waiting_confirmation") return false;
+  await tx`update wires set status = 'sent', updated_at = now() where company_id = ${companyId} and id = ${wireId}`;
+  await tx`update transactions set status = 'wired', updated_at = now()
+           where company_id = ${companyId} and wire_id = ${wireId}`;
+  await emitEvent(tx, companyId, "wire_created", {
+    wire_id: wireId,
+    transaction_ids: await wireMembers(tx, companyId, wireId),
+  });
+  return true;
+}

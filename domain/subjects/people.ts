@@ -1,0 +1,223 @@
+import type { Sql, Tx } from "../platform/db.ts";
+import { ErrorBag, notFound } from "../platform/errors.ts";
+import { newId } from "../platform/ids.ts";
+import { naiveUtc } from "../platform/time.ts";
+import {
+  type DocumentInput,
+  type DocumentSummary,
+  insertDocument,
+  missingMandatoryDocuments,
+  type PreparedDocument,
+  prepareDocument,
+} from "./documents.ts";
+import { checkPerson, type DocumentType } from "./person_rules.ts";
+import { setStatus } from "./status.ts";
+
+export const PAGE_SIZE = 100;
+
+/** Columns a client may set besides the identity pair; the order is the response order. */
+const EDITABLE = [
+  "social_name",
+  "fiscal_country",
+  "rfc_pf",
+  "email",
+  "website",
+  "phone_country_code",
+  "phone_area_code",
+  "phone_number",
+  "birth_date",
+  "net_monthly_average_income",
+  "address_street",
+  "address_number",
+  "address_complement",
+  "address_neighborhood",
+  "address_postal_code",
+  "address_city",
+  "address_state",
+  "address_country",
+] as const;
+type Editable = typeof EDITABLE[number];
+
+/** A registration as a client sends it, already shaped: the identity pair, the name, the country, the rest optional. */
+export type PersonCreateInput =
+  & { document_number: string; document_type: DocumentType; social_name: string; fiscal_country: string }
+  & { [K in Exclude<Editable, "social_name" | "fiscal_country">]?: string | null }
+  & { documents?: DocumentInput[] | null };
+
+/** An update: omitted fields stay, `null` clears. The identity pair is refused by the request schema. */
+export type PersonUpdateInput = { [K in Editable]?: string | null };
+
+export type PersonRow =
+  & {
+    id: string;
+    company_id: string;
+    status: "approved" | "reproved" | "waiting_approval";
+    status_reason: string;
+    clearance_level: number;
+    required_clearance_level: number;
+    document_type: DocumentType;
+    document_number: string;
+    inserted_at: Date;
+    updated_at: Date;
+    documents: DocumentSummary[];
+  }
+  & { [K in Editable]: string | null }
+  & { social_name: string; fiscal_country: string };
+
+/** The person response object of interface.md; `status_reason` only on the detail endpoint. */
+export function presentPerson(p: PersonRow, opts: { detail?: boolean } = {}) {
+  return {
+    id: p.id,
+    status: p.status,
+    ...(opts.detail ? { status_reason: p.status === "reproved" ? p.status_reason : "" } : {}),
+    clearance_level: p.clearance_level,
+    required_clearance_level: p.required_clearance_level,
+    social_name: p.social_name,
+    document_type: p.document_type,
+    document_number: p.document_number,
+    fiscal_country: p.fiscal_country,
+    rfc_pf: p.rfc_pf,
+    email: p.email,
+    phone_country_code: p.phone_country_code,
+    phone_area_code: p.phone_area_code,
+    phone_number: p.phone_number,
+    birth_date: p.birth_date,
+    net_monthly_average_income: p.net_monthly_average_income,
+    address_street: p.address_street,
+    address_number: p.address_number,
+    address_complement: p.address_complement,
+    address_neighborhood: p.address_neighborhood,
+    address_postal_code: p.address_postal_code,
+    address_city: p.address_city,
+    address_state: p.address_state,
+    address_country: p.address_country,
+    references: [] as unknown[],
+    documents: p.documents,
+    inserted_at: naiveUtc(p.inserted_at),
+    updated_at: naiveUtc(p.updated_at),
+  };
+}
+
+/** A person with its documents (newest last) in one round trip. */
+function selectPeople(sql: Tx) {
+  return sql`
+    select p.*, coalesce((
+      select json_agg(json_build_object(
+        'id', d.id, 'labels', d.labels, 'file_type', d.file_type, 'file_name', d.file_name,
+        'file_url', d.file_url, 'size', d.size,
+        'inserted_at', to_char(d.inserted_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS')
+      ) order by d.id)
+      from documents d where d.person_id = p.id
+    ), '[]'::json) as documents
+    from people p`;
+}
+
+export async function getPerson(sql: Tx, companyId: string, id: string): Promise<PersonRow> {
+  const [row] = await sql<PersonRow[]>`${selectPeople(sql)} where p.company_id = ${companyId} and p.id = ${id}`;
+  if (!row) throw notFound();
+  return row;
+}
+
+/** 404 unless the person exists and is the company's: every subject route starts here. */
+export async function assertPerson(sql: Tx, companyId: string, id: string): Promise<void> {
+  const [found] = await sql`select 1 from people where company_id = ${companyId} and id = ${id}`;
+  if (!found) throw notFound();
+}
+
+export function listPeople(sql: Sql, companyId: string, lastId: string | undefined): Promise<PersonRow[]> {
+  return sql<PersonRow[]>`
+    ${selectPeople(sql)}
+    where p.company_id = ${companyId} ${lastId ? sql`and p.id > ${lastId}` : sql``}
+    order by p.id
+    limit ${PAGE_SIZE}`;
+}
+
+function editableValues(input: Partial<Record<Editable, string | null | undefined>>, keepNull: boolean) {
+  const out: Partial<Record<Editable, string | null>> = {};
+  for (const key of EDITABLE) {
+    const v = input[key];
+    if (v !== undefined && (keepNull || v !== null)) out[key] = v;
+  }
+  return out;
+}
+
+/**
+ * POST /subject/people: registers a person, or updates the one with the same document pair (same id).
+ * Null fields count as absent here; only PUT clears fields.
+ */
+export async function registerPerson(sql: Sql, companyId: string, input: PersonCreateInput) {
+  const bag = new ErrorBag();
+  const documentNumber = checkPerson(input, bag);
+  const documents: PreparedDocument[] = [];
+  // cheap rules first: a bad CPF should not wait for a 15 MB file to be decoded
+  bag.throwIfAny();
+  for (const [i, doc] of (input.documents ?? []).entries()) {
+    documents.push(await prepareDocument(doc, ["documents", i]));
+  }
+
+  const fields = editableValues(input, false);
+  const row = {
+    id: newId(),
+    company_id: companyId,
+    document_type: input.document_type,
+    document_number: documentNumber,
+    ...fields,
+  };
+  const updates = Object.keys(fields) as Editable[];
+  const write = async (tx: Tx) => {
+    const [saved] = await tx<(PersonRow & { created: boolean })[]>`
+      insert into people ${tx(row)}
+      on conflict (company_id, document_type, document_number)
+      do update set ${tx(fields, updates)}, updated_at = now()
+      returning *, (xmax = 0) as created`;
+    for (const doc of documents) await insertDocument(tx, companyId, saved.id, doc);
+    if (documents.length) await reviewAfterDocuments(tx, companyId, saved.id);
+    return saved;
+  };
+  const saved = documents.length ? await sql.begin(write) : await write(sql);
+  // a new person without documents is complete as returned; otherwise read it back with its documents
+  const person = saved.created && !documents.length
+    ? { ...saved, documents: [] }
+    : await getPerson(sql, companyId, saved.id);
+  return { person, created: saved.created };
+}
+
+/** PUT /subject/people/:id: given fields change, omitted ones stay, null clears. */
+export async function updatePerson(sql: Sql, companyId: string, id: string, patch: PersonUpdateInput) {
+  return await sql.begin(async (tx) => {
+    const [current] = await tx<PersonRow[]>`
+      select * from people where company_id = ${companyId} and id = ${id} for update`;
+    if (!current) throw notFound();
+    const fields = editableValues(patch, true);
+    const bag = new ErrorBag();
+    checkPerson({ ...current, ...fields, fiscal_country: fields.fiscal_country ?? current.fiscal_country }, bag);
+    bag.throwIfAny();
+    const keys = Object.keys(fields) as Editable[];
+    if (keys.length) {
+      await tx`update people set ${tx(fields, keys)}, updated_at = now()
+               where company_id = ${companyId} and id = ${id}`;
+    }
+    return await getPerson(tx, companyId, id);
+  });
+}
+
+/**
+ * A reproved person whose documents now cover the mandatory set goes to back-office review
+ * (decisions §6). Returns the new status when it changed.
+ */
+export async function reviewAfterDocuments(tx: Tx, companyId: string, personId: string) {
+  // Two uploads that together complete the set must not each miss the other's document: the row lock makes
+  // them take turns, and the next statement sees what the first one committed. NO KEY UPDATE, not UPDATE,
+  // because each upload already holds the KEY SHARE lock its document's foreign key took on this row.
+  await tx`select 1 from people where company_id = ${companyId} and id = ${personId} for no key update`;
+  const [person] = await tx<{ status: string; labels: string[] }[]>`
+    select p.status, coalesce(array_agg(l) filter (where l is not null), '{}') as labels
+    from people p
+    left join documents d on d.person_id = p.id
+    left join lateral unnest(d.labels) as l on true
+    where p.company_id = ${companyId} and p.id = ${personId}
+    group by p.status`;
+  if (person?.status !== "reproved" || missingMandatoryDocuments(person.labels).length) return null;
+  await setStatus(tx, companyId, personId, { status: "waiting_approval", reason: "" });
+  return "waiting_approval" as const;
+}

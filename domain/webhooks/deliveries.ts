@@ -1,0 +1,152 @@
+import type { Sql, Tx } from "../platform/db.ts";
+import { notFound, unprocessable } from "../platform/errors.ts";
+import { isoUtc } from "../platform/time.ts";
+import { drainJobs } from "./events.ts";
+
+export const DEFAULT_PER_PAGE = 20;
+
+type DeliveryRow = {
+  id: string;
+  event_id: string;
+  endpoint_id: string;
+  company_id: string;
+  type: string;
+  status: "pending" | "succeeded" | "failed";
+  payload: Record<string, unknown>;
+  event_created_at: Date;
+  inserted_at: Date;
+};
+
+type AttemptRow = {
+  id: string;
+  attempt_number: number;
+  http_status: number;
+  response_body: string;
+  inserted_at: Date;
+};
+
+/** The delivery record of interface.md; `company_id` and `attempts` on the detail endpoint only. */
+export function presentDelivery(d: DeliveryRow, attempts?: AttemptRow[]) {
+  return {
+    id: d.id,
+    event_id: d.event_id,
+    endpoint_id: d.endpoint_id,
+    ...(attempts ? { company_id: d.company_id } : {}),
+    type: d.type,
+    status: d.status,
+    payload: d.payload,
+    event_created_at: isoUtc(d.event_created_at),
+    inserted_at: isoUtc(d.inserted_at),
+    ...(attempts
+      ? {
+        attempts: attempts.map((a) => ({
+          id: a.id,
+          attempt_number: a.attempt_number,
+          http_status: a.http_status,
+          response_body: a.response_body,
+          inserted_at: isoUtc(a.inserted_at),
+        })),
+      }
+      : {}),
+  };
+}
+
+/**
+ * A bound of the events list: `at` is the instant written, `end` the end of the precision it was written with
+ * (the next day for YYYY-MM-DD, the next second for HH:MM:SS), so an inclusive upper bound takes the whole day.
+ */
+export type TimeBound = { at: Date; end: Date };
+
+/** The filters of the events list, already parsed. */
+export type EventsFilter = {
+  last_id?: string;
+  per_page?: number;
+  order_by?: "asc" | "desc";
+  status?: "pending" | "succeeded" | "failed";
+  type?: string[];
+  endpoint_id?: string;
+  from?: TimeBound;
+  to?: TimeBound;
+};
+
+/**
+ * A page of delivery records ordered by (inserted_at, id), newest first unless `order_by=asc`; `last_id` continues
+ * after that record in the same order (an unknown or foreign id gives an empty page).
+ */
+export async function listDeliveries(sql: Sql, companyId: string, f: EventsFilter): Promise<DeliveryRow[]> {
+  const desc = f.order_by !== "asc";
+  const conds = [sql`d.company_id = ${companyId}`];
+  if (f.status) conds.push(sql`d.status = ${f.status}`);
+  if (f.type) conds.push(sql`d.type = any(${f.type}::text[])`);
+  if (f.endpoint_id) conds.push(sql`d.endpoint_id = ${f.endpoint_id}`);
+  if (f.from) conds.push(sql`d.inserted_at >= ${f.from.at}`);
+  if (f.to) conds.push(sql`d.inserted_at < ${f.to.end}`);
+  if (f.last_id) {
+    const cursor = sql`(select c.inserted_at, c.id from webhook_deliveries c
+      where c.company_id = ${companyId} and c.id = ${f.last_id})`;
+    conds.push(desc ? sql`(d.inserted_at, d.id) < ${cursor}` : sql`(d.inserted_at, d.id) > ${cursor}`);
+  }
+  const where = conds.reduce((all, c) => sql`${all} and ${c}`);
+  const order = desc ? sql`d.inserted_at desc, d.id desc` : sql`d.inserted_at, d.id`;
+  return await sql<DeliveryRow[]>`
+    select d.id, d.event_id, d.endpoint_id, d.company_id, d.type, d.status, e.data as payload,
+      e.inserted_at as event_created_at, d.inserted_at
+    from webhook_deliveries d join events e on e.id = d.event_id and e.company_id = d.company_id
+    where ${where}
+    order by ${order}
+    limit ${f.per_page ?? DEFAULT_PER_PAGE}`;
+}
+
+export async function getDelivery(sql: Sql, companyId: string, id: string) {
+  const [row] = await sql<DeliveryRow[]>`
+    select d.id, d.event_id, d.endpoint_id, d.company_id, d.type, d.status, e.data as payload,
+      e.inserted_at as event_created_at, d.inserted_at
+    from webhook_deliveries d join events e on e.id = d.event_id and e.company_id = d.company_id
+    where d.company_id = ${companyId} and d.id = ${id}`;
+  if (!row) throw notFound();
+  const attempts = await sql<AttemptRow[]>`
+    select id, attempt_number, http_status, response_body, inserted_at from webhook_attempts
+    where company_id = ${companyId} and delivery_id = ${id}
+    order by attempt_number, inserted_at`;
+  return { delivery: row, attempts };
+}
+
+/**
+ * Marks the record processed: nothing more is attempted for it (a queued attempt finds it no longer pending),
+ * and a sequential endpoint it was holding moves on to the next record at once.
+ */
+export async function acknowledgeDelivery(sql: Sql, companyId: string, id: string) {
+  return await sql.begin(async (tx) => {
+    const [row] = await tx<{ id: string; endpoint_id: string }[]>`
+      update webhook_deliveries set status = 'succeeded', next_attempt_at = null, updated_at = now()
+      where company_id = ${companyId} and id = ${id}
+      returning id, endpoint_id`;
+    if (!row) throw notFound();
+    await wakeEndpoints(tx, [row.endpoint_id]);
+    return { id: row.id, status: "succeeded" as const };
+  });
+}
+
+/** Attempts again at once with a fresh schedule of 10 attempts (pending or failed records; never succeeded ones). */
+export async function retryDelivery(sql: Sql, companyId: string, id: string) {
+  await sql.begin(async (tx) => {
+    const [row] = await tx<{ status: string; endpoint_id: string; endpoint_status: string }[]>`
+      select d.status, d.endpoint_id, e.status as endpoint_status
+      from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id
+      where d.company_id = ${companyId} and d.id = ${id}
+      for update of d`;
+    if (!row) throw notFound();
+    if (row.status === "succeeded") throw unprocessable("event already succeeded");
+    // a disabled endpoint receives nothing more: saying "retry enqueued" would be a promise not kept
+    if (row.endpoint_status !== "active") throw unprocessable("endpoint is disabled");
+    await tx`
+      update webhook_deliveries set status = 'pending', schedule_attempts = 0, next_attempt_at = now(), updated_at = now()
+      where company_id = ${companyId} and id = ${id}`;
+    await wakeEndpoints(tx, [row.endpoint_id]);
+  });
+}
+
+/** Enqueues a drain job per endpoint, in the caller's transaction. */
+export async function wakeEndpoints(tx: Tx, endpointIds: string[], runAt?: Date) {
+  if (endpointIds.length) await tx`select count(*) from graphile_worker.add_jobs(${drainJobs(tx, endpointIds, runAt)})`;
+}

@@ -1,0 +1,99 @@
+import type { Sql, Tx } from "../platform/db.ts";
+import { newId } from "../platform/ids.ts";
+
+/** Every event type of interface.md "Events". */
+export const EVENT_TYPES = [
+  "identified",
+  "exchange_created",
+  "wire_created",
+  "payment_approved",
+  "payment_failed",
+  "wire_waiting_correction",
+  "payment_refunded",
+  "payment_expired",
+  "non_identified_bank_transaction",
+  "subject_approved",
+  "subject_reproved",
+  "document_required",
+  "subscription_qr_code_generated",
+  "subscription_activated",
+  "subscription_canceled",
+  "subscription_completed",
+  "invoice_paid",
+] as const;
+export type EventType = typeof EVENT_TYPES[number];
+
+/** The graphile-worker task that delivers webhooks (jobs/deliver_webhook.ts). */
+export const DELIVER_TASK = "deliver_webhook";
+
+/**
+ * Drain jobs already added per endpoint by the current transaction. Each job can keep one delivery in flight, so a
+ * transaction adds one per event up to what the endpoint may run at once (1 when sequential), and no more.
+ */
+const wokenInTx = new WeakMap<object, Map<string, number>>();
+
+/**
+ * The one way to emit an event. Call it with the transaction of the state change that caused it:
+ * the event, its delivery records and their jobs commit or roll back together with that change.
+ *
+ * Fan-out: one delivery record per ACTIVE endpoint of the company that enables the type, due at once, plus a
+ * `deliver_webhook` job that drains the endpoint (jobs/deliver_webhook.ts). Given a plain connection instead of
+ * a transaction, it opens one, so the event never exists without its deliveries.
+ */
+export async function emitEvent(
+  tx: Tx,
+  companyId: string,
+  type: EventType,
+  data: Record<string, unknown>,
+): Promise<{ id: string }> {
+  if (typeof (tx as Sql).begin === "function") {
+    return await (tx as Sql).begin((inner) => emitEvent(inner, companyId, type, data));
+  }
+  const id = newId();
+  const endpoints = await tx<{ id: string; delivery_mode: string; max_concurrency: number }[]>`
+    select id, delivery_mode, max_concurrency from webhook_endpoints
+    where company_id = ${companyId} and status = 'active' and enabled_events && array['*', ${type}]::text[]
+    order by id`;
+  const json = tx.json(data as never);
+  if (endpoints.length === 0) {
+    await tx`insert into events (id, company_id, type, data) values (${id}, ${companyId}, ${type}, ${json})`;
+    return { id };
+  }
+  const endpointIds = endpoints.map((e) => e.id);
+  let woken = wokenInTx.get(tx);
+  if (!woken) wokenInTx.set(tx, woken = new Map());
+  const wake: string[] = [];
+  for (const e of endpoints) {
+    const added = woken.get(e.id) ?? 0;
+    if (added < (e.delivery_mode === "sequential" ? 1 : e.max_concurrency)) {
+      wake.push(e.id);
+      woken.set(e.id, added + 1);
+    }
+  }
+  const wakeJobs = wake.length
+    ? tx`select id, (payload->>'endpoint_id')::uuid as endpoint_id
+        from graphile_worker.add_jobs(${drainJobs(tx, wake)})`
+    : tx`select null::bigint as id, null::uuid as endpoint_id where false`;
+  await tx`
+    with event as (
+      insert into events (id, company_id, type, data) values (${id}, ${companyId}, ${type}, ${json})
+      returning inserted_at
+    ), jobs as (
+      ${wakeJobs}
+    )
+    insert into webhook_deliveries (id, company_id, event_id, endpoint_id, type, next_attempt_at, inserted_at, wake_job_id)
+    select d.id, ${companyId}, ${id}, d.endpoint_id, ${type}, event.inserted_at, event.inserted_at, jobs.id
+    from unnest(${endpointIds.map(() => newId())}::uuid[], ${endpointIds}::uuid[]) as d(id, endpoint_id)
+    cross join event
+    left join jobs on jobs.endpoint_id = d.endpoint_id`;
+  return { id };
+}
+
+/** An array of graphile-worker job specs, one `deliver_webhook` drain job per endpoint, due now or at `runAt`. */
+export function drainJobs(tx: Tx, endpointIds: string[], runAt?: Date) {
+  return tx`array(
+    select row(${DELIVER_TASK}, json_build_object('endpoint_id', e), null, ${runAt ?? null}::timestamptz,
+      null, null, null, null)::graphile_worker.job_spec
+    from unnest(${endpointIds}::uuid[]) e
+  )`;
+}

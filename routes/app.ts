@@ -1,0 +1,99 @@
+import { bodyLimit } from "hono/body-limit";
+import { HTTPException } from "hono/http-exception";
+import { ensureCompany } from "../domain/companies/companies.ts";
+import { requireCompany } from "./platform/auth.ts";
+import { ApiError, payloadTooLarge } from "../domain/platform/errors.ts";
+import type { Deps } from "../domain/platform/deps.ts";
+import { newRouter } from "./platform/router.ts";
+import { log } from "../domain/platform/log.ts";
+import { operationsRoutes } from "./operations.ts";
+import { docsRoutes } from "./docs.ts";
+import { metrics } from "../domain/platform/metrics.ts";
+import { peopleRoutes } from "./subjects/people.ts";
+import { webhookEndpointRoutes } from "./webhooks/endpoints.ts";
+import { webhookEventRoutes } from "./webhooks/events.ts";
+import { bankAccountRoutes } from "./bank_accounts/bank_accounts.ts";
+import { documentRoutes } from "./subjects/documents.ts";
+import { sandboxRoutes } from "./sandbox/sandbox.ts";
+import { transactionRoutes } from "./rails/transactions.ts";
+import { wireRoutes } from "./rails/wires.ts";
+
+export const MAX_BODY_BYTES = 22 * 1024 * 1024;
+const REQUEST_ID_RE = /^[A-Za-z0-9._:\-]{1,128}$/;
+
+/** The whole HTTP API, without a server: `main.ts` serves it and tests call `app.request`. */
+export function createApp(deps: Deps) {
+  const app = newRouter();
+
+  app.use("*", async (c, next) => {
+    const started = performance.now();
+    const given = c.req.header("x-request-id");
+    const requestId = given && REQUEST_ID_RE.test(given) ? given : crypto.randomUUID();
+    c.set("requestId", requestId);
+    await next();
+    c.header("x-request-id", requestId);
+    const seconds = (performance.now() - started) / 1000;
+    const route = c.res.status === 404 && c.req.routePath.endsWith("*") ? "unmatched" : c.req.routePath;
+    metrics.httpRequests.inc({ method: c.req.method, route, status: String(c.res.status) });
+    metrics.httpDuration.observe({ method: c.req.method, route }, seconds);
+    log.info("request", {
+      request_id: requestId,
+      method: c.req.method,
+      path: c.req.path,
+      status: c.res.status,
+      duration_ms: Math.round(seconds * 10_000) / 10,
+    });
+  });
+
+  app.use("*", bodyLimit({ maxSize: MAX_BODY_BYTES, onError: () => Promise.reject(payloadTooLarge()) }));
+  app.use("/api/*", requireCompany(deps.config.jwtSecret, (id) => ensureCompany(deps.sql, id)));
+
+  app.route("/", operationsRoutes(deps));
+  app.route("/", docsRoutes());
+  app.route("/", peopleRoutes(deps));
+  app.route("/", webhookEndpointRoutes(deps));
+  app.route("/", webhookEventRoutes(deps));
+  app.route("/", documentRoutes(deps));
+  app.route("/", bankAccountRoutes(deps));
+  app.route("/", transactionRoutes(deps));
+  app.route("/", wireRoutes(deps));
+  if (deps.config.sandbox) app.route("/", sandboxRoutes(deps));
+
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
+    type: "http",
+    scheme: "bearer",
+    bearerFormat: "JWT",
+  });
+  app.doc31("/openapi.json", {
+    openapi: "3.1.0",
+    info: { title: "Payments integrator API", version: "1.0.0" },
+    security: [{ bearerAuth: [] }],
+  });
+
+  app.notFound((c) => c.json({ errors: { detail: "Not Found" } }, 404));
+  app.onError((err, c) => {
+    if (err instanceof ApiError) return c.json({ errors: err.errors }, err.status);
+    // a body that is not JSON is a 400 here (decisions §3), whether the JSON or its Content-Type is wrong
+    if (err instanceof HTTPException && err.status === 415) {
+      return c.json({ errors: { detail: "Content-Type must be application/json" } }, 400);
+    }
+    if (err instanceof HTTPException && err.status < 500) {
+      const detail = err.status === 413
+        ? "Payload Too Large"
+        : err.status === 401
+        ? "Unauthorized"
+        : err.message || "Bad Request";
+      return c.json({ errors: { detail } }, err.status);
+    }
+    log.error("unhandled error", {
+      request_id: c.get("requestId"),
+      error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+      stack: err instanceof Error ? err.stack : undefined,
+    });
+    return c.json({ errors: { detail: "Internal Server Error" } }, 500);
+  });
+
+  return app;
+}
+
+export type App = ReturnType<typeof createApp>;

@@ -1,0 +1,91 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import {
+  createBankAccount,
+  getSubjectBankAccount,
+  listSubjectBankAccounts,
+  presentBankAccount,
+  updateSubjectBankAccount,
+} from "../../domain/bank_accounts/bank_accounts.ts";
+import type { Deps } from "../../domain/platform/deps.ts";
+import { newRouter } from "../platform/router.ts";
+import { BankAccount, BankAccountBody, SubjectBankAccountParams } from "./schemas.ts";
+import { errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
+
+const tags = ["Bank accounts"];
+const Envelope = z.object({ data: BankAccount });
+
+const create = createRoute({
+  method: "post",
+  path: "/api/v1/subject/{id}/bank_accounts",
+  tags,
+  summary: "Register a customer bank account (BRL Brazil, MXN Mexico, COP Colombia)",
+  request: { params: IdParam, body: jsonBody(BankAccountBody) },
+  responses: { 201: jsonResponse("Bank account registered", Envelope), ...errorResponses },
+});
+
+const list = createRoute({
+  method: "get",
+  path: "/api/v1/subject/{id}/bank_accounts",
+  tags,
+  summary: "A customer's bank accounts",
+  request: { params: IdParam },
+  responses: {
+    200: jsonResponse("The accounts, oldest first", z.object({ data: z.array(BankAccount) })),
+    ...errorResponses,
+  },
+});
+
+const update = createRoute({
+  method: "put",
+  path: "/api/v1/subject/{id}/bank_accounts/{bank_account_id}",
+  tags,
+  summary: "Update a bank account; omitted fields are left unchanged",
+  request: { params: SubjectBankAccountParams, body: jsonBody(BankAccountBody) },
+  responses: { 200: jsonResponse("Bank account updated", Envelope), ...errorResponses },
+});
+
+const detail = createRoute({
+  method: "get",
+  path: "/api/v1/subject/{id}/bank_accounts/{bank_account_id}",
+  tags,
+  summary: "Bank account detail",
+  request: { params: SubjectBankAccountParams },
+  responses: { 200: jsonResponse("The account", Envelope), ...errorResponses },
+});
+
+const createInternational = createRoute({
+  method: "post",
+  path: "/api/v1/bank_accounts",
+  tags,
+  summary: "Register an international account of the company (USD or EUR)",
+  request: { body: jsonBody(BankAccountBody) },
+  responses: { 201: jsonResponse("Bank account registered", Envelope), ...errorResponses },
+});
+
+export function bankAccountRoutes({ sql }: Deps) {
+  return newRouter()
+    .openapi(create, async (c) => {
+      const { id } = c.req.valid("param");
+      const row = await createBankAccount(sql, c.get("companyId"), id, c.req.valid("json").bank_account);
+      return c.json({ data: presentBankAccount(row, { onCreate: true }) }, 201);
+    })
+    .openapi(list, async (c) => {
+      const rows = await listSubjectBankAccounts(sql, c.get("companyId"), c.req.valid("param").id);
+      return c.json({ data: rows.map((r) => presentBankAccount(r)) }, 200);
+    })
+    .openapi(update, async (c) => {
+      const { id, bank_account_id } = c.req.valid("param");
+      const patch = c.req.valid("json").bank_account;
+      const row = await updateSubjectBankAccount(sql, c.get("companyId"), id, bank_account_id, patch);
+      return c.json({ data: presentBankAccount(row) }, 200);
+    })
+    .openapi(detail, async (c) => {
+      const { id, bank_account_id } = c.req.valid("param");
+      const row = await getSubjectBankAccount(sql, c.get("companyId"), id, bank_account_id);
+      return c.json({ data: presentBankAccount(row) }, 200);
+    })
+    .openapi(createInternational, async (c) => {
+      const row = await createBankAccount(sql, c.get("companyId"), null, c.req.valid("json").bank_account);
+      return c.json({ data: presentBankAccount(row, { onCreate: true }) }, 201);
+    });
+}

@@ -1,0 +1,70 @@
+import { z } from "@hono/zod-openapi";
+import { uuid } from "../platform/schemas.ts";
+
+/**
+ * Only the shape is checked here (strings where strings go, objects where objects go); which fields each country
+ * requires and what they must look like lives in domain/bank_rules.ts, so the wire correction can apply the same
+ * rules. `null` and "" count as absent.
+ */
+const text = (max = 255) => z.string().trim().max(max).nullish();
+
+export const BankInput = z.object({
+  code: text(10).openapi({ example: "341", description: "Brazil 3 digits; Mexico 3 or 4 digits" }),
+  ispb: text(20).openapi({ example: "60701190", description: "Brazil: 8 digits" }),
+  name: text().openapi({ example: "Itaú Unibanco S.A." }),
+  swift: text(20).openapi({ example: "DEUTDEFF", description: "International: a BIC of 8 or 11 characters" }),
+}).openapi("BankInput");
+
+export const PixInfoInput = z.object({
+  type: text(10).openapi({ example: "EMAIL", description: "CPF, CNPJ, EMAIL, PHONE or EVP" }),
+  key: text(100).openapi({ example: "ana@example.com", description: "PHONE keys: + and the country code" }),
+}).openapi("PixInfoInput");
+
+export const BankAccountInput = z.object({
+  currency: text(10).openapi({ example: "BRL", description: "BRL, MXN or COP (subject); USD or EUR (international)" }),
+  owner_name: text(),
+  owner_document_number: text(40),
+  owner_document_type: text(20).openapi({ description: "cpf/cnpj, curp/rfc, cc/nit, tax_id" }),
+  account_number: text(40).openapi({ description: "In Mexico the 18-digit CLABE" }),
+  branch_number: text(20),
+  branch_country: text(60).openapi({ example: "BRA", description: "ISO 3166-1 alpha-3 (alpha-2 accepted)" }),
+  account_type: text(40).openapi({ example: "conta-corrente" }),
+  routing_number: text(20),
+  iban: text(50),
+  aba: text(20),
+  nickname: text(),
+  bank: BankInput.nullish(),
+  pix_info: PixInfoInput.nullish(),
+}).openapi("BankAccountInput");
+
+export const BankAccountBody = z.object({ bank_account: BankAccountInput });
+
+export const SubjectBankAccountParams = z.object({
+  id: uuid.openapi({ param: { name: "id", in: "path" }, format: "uuid" }),
+  bank_account_id: uuid.openapi({ param: { name: "bank_account_id", in: "path" }, format: "uuid" }),
+});
+
+const sn = z.string().nullable();
+
+export const BankAccount = z.object({
+  id: z.string().uuid(),
+  currency: z.string(),
+  account_type: sn,
+  account_number: sn,
+  branch_number: sn,
+  branch_country: sn,
+  routing_number: sn,
+  iban: sn,
+  aba: sn,
+  nickname: sn,
+  owner_name: sn,
+  owner_document_number: sn,
+  owner_document_type: sn,
+  owner_company: z.object({ social_name: sn, id: z.string().uuid(), document_type: sn, document_number: sn }),
+  intermediary_bank_account: z.null().optional().openapi({ description: "On create only" }),
+  intermediary_bank_account_id: sn.optional().openapi({ description: "In list, update and detail" }),
+  pix_info: z.object({ type: z.string(), key: z.string() }).nullable(),
+  bank: z.object({ swift: sn, ispb: sn, name: sn, id: sn, code: sn, country: sn }),
+  inserted_at: z.string().openapi({ example: "2026-11-21T07:00:00" }),
+  updated_at: z.string().openapi({ example: "2026-11-21T07:00:00" }),
+}).openapi("BankAccount");

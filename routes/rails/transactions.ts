@@ -1,0 +1,53 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import {
+  listSubjectTransactions,
+  presentTransaction,
+  subjectTransactionValues,
+} from "../../domain/rails/transactions.ts";
+import type { Deps } from "../../domain/platform/deps.ts";
+import { newRouter } from "../platform/router.ts";
+import { errorResponses, IdParam, jsonResponse, uuid } from "../platform/schemas.ts";
+import { Transaction, TransactionValue } from "./schemas.ts";
+
+const tags = ["Transactions"];
+
+const list = createRoute({
+  method: "get",
+  path: "/api/v1/subject/{id}/transactions",
+  tags,
+  summary: "Transactions of a subject in local currency, oldest first, 100 per page",
+  request: { params: IdParam, query: z.object({ last_id: uuid.optional() }) },
+  responses: {
+    200: jsonResponse("The subject's transactions", z.object({ data: z.array(Transaction) })),
+    ...errorResponses,
+  },
+});
+
+const values = createRoute({
+  method: "get",
+  path: "/api/v1/subject/{id}/transaction_values",
+  tags,
+  summary: "Value transacted by a subject this calendar year (UTC), one row per currency",
+  request: { params: IdParam },
+  responses: {
+    200: jsonResponse("Totals per currency", z.object({ data: z.array(TransactionValue) })),
+    ...errorResponses,
+  },
+});
+
+export function transactionRoutes({ sql }: Deps) {
+  return newRouter()
+    .openapi(list, async (c) => {
+      const rows = await listSubjectTransactions(
+        sql,
+        c.get("companyId"),
+        c.req.valid("param").id,
+        c.req.valid("query").last_id,
+      );
+      return c.json({ data: rows.map(presentTransaction) }, 200);
+    })
+    .openapi(values, async (c) => {
+      const rows = await subjectTransactionValues(sql, c.get("companyId"), c.req.valid("param").id);
+      return c.json({ data: rows }, 200);
+    });
+}

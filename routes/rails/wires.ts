@@ -1,0 +1,25 @@
+import { createRoute, type z } from "@hono/zod-openapi";
+import { correctWire, presentWire } from "../../domain/rails/wires.ts";
+import type { Deps } from "../../domain/platform/deps.ts";
+import { newRouter } from "../platform/router.ts";
+import { BankAccountBody } from "../bank_accounts/schemas.ts";
+import { errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
+import { Wire } from "./wire_schemas.ts";
+
+const correct = createRoute({
+  method: "put",
+  path: "/api/v1/wires/{id}/update_bank_account",
+  tags: ["Wires"],
+  summary: "Correct the destination account of a wire waiting for correction; the wire is then retried",
+  request: { params: IdParam, body: jsonBody(BankAccountBody) },
+  responses: { 200: jsonResponse("The wire record (bare, no data wrapper)", Wire), ...errorResponses },
+});
+
+export function wireRoutes({ sql }: Deps) {
+  return newRouter().openapi(correct, async (c) => {
+    const { id } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const wire = await sql.begin((tx) => correctWire(tx, c.get("companyId"), id, body.bank_account));
+    return c.json(presentWire(wire) as z.infer<typeof Wire>, 200);
+  });
+}

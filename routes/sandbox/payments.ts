@@ -1,0 +1,118 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { presentBankTransaction, receiveBankTransaction } from "../../domain/rails/bank_transactions.ts";
+import { recordCardPayment } from "../../domain/rails/card_payments.ts";
+import { receivePayin } from "../../domain/rails/payins.ts";
+import { sendPayout } from "../../domain/rails/payouts.ts";
+import { createPixCharge, expirePixCharge, payPixCharge, presentPixCharge } from "../../domain/rails/pix_charges.ts";
+import { presentTransaction } from "../../domain/rails/transactions.ts";
+import type { Deps } from "../../domain/platform/deps.ts";
+import { newRouter } from "../platform/router.ts";
+import { emptyBodyAsObject } from "../platform/optional_body.ts";
+import { errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
+import {
+  BankTransaction,
+  BankTransactionBody,
+  CardPaymentBody,
+  PayinBody,
+  PayoutBody,
+  PixCharge,
+  PixChargeBody,
+  PixPaymentBody,
+} from "./schemas.ts";
+import { Transaction } from "../rails/schemas.ts";
+
+const tags = ["Sandbox"];
+const envelope = <T extends z.ZodType>(description: string, schema: T) => ({
+  201: jsonResponse(description, z.object({ data: schema })),
+  ...errorResponses,
+});
+
+const post = <B extends z.ZodType, R extends z.ZodType>(path: string, summary: string, body: B, answer: R) =>
+  createRoute({
+    method: "post",
+    path,
+    tags,
+    summary,
+    request: { body: jsonBody(body) },
+    responses: envelope("Created", answer),
+  });
+
+const payin = post(
+  "/api/sandbox/payins",
+  "Funds for a subject arrive: identified (and exchange_created with exchange: true)",
+  PayinBody,
+  Transaction,
+);
+const payout = post(
+  "/api/sandbox/payouts",
+  "Pay a subject out: identified, then wire_created (or wire_waiting_correction with fail_with)",
+  PayoutBody,
+  Transaction,
+);
+const cardPayment = post(
+  "/api/sandbox/card_payments",
+  "A card payment: payment_approved or payment_failed",
+  CardPaymentBody,
+  Transaction,
+);
+const pixCharge = post("/api/sandbox/pix_charges", "Issue a dynamic PIX QR code (pending)", PixChargeBody, PixCharge);
+const payCharge = createRoute({
+  method: "post",
+  path: "/api/sandbox/pix_charges/{id}/pay",
+  tags,
+  summary: "Pay the QR code: identified, or payment_refunded for a refused third-party payer",
+  middleware: [emptyBodyAsObject] as const,
+  request: { params: IdParam, body: { ...jsonBody(PixPaymentBody), required: false } },
+  responses: envelope("Paid", Transaction),
+});
+const expireCharge = createRoute({
+  method: "post",
+  path: "/api/sandbox/pix_charges/{id}/expire",
+  tags,
+  summary: "The QR code expires unpaid: payment_expired",
+  request: { params: IdParam },
+  responses: envelope("Expired", PixCharge),
+});
+const bankTransaction = post(
+  "/api/sandbox/bank_transactions",
+  "A transfer from a payer: non_identified_bank_transaction, or identified when the payer is registered",
+  BankTransactionBody,
+  BankTransaction,
+);
+
+export function sandboxPaymentRoutes({ sql }: Deps) {
+  return newRouter()
+    .openapi(payin, async (c) => {
+      const row = await sql.begin((tx) => receivePayin(tx, c.get("companyId"), c.req.valid("json")));
+      return c.json({ data: presentTransaction(row) }, 201);
+    })
+    .openapi(payout, async (c) => {
+      const row = await sql.begin((tx) => sendPayout(tx, c.get("companyId"), c.req.valid("json")));
+      return c.json({ data: presentTransaction(row) }, 201);
+    })
+    .openapi(cardPayment, async (c) => {
+      const row = await sql.begin((tx) => recordCardPayment(tx, c.get("companyId"), c.req.valid("json")));
+      return c.json({ data: presentTransaction(row) }, 201);
+    })
+    .openapi(pixCharge, async (c) => {
+      const row = await sql.begin((tx) => createPixCharge(tx, c.get("companyId"), c.req.valid("json")));
+      return c.json({ data: presentPixCharge(row) }, 201);
+    })
+    .openapi(payCharge, async (c) => {
+      const { id } = c.req.valid("param");
+      const input = c.req.valid("json") ?? {};
+      const row = await sql.begin((tx) => payPixCharge(tx, c.get("companyId"), id, input));
+      return c.json({ data: presentTransaction(row) }, 201);
+    })
+    .openapi(expireCharge, async (c) => {
+      const { id } = c.req.valid("param");
+      const row = await sql.begin((tx) => expirePixCharge(tx, c.get("companyId"), id));
+      return c.json({ data: presentPixCharge(row) }, 201);
+    })
+    .openapi(bankTransaction, async (c) => {
+      const row = await sql.begin((tx) => receiveBankTransaction(tx, c.get("companyId"), c.req.valid("json")));
+      return c.json({
+        data: { ...presentBankTransaction(row), status: row.status, transaction_id: row.transaction_id },
+      }, 201);
+    });
+}

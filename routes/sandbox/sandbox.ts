@@ -1,0 +1,16 @@
+import type { Deps } from "../../domain/platform/deps.ts";
+import { newRouter } from "../platform/router.ts";
+import { sandboxPaymentRoutes } from "./payments.ts";
+import { sandboxSubjectRoutes } from "./subjects.ts";
+import { sandboxSubscriptionRoutes } from "./subscriptions.ts";
+
+/**
+ * The sandbox API (decisions §9), served only when SANDBOX is on: each call plays the payment rails or the back
+ * office through the same domain functions a real integration calls, so the events are the real ones.
+ */
+export function sandboxRoutes(deps: Deps) {
+  return newRouter()
+    .route("/", sandboxPaymentRoutes(deps))
+    .route("/", sandboxSubjectRoutes(deps))
+    .route("/", sandboxSubscriptionRoutes(deps));
+}

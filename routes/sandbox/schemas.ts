@@ -1,0 +1,140 @@
+import { z } from "@hono/zod-openapi";
+import { REPROVAL_ITEMS, REQUIRED_DOCUMENTS } from "../../domain/subjects/status.ts";
+import { CURRENCIES } from "../../domain/rails/transactions.ts";
+import { WIRE_ERROR_CODES } from "../../domain/rails/wires.ts";
+import { DOCUMENT_TYPES } from "../../domain/subjects/person_rules.ts";
+import { toCents } from "../../domain/platform/money.ts";
+import { optionalText, requiredText, uuid } from "../platform/schemas.ts";
+
+/** Sandbox bodies are plain JSON objects (no wrapper key); field errors name the field. */
+
+/** A positive amount, required: a JSON number is read as its text, never as a float. */
+const amount = z.preprocess(
+  (v) => typeof v === "number" ? String(v) : v,
+  z.string().trim().min(1).regex(/^\d{1,18}(\.\d{1,2})?$/, "has invalid format"),
+).pipe(z.string().refine((v) => (toCents(v) ?? 0n) > 0n, "must be greater than 0"))
+  .openapi({ type: "string", example: "1500.00" });
+const currency = z.string().trim().toUpperCase().pipe(z.enum(CURRENCIES)).openapi({ example: "BRL" });
+/** An enum whose absence reads "can't be blank" (a bare z.enum would answer "must be one of" for it). */
+const oneOf = <T extends readonly [string, ...string[]]>(values: T) => z.string().trim().pipe(z.enum(values));
+const flag = z.boolean().nullish();
+
+export const PayinBody = z.object({
+  subject_id: uuid,
+  value: amount,
+  currency,
+  exchange: flag.openapi({ description: "Convert the funds: the payin joins its subject's exchange" }),
+}).openapi("SandboxPayin");
+
+export const PayoutBody = z.object({
+  subject_id: uuid,
+  bank_account_id: uuid,
+  value: amount,
+  currency,
+  fail_with: oneOf(WIRE_ERROR_CODES).nullish().openapi({ description: "The receiving bank refuses the account" }),
+}).openapi("SandboxPayout");
+
+export const CardPaymentBody = z.object({
+  subject_id: uuid,
+  value: amount,
+  currency,
+  outcome: oneOf(["approved", "failed"] as const),
+}).openapi("SandboxCardPayment");
+
+export const PixChargeBody = z.object({
+  subject_id: uuid,
+  value: amount,
+  refuse_third_party: flag,
+}).openapi("SandboxPixCharge");
+
+export const PixPaymentBody = z.object({
+  payer_document_number: optionalText(40).openapi({ description: "Absent: the charge's subject paid it" }),
+}).openapi("SandboxPixPayment");
+
+export const BankTransactionBody = z.object({
+  value: amount,
+  currency,
+  payer: z.object({
+    document_number: requiredText(40),
+    document_type: z.string().trim().toLowerCase().pipe(z.enum(DOCUMENT_TYPES)),
+    name: requiredText(),
+    bank_account: z.object({
+      bank: optionalText(),
+      branch_number: optionalText(20),
+      account_number: optionalText(40),
+      account_type: optionalText(40),
+    }).nullish(),
+  }),
+  spei_concepto_de_pago: optionalText(40).openapi({ description: "MXN only" }),
+}).openapi("SandboxBankTransaction");
+
+export const ReproveBody = z.object({
+  items: z.array(oneOf(REPROVAL_ITEMS)).min(1),
+  reason: optionalText(500),
+}).openapi("SandboxReprove");
+
+export const RequestDocumentsBody = z.object({
+  required_documents: z.array(oneOf(REQUIRED_DOCUMENTS)).min(1),
+}).openapi("SandboxRequestDocuments");
+
+export const SubscriptionBody = z.object({
+  subject_id: uuid,
+  cycles: z.number().int().min(1).max(1200),
+}).openapi("SandboxSubscription");
+
+export const CancelSubscriptionBody = z.object({
+  by_payer: flag.openapi({ description: "true: cancelled by the payer; false or absent: by the merchant" }),
+  reason: optionalText(500),
+}).openapi("SandboxCancelSubscription");
+
+const sn = z.string().nullable();
+
+export const PixCharge = z.object({
+  id: z.string().uuid(),
+  transaction_id: z.string().uuid(),
+  subject_id: z.string().uuid(),
+  value: z.string(),
+  currency: z.literal("BRL"),
+  status: z.enum(["pending", "paid", "refunded", "expired"]),
+  refuse_third_party: z.boolean(),
+  qr_code: z.string(),
+  inserted_at: z.string(),
+  updated_at: z.string(),
+}).openapi("SandboxPixChargeRecord");
+
+export const BankTransaction = z.object({
+  id: z.string().uuid(),
+  value: z.string(),
+  currency: z.string(),
+  movement_date: z.string(),
+  bank_account_id: z.string().uuid(),
+  paid_at: z.string(),
+  spei_concepto_de_pago: z.string().optional(),
+  subject: z.object({
+    document_number: z.string(),
+    document_type: z.string(),
+    name: z.string(),
+    bank_account: z.object({ bank: sn, branch_number: sn, account_number: sn, account_type: sn }),
+  }),
+  status: z.enum(["pending", "identified"]),
+  transaction_id: z.string().uuid().nullable(),
+}).openapi("SandboxBankTransactionRecord");
+
+export const Subscription = z.object({
+  id: z.string().uuid(),
+  status: z.enum(["pending", "active", "canceled", "completed"]),
+  subject_id: z.string().uuid(),
+  qr_code: z.string(),
+  cycles: z.number().int(),
+  paid_cycles: z.number().int(),
+  canceled_by_payer: z.boolean(),
+  canceled_reason: z.string(),
+  invoice: z.object({
+    id: z.string().uuid(),
+    status: z.literal("paid"),
+    subject_id: z.string().uuid(),
+    subscription_id: z.string().uuid(),
+  }).optional().openapi({ description: "The invoice just paid (pay_invoice only)" }),
+  inserted_at: z.string(),
+  updated_at: z.string(),
+}).openapi("SandboxSubscriptionRecord");

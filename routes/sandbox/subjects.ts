@@ -1,0 +1,69 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { getPerson, presentPerson } from "../../domain/subjects/people.ts";
+import { approveAndRelease } from "../../domain/rails/transactions.ts";
+import { reproveSubject, requestDocuments } from "../../domain/subjects/status.ts";
+import type { Tx } from "../../domain/platform/db.ts";
+import type { Deps } from "../../domain/platform/deps.ts";
+import { newRouter } from "../platform/router.ts";
+import { errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
+import { Person } from "../subjects/schemas.ts";
+import { ReproveBody, RequestDocumentsBody } from "./schemas.ts";
+
+const tags = ["Sandbox"];
+const responses = { 201: jsonResponse("The person after the decision", z.object({ data: Person })), ...errorResponses };
+
+const approve = createRoute({
+  method: "post",
+  path: "/api/sandbox/subjects/{id}/approve",
+  tags,
+  summary: "Back office approves the subject: subject_approved; held money moves on",
+  request: { params: IdParam },
+  responses,
+});
+
+const reprove = createRoute({
+  method: "post",
+  path: "/api/sandbox/subjects/{id}/reprove",
+  tags,
+  summary: "Back office rejects documents: subject_reproved",
+  request: { params: IdParam, body: jsonBody(ReproveBody) },
+  responses,
+});
+
+const askDocuments = createRoute({
+  method: "post",
+  path: "/api/sandbox/subjects/{id}/request_documents",
+  tags,
+  summary: "Back office asks for documents, status unchanged: document_required",
+  request: { params: IdParam, body: jsonBody(RequestDocumentsBody) },
+  responses,
+});
+
+export function sandboxSubjectRoutes({ sql }: Deps) {
+  /** Runs the decision and answers the person as the detail endpoint shows it. */
+  const decide = async (companyId: string, id: string, change: (tx: Tx) => Promise<unknown>) => {
+    const person = await sql.begin(async (tx) => {
+      await change(tx);
+      return await getPerson(tx, companyId, id);
+    });
+    return { data: presentPerson(person, { detail: true }) };
+  };
+  return newRouter()
+    .openapi(approve, async (c) => {
+      const { id } = c.req.valid("param");
+      const companyId = c.get("companyId");
+      return c.json(await decide(companyId, id, (tx) => approveAndRelease(tx, companyId, id)), 201);
+    })
+    .openapi(reprove, async (c) => {
+      const { id } = c.req.valid("param");
+      const companyId = c.get("companyId");
+      const body = c.req.valid("json");
+      return c.json(await decide(companyId, id, (tx) => reproveSubject(tx, companyId, id, body)), 201);
+    })
+    .openapi(askDocuments, async (c) => {
+      const { id } = c.req.valid("param");
+      const companyId = c.get("companyId");
+      const { required_documents } = c.req.valid("json");
+      return c.json(await decide(companyId, id, (tx) => requestDocuments(tx, companyId, id, required_documents)), 201);
+    });
+}

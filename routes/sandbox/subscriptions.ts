@@ -1,0 +1,62 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import {
+  cancelSubscription,
+  createSubscription,
+  payInvoice,
+  presentSubscription,
+} from "../../domain/rails/subscriptions.ts";
+import type { Deps } from "../../domain/platform/deps.ts";
+import { newRouter } from "../platform/router.ts";
+import { emptyBodyAsObject } from "../platform/optional_body.ts";
+import { errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
+import { CancelSubscriptionBody, Subscription, SubscriptionBody } from "./schemas.ts";
+
+const tags = ["Sandbox"];
+const responses = { 201: jsonResponse("The subscription", z.object({ data: Subscription })), ...errorResponses };
+
+const create = createRoute({
+  method: "post",
+  path: "/api/sandbox/subscriptions",
+  tags,
+  summary: "An automatic PIX subscription awaiting authorization: subscription_qr_code_generated",
+  request: { body: jsonBody(SubscriptionBody) },
+  responses,
+});
+
+const pay = createRoute({
+  method: "post",
+  path: "/api/sandbox/subscriptions/{id}/pay_invoice",
+  tags,
+  summary: "The next invoice is paid: invoice_paid; the first activates, the last completes the subscription",
+  request: { params: IdParam },
+  responses,
+});
+
+const cancel = createRoute({
+  method: "post",
+  path: "/api/sandbox/subscriptions/{id}/cancel",
+  tags,
+  summary: "Cancelled by the merchant or the payer: subscription_canceled",
+  middleware: [emptyBodyAsObject] as const,
+  request: { params: IdParam, body: { ...jsonBody(CancelSubscriptionBody), required: false } },
+  responses,
+});
+
+export function sandboxSubscriptionRoutes({ sql }: Deps) {
+  return newRouter()
+    .openapi(create, async (c) => {
+      const row = await sql.begin((tx) => createSubscription(tx, c.get("companyId"), c.req.valid("json")));
+      return c.json({ data: presentSubscription(row) }, 201);
+    })
+    .openapi(pay, async (c) => {
+      const { id } = c.req.valid("param");
+      const { subscription, invoice } = await sql.begin((tx) => payInvoice(tx, c.get("companyId"), id));
+      return c.json({ data: presentSubscription(subscription, invoice) }, 201);
+    })
+    .openapi(cancel, async (c) => {
+      const { id } = c.req.valid("param");
+      const input = c.req.valid("json") ?? {};
+      const row = await sql.begin((tx) => cancelSubscription(tx, c.get("companyId"), id, input));
+      return c.json({ data: presentSubscription(row) }, 201);
+    });
+}

@@ -1,0 +1,13 @@
+import { z } from "@hono/zod-openapi";
+import { optionalText, requiredText } from "../platform/schemas.ts";
+
+/** One document, as sent inside `person.documents` or as the `document` of an upload. */
+export const DocumentInput = z.object({
+  labels: z.array(requiredText(100)).min(1).max(20).openapi({ example: ["cpf-number"] }),
+  file_type: requiredText(100).openapi({ example: "application/pdf" }),
+  file_data: z.string().nullish().openapi({ description: "Base64 content; at most 15 MB decoded" }),
+  file_name: optionalText().openapi({ example: "cpf.pdf" }),
+  file_url: optionalText(2048).openapi({ example: "https://example.com/cpf.pdf" }),
+}).openapi("DocumentInput");
+
+export const DocumentUploadBody = z.object({ document: DocumentInput });

@@ -1,0 +1,150 @@
+import { z } from "@hono/zod-openapi";
+import {
+  checkPerson,
+  DOCUMENT_TYPES,
+  type DocumentType,
+  FISCAL_COUNTRIES,
+  toAlpha3,
+} from "../../domain/subjects/person_rules.ts";
+import { ErrorBag } from "../../domain/platform/errors.ts";
+import { decimalString, optionalText, requiredText } from "../platform/schemas.ts";
+import { DocumentInput } from "./document_schemas.ts";
+
+const documentType = z.string().trim().toLowerCase().pipe(z.enum(DOCUMENT_TYPES));
+const fiscalCountry = z.string().transform(toAlpha3).pipe(z.enum(FISCAL_COUNTRIES));
+
+const birthDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, { message: "has invalid format", abort: true }).refine(
+  (s) => {
+    const d = new Date(`${s}T00:00:00Z`);
+    return !Number.isNaN(d.getTime()) && d.toISOString().startsWith(s) && d.getTime() <= Date.now();
+  },
+  "is invalid",
+);
+
+const nullable = <T extends z.ZodType>(s: T) => s.nullish();
+
+/** Optional fields, shared by registration and update. */
+const optionalFields = {
+  rfc_pf: nullable(z.string().trim().toUpperCase().regex(/^[A-ZÑ&]{4}\d{6}[A-Z\d]{3}$/, "has invalid format")),
+  email: nullable(z.string().trim().max(254).pipe(z.email())),
+  website: nullable(
+    z.string().trim().max(2048).regex(/^[hH][tT][tT][pP][sS]?:\/\/[^\s/$.?#][^\s]*$/, "has invalid format"),
+  ),
+  phone_country_code: nullable(z.string().trim().regex(/^\d{2}$/, "has invalid format")),
+  phone_area_code: nullable(z.string().trim().regex(/^\d{1,5}$/, "has invalid format")),
+  phone_number: nullable(z.string().trim().regex(/^\d{4,15}$/, "has invalid format")),
+  birth_date: nullable(birthDate),
+  net_monthly_average_income: nullable(decimalString),
+  address_street: optionalText(),
+  address_number: optionalText(50),
+  address_complement: optionalText(),
+  address_neighborhood: optionalText(),
+  address_postal_code: optionalText(20),
+  address_city: optionalText(),
+  address_state: nullable(z.string().trim().toUpperCase().max(50)),
+  address_country: optionalText(100),
+};
+
+export const PersonCreate = z.object({
+  document_number: requiredText(40),
+  document_type: documentType,
+  social_name: requiredText(),
+  fiscal_country: fiscalCountry,
+  ...optionalFields,
+  documents: z.array(DocumentInput).max(20).nullish(),
+})
+  // The cross-field rules also run when single fields failed, so one answer lists every error. When nothing
+  // else failed the domain applies them (registerPerson), on the values as they will be stored.
+  .superRefine((person, ctx) => {
+    const failed = new Set(
+      (ctx as unknown as { issues: { path: PropertyKey[] }[] }).issues.map((i) => String(i.path[0])),
+    );
+    const p = person as Record<string, unknown>;
+    const text = (key: string) => typeof p[key] === "string" ? (p[key] as string) : undefined;
+    for (const key of Object.keys(p)) if (p[key] !== null && p[key] !== undefined && !text(key)) failed.add(key);
+    const bag = new ErrorBag();
+    checkPerson(
+      {
+        document_type: (text("document_type")?.trim().toLowerCase() ?? "") as DocumentType,
+        document_number: text("document_number") ?? "",
+        fiscal_country: toAlpha3(text("fiscal_country") ?? ""),
+        rfc_pf: text("rfc_pf")?.trim().toUpperCase(),
+        net_monthly_average_income: text("net_monthly_average_income")?.trim(),
+        address_state: text("address_state")?.trim().toUpperCase(),
+        address_country: text("address_country")?.trim(),
+      },
+      bag,
+      new Set([...failed, ...["document_type", "document_number", "fiscal_country"].filter((k) => !text(k))]),
+    );
+    for (const [field, messages] of Object.entries(bag.errors)) {
+      for (const message of messages as string[]) ctx.addIssue({ code: "custom", path: [field], message });
+    }
+  }, {
+    when: (payload: { issues: unknown[]; value: unknown }) =>
+      payload.issues.length > 0 && typeof payload.value === "object" && payload.value !== null &&
+      !Array.isArray(payload.value),
+  } as never)
+  .openapi("PersonCreate");
+
+export const PersonCreateBody = z.object({ person: PersonCreate });
+
+/** PUT: every field optional; the document pair is the identity and cannot change. */
+export const PersonUpdate = z.object({
+  social_name: requiredText().optional(),
+  fiscal_country: fiscalCountry.optional(),
+  ...optionalFields,
+  document_number: z.unknown().optional(),
+  document_type: z.unknown().optional(),
+}).superRefine((p, ctx) => {
+  for (const key of ["document_number", "document_type"] as const) {
+    if (p[key] !== undefined) ctx.addIssue({ code: "custom", path: [key], message: "cannot be changed" });
+  }
+}).openapi("PersonUpdate");
+
+export const PersonUpdateBody = z.object({ person: PersonUpdate });
+
+export type PersonCreateInput = z.output<typeof PersonCreate>;
+export type PersonUpdateInput = z.output<typeof PersonUpdate>;
+
+export const DocumentSummary = z.object({
+  id: z.string().uuid(),
+  labels: z.array(z.string()),
+  file_type: z.string(),
+  file_name: z.string().nullable(),
+  file_url: z.string().nullable(),
+  size: z.number().int().nullable(),
+  inserted_at: z.string(),
+});
+
+const s = z.string();
+const sn = z.string().nullable();
+export const Person = z.object({
+  id: z.string().uuid(),
+  status: z.enum(["approved", "reproved", "waiting_approval"]),
+  status_reason: z.string().optional().openapi({ description: "Only on the person detail endpoint" }),
+  clearance_level: z.number().int(),
+  required_clearance_level: z.number().int(),
+  social_name: s,
+  document_type: s,
+  document_number: s,
+  fiscal_country: s,
+  rfc_pf: sn,
+  email: sn,
+  phone_country_code: sn,
+  phone_area_code: sn,
+  phone_number: sn,
+  birth_date: sn,
+  net_monthly_average_income: sn,
+  address_street: sn,
+  address_number: sn,
+  address_complement: sn,
+  address_neighborhood: sn,
+  address_postal_code: sn,
+  address_city: sn,
+  address_state: sn,
+  address_country: sn,
+  references: z.array(z.unknown()),
+  documents: z.array(DocumentSummary),
+  inserted_at: s.openapi({ example: "2026-11-21T07:00:00" }),
+  updated_at: s.openapi({ example: "2026-11-21T07:00:00" }),
+}).openapi("Person");

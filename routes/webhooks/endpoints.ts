@@ -1,0 +1,128 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import {
+  createEndpoint,
+  disableAllEndpoints,
+  disableEndpoint,
+  getEndpoint,
+  listEndpoints,
+  presentEndpoint,
+  rotateSecret,
+  updateEndpoint,
+} from "../../domain/webhooks/endpoints.ts";
+import type { Deps } from "../../domain/platform/deps.ts";
+import { newRouter } from "../platform/router.ts";
+import { isoUtcOrNull } from "../../domain/platform/time.ts";
+import { errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
+import { Endpoint, EndpointCreateBody, EndpointUpdateBody, RotatedSecret } from "./schemas.ts";
+
+const tags = ["Webhook endpoints"];
+const base = "/api/v2/notifications/endpoints";
+const EndpointEnvelope = z.object({ data: Endpoint });
+
+const create = createRoute({
+  method: "post",
+  path: base,
+  tags,
+  summary: "Create a webhook endpoint; the response carries its signing secret",
+  request: { body: jsonBody(EndpointCreateBody) },
+  responses: { 201: jsonResponse("Endpoint created", EndpointEnvelope), ...errorResponses },
+});
+
+const list = createRoute({
+  method: "get",
+  path: base,
+  tags,
+  summary: "Every endpoint of the account, oldest first, disabled ones included",
+  responses: { 200: jsonResponse("Endpoints", z.object({ data: z.array(Endpoint) })), ...errorResponses },
+});
+
+const show = createRoute({
+  method: "get",
+  path: `${base}/{id}`,
+  tags,
+  summary: "Show an endpoint, secret included",
+  request: { params: IdParam },
+  responses: { 200: jsonResponse("The endpoint", EndpointEnvelope), ...errorResponses },
+});
+
+const update = createRoute({
+  method: "put",
+  path: `${base}/{id}`,
+  tags,
+  summary: "Update an endpoint; omitted fields are left unchanged",
+  request: { params: IdParam, body: jsonBody(EndpointUpdateBody) },
+  responses: { 200: jsonResponse("Endpoint updated", EndpointEnvelope), ...errorResponses },
+});
+
+const disableOne = createRoute({
+  method: "delete",
+  path: `${base}/{id}`,
+  tags,
+  summary: "Disable an endpoint (soft delete); what is still pending for it is marked failed",
+  request: { params: IdParam },
+  responses: {
+    200: jsonResponse(
+      "Endpoint disabled",
+      z.object({ data: z.object({ id: z.string(), status: z.literal("disabled") }) }),
+    ),
+    ...errorResponses,
+  },
+});
+
+const disableAll = createRoute({
+  method: "delete",
+  path: base,
+  tags,
+  summary: "Disable every endpoint of the account",
+  responses: { 200: jsonResponse("All endpoints disabled", z.object({ data: z.literal("ok") })), ...errorResponses },
+});
+
+const rotate = createRoute({
+  method: "post",
+  path: `${base}/{id}/rotate_secret`,
+  tags,
+  summary: "New signing secret; the previous one still signs (v0) and verifies for 24 hours",
+  request: { params: IdParam },
+  responses: { 200: jsonResponse("Secret rotated", z.object({ data: RotatedSecret })), ...errorResponses },
+});
+
+export function webhookEndpointRoutes({ sql, config }: Deps) {
+  const opts = { allowPrivateUrls: config.allowPrivateUrls };
+  return newRouter()
+    .openapi(create, async (c) => {
+      const endpoint = await createEndpoint(sql, c.get("companyId"), c.req.valid("json"), opts);
+      return c.json({ data: presentEndpoint(endpoint) }, 201);
+    })
+    .openapi(list, async (c) => {
+      const endpoints = await listEndpoints(sql, c.get("companyId"));
+      return c.json({ data: endpoints.map(presentEndpoint) }, 200);
+    })
+    .openapi(show, async (c) => {
+      const endpoint = await getEndpoint(sql, c.get("companyId"), c.req.valid("param").id);
+      return c.json({ data: presentEndpoint(endpoint) }, 200);
+    })
+    .openapi(update, async (c) => {
+      const { id } = c.req.valid("param");
+      const endpoint = await updateEndpoint(sql, c.get("companyId"), id, c.req.valid("json"), opts);
+      return c.json({ data: presentEndpoint(endpoint) }, 200);
+    })
+    .openapi(disableOne, async (c) => {
+      const endpoint = await disableEndpoint(sql, c.get("companyId"), c.req.valid("param").id);
+      return c.json({ data: { id: endpoint.id, status: "disabled" as const } }, 200);
+    })
+    .openapi(disableAll, async (c) => {
+      await disableAllEndpoints(sql, c.get("companyId"));
+      return c.json({ data: "ok" as const }, 200);
+    })
+    .openapi(rotate, async (c) => {
+      const e = await rotateSecret(sql, c.get("companyId"), c.req.valid("param").id);
+      return c.json({
+        data: {
+          id: e.id,
+          secret: e.secret,
+          previous_secret: e.previous_secret,
+          previous_secret_expires_at: isoUtcOrNull(e.previous_secret_expires_at),
+        },
+      }, 200);
+    });
+}

@@ -1,0 +1,132 @@
+import { z } from "@hono/zod-openapi";
+import { EVENT_TYPES } from "../../domain/webhooks/events.ts";
+import type { TimeBound } from "../../domain/webhooks/deliveries.ts";
+import { UUID_RE } from "../../domain/platform/ids.ts";
+import { requiredText } from "../platform/schemas.ts";
+
+const KNOWN_TYPES: ReadonlySet<string> = new Set(EVENT_TYPES);
+const ONE_OF_TYPES = `must be one of: ${EVENT_TYPES.join(", ")}`;
+
+/** `["*"]` or known event types; one flat message for the field, whatever element is wrong. */
+const enabledEvents = z.array(z.unknown()).superRefine((list, ctx) => {
+  if (list.length === 0) ctx.addIssue({ code: "custom", message: "is invalid" });
+  else if (!list.every((t) => typeof t === "string" && (t === "*" || KNOWN_TYPES.has(t)))) {
+    ctx.addIssue({ code: "custom", message: `must be one of: *, ${EVENT_TYPES.join(", ")}` });
+  }
+}).transform((list) => [...new Set(list as string[])])
+  .openapi({ type: "array", items: { type: "string" }, example: ["*"] });
+
+/** Outbound renames: keys are known event types, values the names the receiver expects. */
+const eventMapping = z.record(z.string(), z.string().trim().min(1, "is invalid").max(100)).superRefine((map, ctx) => {
+  if (!Object.keys(map).every((k) => KNOWN_TYPES.has(k))) ctx.addIssue({ code: "custom", message: ONE_OF_TYPES });
+}).nullable().openapi({ type: "object", additionalProperties: { type: "string" }, example: { identified: "paid" } });
+
+/** `null` counts as absent for fields that always have a value (defaults on create, unchanged on update). */
+const settings = {
+  enabled_events: enabledEvents.nullish(),
+  delivery_mode: z.enum(["parallel", "sequential"]).nullish(),
+  event_payload_type: z.enum(["snapshot", "thin"]).nullish(),
+  inject_secret_in_body: z.boolean().nullish(),
+  wrap_in_notification: z.boolean().nullish(),
+  max_concurrency: z.number().int().min(1).max(100).nullish(),
+  event_mapping: eventMapping.optional(),
+};
+
+/** Shape only; whether http or a private host is allowed depends on configuration (domain/webhook_endpoints.ts). */
+const url = requiredText(2048).openapi({ example: "https://example.com/webhooks" });
+
+export const EndpointCreateBody = z.object({ url, ...settings }).openapi("WebhookEndpointCreate");
+export const EndpointUpdateBody = z.object({ url: url.optional(), ...settings }).openapi("WebhookEndpointUpdate");
+
+const ts = z.string().openapi({ example: "2026-11-21T07:00:00.123Z" });
+
+export const Endpoint = z.object({
+  id: z.string(),
+  company_id: z.string(),
+  url: z.string(),
+  status: z.enum(["active", "disabled"]),
+  enabled_events: z.array(z.string()),
+  delivery_mode: z.enum(["parallel", "sequential"]),
+  event_payload_type: z.enum(["snapshot", "thin"]),
+  inject_secret_in_body: z.boolean(),
+  wrap_in_notification: z.boolean(),
+  max_concurrency: z.number().int(),
+  event_mapping: z.record(z.string(), z.string()).nullable(),
+  secret: z.string().openapi({ description: "64 lowercase hex characters" }),
+  previous_secret: z.string().nullable().openapi({ description: "Valid for 24 hours after a rotation" }),
+  previous_secret_expires_at: ts.nullable(),
+  inserted_at: ts,
+  updated_at: ts,
+}).openapi("WebhookEndpoint");
+
+export const RotatedSecret = z.object({
+  id: z.string(),
+  secret: z.string(),
+  previous_secret: z.string().nullable(),
+  previous_secret_expires_at: ts.nullable(),
+}).openapi("WebhookSecretRotation");
+
+export const Attempt = z.object({
+  id: z.string(),
+  attempt_number: z.number().int(),
+  http_status: z.number().int().openapi({ description: "0 when no response arrived" }),
+  response_body: z.string().openapi({ description: "First 16 KiB of the answer, or the error when none came" }),
+  inserted_at: ts,
+}).openapi("WebhookAttempt");
+
+export const Delivery = z.object({
+  id: z.string(),
+  event_id: z.string(),
+  endpoint_id: z.string(),
+  company_id: z.string().optional().openapi({ description: "Detail only" }),
+  type: z.string(),
+  status: z.enum(["pending", "succeeded", "failed"]),
+  payload: z.record(z.string(), z.unknown()),
+  event_created_at: ts,
+  inserted_at: ts,
+  attempts: z.array(Attempt).optional().openapi({ description: "Detail only" }),
+}).openapi("WebhookEvent");
+
+const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/;
+const DATETIME_RE = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?(Z|[+-]\d{2}:?\d{2})?$/i;
+
+const timeBound = z.string().trim().transform((raw, ctx): TimeBound => {
+  // An unencoded "+03:00" in a query string arrives as " 03:00".
+  const s = raw.replace(/(\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?) (\d{2}:?\d{2})$/, "$1+$2");
+  const m = DATE_RE.exec(s) ?? DATETIME_RE.exec(s);
+  if (m) {
+    const [, y, mo, d, h, mi, sec, frac, zone = "Z"] = m;
+    const offset = zone.toUpperCase() === "Z" ? "Z" : zone.length === 5 ? `${zone.slice(0, 3)}:${zone.slice(3)}` : zone;
+    const ms = frac ? `.${frac.padEnd(3, "0").slice(0, 3)}` : "";
+    const at = new Date(`${y}-${mo}-${d}T${h ?? "00"}:${mi ?? "00"}:${sec ?? "00"}${ms}${offset}`);
+    // Date() rolls 2026-02-30 over to March: a real calendar day reads back the same.
+    const day = new Date(`${y}-${mo}-${d}T00:00:00Z`);
+    const realDay = !Number.isNaN(day.getTime()) && day.toISOString().slice(0, 10) === `${y}-${mo}-${d}`;
+    if (realDay && !Number.isNaN(at.getTime())) {
+      const step = h === undefined ? 86_400_000 : sec === undefined ? 60_000 : frac ? 1 : 1000;
+      return { at, end: new Date(at.getTime() + step) };
+    }
+  }
+  ctx.addIssue({ code: "custom", message: "has invalid format, expected YYYY-MM-DD or an ISO 8601 datetime" });
+  return z.NEVER;
+}).openapi({ type: "string", example: "2026-11-21" });
+
+const queryUuid = z.string().trim().regex(UUID_RE, "is invalid").transform((s) => s.toLowerCase());
+
+export const EventsQuery = z.object({
+  last_id: queryUuid.optional().openapi({ description: "Id of the last record of the previous page" }),
+  // digits only; any number over 100 means 100, however long
+  per_page: z.string().trim().regex(/^\d+$/, "is invalid").transform((d) => d.length > 6 ? 100 : Number(d))
+    .pipe(z.number().int().min(1)).transform((n) => Math.min(n, 100)).optional()
+    .openapi({ type: "string", description: "Default 20; values over 100 mean 100" }),
+  order_by: z.enum(["desc", "asc"]).optional().openapi({ description: "By inserted_at; desc by default" }),
+  status: z.enum(["pending", "succeeded", "failed"]).optional(),
+  type: z.string().transform((s) => s.split(",").map((t) => t.trim()).filter(Boolean)).superRefine((list, ctx) => {
+    if (list.length === 0 || !list.every((t) => KNOWN_TYPES.has(t))) {
+      ctx.addIssue({ code: "custom", message: ONE_OF_TYPES });
+    }
+  }).optional().openapi({ type: "string", description: "One type or a comma-separated list" }),
+  endpoint_id: queryUuid.optional(),
+  from: timeBound.optional().openapi({ description: "Inclusive, UTC; YYYY-MM-DD or a full datetime" }),
+  to: timeBound.optional().openapi({ description: "Inclusive, UTC; YYYY-MM-DD (the whole day) or a full datetime" }),
+});

@@ -1,0 +1,253 @@
+/**
+ * Webhook delivery figures on a fresh database of their own, with a receiver on loopback in this process.
+ *
+ * - ceiling: 20,000 no-op graphile-worker jobs queued at once, then drained by the worker (jobs/s);
+ * - backlog: 20,000 events emitted one per transaction (as producers do) while the worker is stopped, then
+ *   delivered (deliveries/s, comparable with the ceiling: both start from a full queue);
+ * - live ceiling: 8 producers adding one no-op job per transaction while the worker runs (jobs/s);
+ * - live: the same producers emitting 20,000 events, one per transaction, while the worker delivers them
+ *   (deliveries/s, p50 and p99 emit-to-receipt latency);
+ * - steady: 100 events/s for 10 s (p50 and p99 latency).
+ * Peak RSS is sampled through the whole run. Measures only; nothing here asserts a timing.
+ */
+import { emitEvent } from "../../domain/webhooks/events.ts";
+import { createEndpoint } from "../../domain/webhooks/endpoints.ts";
+import { taskList } from "../../jobs/index.ts";
+import { loadConfig } from "../../domain/platform/config.ts";
+import { connect, ensureDatabase, type Sql } from "../../domain/platform/db.ts";
+import type { Deps } from "../../domain/platform/deps.ts";
+import { setLogLevel } from "../../domain/platform/log.ts";
+import { migrate } from "../../domain/platform/migrate.ts";
+import { startWorker, stopWorker, type Worker } from "../../domain/platform/worker.ts";
+import postgres from "postgres";
+
+const EVENTS = Number(Deno.env.get("BENCH_WEBHOOK_EVENTS") ?? 20_000);
+const PRODUCERS = 8;
+const STEADY_RATE = 100;
+const STEADY_SECONDS = Number(Deno.env.get("BENCH_STEADY_SECONDS") ?? 10);
+
+async function freshBenchDatabase(): Promise<string> {
+  const base = new URL(
+    loadConfig({
+      DATABASE_URL: Deno.env.get("BENCH_DATABASE_URL") ?? "postgres://127.0.0.1:5432/payments_bench_webhooks",
+      USER: Deno.env.get("USER"),
+    }).databaseUrl,
+  );
+  const admin = new URL(base);
+  admin.pathname = "/postgres";
+  const sql = postgres(admin.toString(), { max: 1, onnotice: () => {} });
+  try {
+    await sql`drop database if exists ${sql(base.pathname.slice(1))} with (force)`;
+  } finally {
+    await sql.end();
+  }
+  await ensureDatabase(base.toString());
+  return base.toString();
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
+}
+
+const round = (n: number, places = 1) => Math.round(n * 10 ** places) / 10 ** places;
+
+/** Counts receipts and keeps each delivery's emit-to-receipt latency (the emit time travels in the event data). */
+function startReceiver() {
+  let received = 0;
+  const latencies: number[] = [];
+  let waiter: { count: number; resolve: () => void } | null = null;
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
+    const body = await req.json();
+    latencies.push(Date.now() - body.data.emitted_at);
+    received++;
+    if (waiter && received >= waiter.count) waiter.resolve();
+    return new Response("ok");
+  });
+  return {
+    url: `http://127.0.0.1:${(server.addr as Deno.NetAddr).port}/hook`,
+    get received() {
+      return received;
+    },
+    reset() {
+      received = 0;
+      latencies.length = 0;
+    },
+    latencies,
+    until(count: number, timeoutMs = 300_000): Promise<void> {
+      if (received >= count) return Promise.resolve();
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`only ${received} of ${count} deliveries arrived`)), timeoutMs);
+        waiter = {
+          count,
+          resolve: () => {
+            clearTimeout(timer);
+            waiter = null;
+            resolve();
+          },
+        };
+      });
+    },
+    close: () => server.shutdown(),
+  };
+}
+
+/** `total` events, one per transaction, from `producers` concurrent producers. */
+async function emitMany(sql: Sql, companyId: string, total: number, producers: number) {
+  let next = 0;
+  await Promise.all(Array.from({ length: producers }, async () => {
+    while (next < total) {
+      const n = next++;
+      await sql.begin((tx) =>
+        emitEvent(tx, companyId, "identified", { transaction_id: `bench-${n}`, emitted_at: Date.now() })
+      );
+    }
+  }));
+}
+
+async function waitForNoJobs(sql: Sql, task: string, timeoutMs = 300_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100));
+    const [{ left }] = await sql<{ left: boolean }[]>`
+      select exists (select 1 from graphile_worker.jobs where task_identifier = ${task}) as left`;
+    if (!left) return;
+  }
+  throw new Error(`${task} jobs still queued after ${timeoutMs} ms`);
+}
+
+export async function benchWebhooks(): Promise<Record<string, number | string>> {
+  setLogLevel("silent");
+  const url = await freshBenchDatabase();
+  const config = loadConfig({ DATABASE_URL: url, WEBHOOK_ALLOW_PRIVATE_URLS: "true", LOG_LEVEL: "silent" });
+  const sql = connect(url, { max: 10 });
+  await migrate(sql, url);
+  // `as`: the fields Deps may gain (a process id) are not needed here.
+  const deps = { sql, config, processId: crypto.randomUUID() } as Deps;
+  const receiver = startReceiver();
+  let peakRss = Deno.memoryUsage().rss;
+  const sampler = setInterval(() => peakRss = Math.max(peakRss, Deno.memoryUsage().rss), 100);
+  let worker: Worker | null = null;
+  const start = async (): Promise<Worker> => worker = await startWorker(url, config.workerConcurrency, taskList(deps));
+  const stop = async () => {
+    if (worker) await stopWorker(worker);
+    worker = null;
+  };
+  try {
+    const companyId = crypto.randomUUID();
+    await sql`insert into companies (id) values (${companyId})`;
+    await createEndpoint(sql, companyId, { url: receiver.url, max_concurrency: 100 }, { allowPrivateUrls: true });
+
+    // Ceiling: the same worker draining no-op jobs.
+    await sql`select count(*) from graphile_worker.add_jobs(array(
+      select row('noop', '{}'::json, null, null, null, null, null, null)::graphile_worker.job_spec
+      from generate_series(1, ${EVENTS})))`;
+    let t0 = performance.now();
+    const noopDone = Promise.withResolvers<void>();
+    let noops = 0;
+    const noopWorker = await start();
+    // Counted from the worker's own events: polling the jobs table would load the database being measured.
+    noopWorker.runner.events.on("job:complete", ({ job }) => {
+      if (job.task_identifier === "noop" && ++noops === EVENTS) noopDone.resolve();
+    });
+    await Promise.race([noopDone.promise, waitForNoJobs(sql, "noop")]);
+    const noopPerSecond = EVENTS / ((performance.now() - t0) / 1000);
+    await stop();
+
+    // Backlog: every event in its own transaction (one drain job each), delivered from a full queue.
+    const emitStarted = performance.now();
+    await emitMany(sql, companyId, EVENTS, PRODUCERS);
+    const emitPerSecond = EVENTS / ((performance.now() - emitStarted) / 1000);
+    receiver.reset();
+    t0 = performance.now();
+    await start();
+    await receiver.until(EVENTS);
+    const backlogPerSecond = EVENTS / ((performance.now() - t0) / 1000);
+    await waitForNoJobs(sql, "deliver_webhook");
+    const backlogAllDone = (performance.now() - t0) / 1000;
+
+    // Live ceiling: the same producers adding one no-op job per transaction while the worker runs. Every add_job
+    // NOTIFYs, and Postgres serialises the commits of notifying transactions: this bounds any live figure.
+    const liveNoopDone = Promise.withResolvers<void>();
+    let liveNoops = 0;
+    const onComplete = ({ job }: { job: { task_identifier: string } }) => {
+      if (job.task_identifier === "noop" && ++liveNoops === EVENTS) liveNoopDone.resolve();
+    };
+    worker!.runner.events.on("job:complete", onComplete);
+    t0 = performance.now();
+    let queued = 0;
+    await Promise.all(Array.from({ length: PRODUCERS }, async () => {
+      while (queued++ < EVENTS) await sql.begin((tx) => tx`select graphile_worker.add_job('noop', '{}'::json)`);
+    }));
+    await Promise.race([liveNoopDone.promise, waitForNoJobs(sql, "noop")]);
+    const liveNoopPerSecond = EVENTS / ((performance.now() - t0) / 1000);
+    worker!.runner.events.off("job:complete", onComplete);
+
+    // Live: producers and deliveries at the same time.
+    receiver.reset();
+    t0 = performance.now();
+    await emitMany(sql, companyId, EVENTS, PRODUCERS);
+    await receiver.until(EVENTS);
+    const livePerSecond = EVENTS / ((performance.now() - t0) / 1000);
+    const live = [...receiver.latencies].sort((a, b) => a - b);
+    await waitForNoJobs(sql, "deliver_webhook");
+
+    // Steady: 100 events/s, one per transaction.
+    receiver.reset();
+    const steadyTotal = STEADY_RATE * STEADY_SECONDS;
+    const steadyStart = performance.now();
+    const pending: Promise<unknown>[] = [];
+    for (let i = 0; i < steadyTotal; i++) {
+      const due = steadyStart + (i * 1000) / STEADY_RATE;
+      const wait = due - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      pending.push(
+        sql.begin((tx) =>
+          emitEvent(tx, companyId, "identified", { transaction_id: `steady-${i}`, emitted_at: Date.now() })
+        ),
+      );
+    }
+    await Promise.all(pending);
+    await receiver.until(steadyTotal);
+    const steady = [...receiver.latencies].sort((a, b) => a - b);
+
+    // A receipt comes before its attempt is recorded: let the last records settle.
+    for (let i = 0; i < 100; i++) {
+      const [{ pending }] = await sql<{ pending: number }[]>`
+        select count(*)::int as pending from webhook_deliveries where status = 'pending'`;
+      if (pending === 0) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const [{ failed }] = await sql<{ failed: number }[]>`
+      select count(*)::int as failed from webhook_deliveries where status <> 'succeeded'`;
+    return {
+      events_per_run: EVENTS,
+      worker_concurrency: config.workerConcurrency,
+      noop_jobs_per_s: round(noopPerSecond, 0),
+      emit_events_per_s: round(emitPerSecond, 0),
+      backlog_deliveries_per_s: round(backlogPerSecond, 0),
+      backlog_vs_noop_pct: round((100 * backlogPerSecond) / noopPerSecond),
+      backlog_jobs_all_done_s: round(backlogAllDone, 2),
+      live_deliveries_per_s: round(livePerSecond, 0),
+      live_noop_jobs_per_s: round(liveNoopPerSecond, 0),
+      live_vs_live_noop_pct: round((100 * livePerSecond) / liveNoopPerSecond),
+      live_latency_p50_ms: live.length ? percentile(live, 0.5) : "n/a",
+      live_latency_p99_ms: live.length ? percentile(live, 0.99) : "n/a",
+      steady_rate_per_s: STEADY_RATE,
+      steady_latency_p50_ms: percentile(steady, 0.5),
+      steady_latency_p99_ms: percentile(steady, 0.99),
+      deliveries_not_succeeded: failed,
+      peak_rss_mb: round(peakRss / 1024 / 1024),
+    };
+  } finally {
+    clearInterval(sampler);
+    await stop();
+    await receiver.close();
+    await sql.end({ timeout: 2 });
+  }
+}
+
+if (import.meta.main) {
+  const figures = await benchWebhooks();
+  for (const [k, v] of Object.entries(figures)) console.log(`${k.padEnd(28)} ${v}`);
+}
