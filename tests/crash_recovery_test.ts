@@ -3,7 +3,7 @@ import { emitEvent } from "../domain/webhooks/events.ts";
 import { connect } from "../domain/platform/db.ts";
 import { setLogLevel } from "../domain/platform/log.ts";
 import { verifySignature } from "../domain/webhooks/signature.ts";
-import { eventually, freshDatabase } from "./helpers.ts";
+import { dropDatabase, eventually, freshDatabase } from "./helpers.ts";
 import { httpCompany, startService } from "./service_process.ts";
 import { sleep, startReceiver } from "./webhook_receiver.ts";
 
@@ -75,6 +75,7 @@ Deno.test("a service killed with SIGKILL in the middle of delivery loses nothing
   } finally {
     await service.stop();
     await sql.end();
+    await dropDatabase(url);
     await receiver.close();
   }
 });

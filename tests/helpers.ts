@@ -25,11 +25,20 @@ export function testDatabaseUrl(suffix?: string): string {
   return url.toString();
 }
 
-/** Drops and recreates one database for one test file, so files run in parallel without sharing state. */
+/** Unique to this test process, so two runs on one server never drop each other's databases. */
+const RUN_ID = crypto.randomUUID().slice(0, 8);
+
+/** Creates a database of its own for one test, so files run in parallel without sharing state. */
 export async function freshDatabase(name: string): Promise<string> {
-  const url = testDatabaseUrl(name);
+  const url = testDatabaseUrl(`${name}_${RUN_ID}`);
+  await ensureDatabase(url);
+  return url;
+}
+
+/** Drops a database made by `freshDatabase` (its connections are closed by then, or forced out). */
+export async function dropDatabase(url: string): Promise<void> {
   const admin = new URL(url);
-  const dbName = admin.pathname.slice(1);
+  const dbName = decodeURIComponent(admin.pathname.slice(1));
   admin.pathname = "/postgres";
   const sql = postgres(admin.toString(), { max: 1, onnotice: () => {} });
   try {
@@ -37,8 +46,6 @@ export async function freshDatabase(name: string): Promise<string> {
   } finally {
     await sql.end();
   }
-  await ensureDatabase(url);
-  return url;
 }
 
 export type TestContext = {
@@ -96,6 +103,7 @@ export async function setup(
       if (worker) await stopWorker(worker);
       worker = null;
       await sql.end({ timeout: 2 });
+      await dropDatabase(url);
     },
   };
 }

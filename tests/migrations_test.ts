@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { connect } from "../domain/platform/db.ts";
 import { setLogLevel } from "../domain/platform/log.ts";
 import { migrate, migrationFiles } from "../domain/platform/migrate.ts";
-import { freshDatabase } from "./helpers.ts";
+import { dropDatabase, freshDatabase } from "./helpers.ts";
 
 Deno.test("two instances starting at the same moment apply each migration once, in order", async () => {
   setLogLevel("silent");
@@ -23,5 +23,6 @@ Deno.test("two instances starting at the same moment apply each migration once, 
   } finally {
     await first.end();
     await second.end();
+    await dropDatabase(url);
   }
 });

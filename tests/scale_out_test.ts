@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { connect } from "../domain/platform/db.ts";
 import { setLogLevel } from "../domain/platform/log.ts";
-import { eventually, freshDatabase } from "./helpers.ts";
+import { dropDatabase, eventually, freshDatabase } from "./helpers.ts";
 import { httpCompany, type ServiceProcess, startService } from "./service_process.ts";
 import { sleep, startReceiver } from "./webhook_receiver.ts";
 
@@ -119,6 +119,7 @@ Deno.test("two worker instances and an API-only one serve and deliver together",
   } finally {
     await Promise.all(services.map((s) => s.kill()));
     await sql.end();
+    await dropDatabase(url);
     await receiver.close();
   }
 });
