@@ -73,7 +73,7 @@ export function createApp(deps: Deps) {
   app.notFound((c) => c.json({ errors: { detail: "Not Found" } }, 404));
   app.onError((err, c) => {
     if (err instanceof ApiError) return c.json({ errors: err.errors }, err.status);
-    // a body that is not JSON is a 400 here (decisions §3), whether the JSON or its Content-Type is wrong
+    // a body that is not JSON is a 400 here (docs/errors.md), whether the JSON or its Content-Type is wrong
     if (err instanceof HTTPException && err.status === 415) {
       return c.json({ errors: { detail: "Content-Type must be application/json" } }, 400);
     }

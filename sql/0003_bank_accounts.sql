@@ -1,6 +1,7 @@
 -- The bank directory: one row per bank, seeded with the main banks of each country. Seeded rows
 -- (company_id null) are shared reference data; a bank an integrator names that is not seeded is learned for
--- that company only, so one tenant's input never shows up in another's accounts (decisions §2).
+-- that company only, so one tenant's input never shows up in another's accounts (docs/architecture.md,
+-- Tenancy in every query).
 create table banks (
   id uuid primary key,
   company_id uuid references companies (id),

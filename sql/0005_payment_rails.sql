@@ -1,7 +1,7 @@
 -- Payment rails: what the rails (or the sandbox standing in for them) record about money moving for a subject.
 -- Money is NUMERIC with two places everywhere; totals get room for sums of the largest values.
 
--- USD value of one unit of each currency, used for the yearly clearance total (decisions §8).
+-- USD value of one unit of each currency, used for the yearly clearance total (docs/clearance.md).
 create table usd_rates (
   currency text primary key,
   usd_per_unit numeric(20, 10) not null check (usd_per_unit > 0),

@@ -286,7 +286,7 @@ Deno.test("bank accounts", async (t) => {
     assert.deepEqual(noBank.body.errors, { bank: ["can't be blank"] });
   });
 
-  await t.step("every Mexican code of interface.md but 046 is in the directory", async () => {
+  await t.step("every commonly used Mexican bank code but 046 is in the directory", async () => {
     const codes =
       "002 012 014 021 030 032 036 042 044 058 059 060 062 072 127 128 130 132 137 138 140 145 601 606 616 640 646"
         .split(" ");

@@ -13,7 +13,7 @@ import postgres from "postgres";
 
 export const TEST_JWT_SECRET = "test-secret";
 
-/** The Postgres server and base database name the suite runs against (decisions §1). */
+/** The Postgres server and base database name the suite runs against (README, Two commands). */
 export function testDatabaseUrl(suffix?: string): string {
   const base = loadConfig({
     DATABASE_URL: Deno.env.get("TEST_DATABASE_URL") ?? "postgres://127.0.0.1:5432/payments_test",

@@ -12,7 +12,7 @@ import {
 } from "./rails_support.ts";
 
 /**
- * Every event type of interface.md, produced through the sandbox the way an integrator would exercise a
+ * Every event type (docs/sandbox.md), produced through the sandbox the way an integrator would exercise a
  * receiver: which call emits it, and exactly which keys its data carries.
  */
 Deno.test("each sandbox call emits its events with exactly the interface's data keys", async (t) => {

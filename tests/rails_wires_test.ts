@@ -16,7 +16,7 @@ const correction = {
 };
 
 /**
- * The wire correction path of interface.md: the receiving bank refuses the account data, the integrator hears
+ * The wire correction path (docs/sandbox.md): the receiving bank refuses the account data, the integrator hears
  * it (wire_waiting_correction), corrects the account on the wire, and the retried wire leaves (wire_created).
  */
 Deno.test("wire correction: waiting_correction, corrected account, retried by the worker, wire_created", async (t) => {

@@ -29,8 +29,9 @@ export type BankAccountRow = Omit<NormalizedBankAccount, "bank"> & {
 };
 
 /**
- * The bank-account object of interface.md. The create response names the intermediary account
- * `intermediary_bank_account`; list, update and detail name it `intermediary_bank_account_id` (decisions §7).
+ * The bank-account object of every answer. The create response names the intermediary account
+ * `intermediary_bank_account`; list, update and detail name it `intermediary_bank_account_id`, as existing clients
+ * read it (README, Documents and bank accounts).
  */
 export function presentBankAccount(row: BankAccountRow, opts: { onCreate?: boolean } = {}) {
   const intermediary = opts.onCreate
@@ -198,8 +199,8 @@ export async function patchBankAccount(
   const current = await getBankAccount(tx, companyId, id);
   const scope: BankAccountScope = current.subject_id ? "subject" : "international";
   const merged = mergePatch(asInput(current), patch);
-  // interface.md documents updates and wire corrections with bank {code, name} only: a Brazilian code given
-  // without its ISPB takes the directory's (a PIX-only account has none to keep)
+  // clients send updates and wire corrections with bank {code, name} only: a Brazilian code given without its
+  // ISPB takes the directory's (a PIX-only account has none to keep)
   if (merged.currency?.toUpperCase() === "BRL" && patch.bank?.code && !patch.bank.ispb && merged.bank) {
     merged.bank = { ...merged.bank, ispb: await directoryIspb(tx, companyId, String(patch.bank.code).trim()) };
   }

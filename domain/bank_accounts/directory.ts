@@ -13,7 +13,8 @@ export type Bank = {
 
 /**
  * The directory row for a checked bank reference: a known code (per country) or SWIFT keeps its stored name and
- * ISPB, whatever the client sent (decisions §7); an unknown one is learned for this company with what was sent.
+ * ISPB, whatever the client sent, so one bank reads the same in every account; an unknown one is learned for this
+ * company with what was sent.
  * Seeded rows are shared; learned rows belong to one company, so a name one tenant typed never reaches another.
  */
 export async function resolveBank(tx: Tx, companyId: string, ref: BankRef): Promise<Bank> {

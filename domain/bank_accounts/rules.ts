@@ -30,8 +30,8 @@ export type BankAccountInput = {
 };
 
 /**
- * What a bank account must look like, per country (interface.md "Bank account endpoints", decisions §7).
- * Pure: no database. The directory lookup (stored bank names) happens afterwards in bank_directory.ts.
+ * What a bank account must look like, per country (README, Documents and bank accounts).
+ * Pure: no database. The directory lookup (stored bank names) happens afterwards in directory.ts.
  */
 
 /** INT: an international account of the company (USD or EUR), identified by SWIFT rather than a local code. */

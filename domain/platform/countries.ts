@@ -1,5 +1,5 @@
 /**
- * ISO 3166-1 alpha-2 → alpha-3. Bank accounts store alpha-3 (interface.md) while existing clients send alpha-2,
+ * ISO 3166-1 alpha-2 → alpha-3. Bank accounts store and show alpha-3 while existing clients send alpha-2,
  * and a BIC names its country in alpha-2. XK (Kosovo) is user-assigned but used by SWIFT.
  */
 const PAIRS =

@@ -15,7 +15,7 @@ export class ApiError extends Error {
 
 export const BLANK = "can't be blank";
 
-/** Field errors: 400 when something required is missing or blank, 422 otherwise (decisions §3). */
+/** Field errors: 400 when something required is missing or blank, 422 otherwise (docs/errors.md). */
 export function validationFailed(errors: FieldErrors, status?: 400 | 422): ApiError {
   return new ApiError(status ?? (hasBlank(errors) ? 400 : 422), errors);
 }

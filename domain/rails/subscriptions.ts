@@ -29,7 +29,7 @@ export type InvoiceRow = {
   inserted_at: Date;
 };
 
-/** What the sandbox answers for a subscription; events carry only the keys of interface.md (below). */
+/** What the sandbox answers for a subscription; events carry only their documented keys (docs/sandbox.md), below. */
 export function presentSubscription(s: SubscriptionRow, invoice?: InvoiceRow) {
   return {
     id: s.id,

@@ -9,7 +9,7 @@ import { emitEvent } from "../webhooks/events.ts";
 export const WIRE_ERROR_CODES = ["AC03", "AC14", "CH11", "AG03"] as const;
 export type WireErrorCode = typeof WIRE_ERROR_CODES[number];
 
-/** Receiver-data errors a wire can come back with (interface.md, wire_waiting_correction). */
+/** Receiver-data errors a wire can come back with (docs/sandbox.md, Money out). */
 export const WIRE_ERRORS: Record<WireErrorCode, string> = {
   AC03: "Creditor account number invalid or missing",
   AC14: "Creditor account type missing or invalid",
@@ -33,7 +33,7 @@ export type WireRow = {
   updated_at: Date;
 };
 
-/** The wire record of interface.md (answer of the bank-account correction). */
+/** The wire record (answer of the bank-account correction, docs/sandbox.md). */
 export function presentWire(w: WireRow) {
   return {
     id: w.id,

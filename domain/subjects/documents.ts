@@ -15,7 +15,7 @@ export type DocumentInput = {
 
 export const MAX_FILE_BYTES = 15 * 1024 * 1024;
 
-/** Labels that satisfy each mandatory document of a customer above the yearly threshold (decisions §8). */
+/** Labels that satisfy each mandatory document of a customer above the yearly threshold (docs/clearance.md). */
 export const MANDATORY_DOCUMENTS = {
   identity: ["rg-number", "cpf-number", "rg-photo"],
   address: ["address-proof"],
@@ -30,7 +30,7 @@ export function missingMandatoryDocuments(labelsOnFile: readonly string[]): Mand
     .filter((kind) => !MANDATORY_DOCUMENTS[kind].some((label) => have.has(label)));
 }
 
-/** A stored document as a person's `documents` array and the upload answer show it (decisions §5). */
+/** A stored document as a person's `documents` array and the upload answer show it. */
 export type DocumentSummary = {
   id: string;
   labels: string[];
@@ -86,7 +86,7 @@ async function detectMime(bytes: Uint8Array, claimed: string): Promise<string | 
 }
 
 /**
- * Checks a document the way interface.md "Errors" item 4 asks: every failure is a 400 naming the field,
+ * Checks a document: every failure is a 400 naming the field (docs/errors.md),
  * an oversized file a 413. `path` prefixes the field names (["documents", 0]) when the document is nested.
  */
 export async function prepareDocument(

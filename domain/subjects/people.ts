@@ -64,7 +64,7 @@ export type PersonRow =
   & { [K in Editable]: string | null }
   & { social_name: string; fiscal_country: string };
 
-/** The person response object of interface.md; `status_reason` only on the detail endpoint. */
+/** The person object of every answer; `status_reason` only on the detail endpoint. */
 export function presentPerson(p: PersonRow, opts: { detail?: boolean } = {}) {
   return {
     id: p.id,
@@ -203,7 +203,7 @@ export async function updatePerson(sql: Sql, companyId: string, id: string, patc
 
 /**
  * A reproved person whose documents now cover the mandatory set goes to back-office review
- * (decisions §6). Returns the new status when it changed.
+ * (docs/clearance.md, Documents arrive). Returns the new status when it changed.
  */
 export async function reviewAfterDocuments(tx: Tx, companyId: string, personId: string) {
   // Two uploads that together complete the set must not each miss the other's document: the row lock makes

@@ -118,7 +118,7 @@ const isBrazil = (country: string | null | undefined) => !!country && countryAlp
 /**
  * Collects every cross-field rule violation of a person into `bag`. Returns the normalised document number.
  * `failed` names fields that already have an error of their own: their rules are skipped, so a request with
- * several problems hears of each once (decisions §3: every error is listed).
+ * several problems hears of each once (docs/errors.md: every error is listed).
  */
 export function checkPerson(p: PersonFacts, bag: ErrorBag, failed: ReadonlySet<string> = new Set()): string {
   const ok = (field: string) => !failed.has(field);

@@ -3,7 +3,7 @@ import { notFound } from "../platform/errors.ts";
 import { newId } from "../platform/ids.ts";
 import { emitEvent } from "../webhooks/events.ts";
 
-/** Values of subject_reproved.items: interface.md's list, plus the missing identity and tax documents. */
+/** Values of subject_reproved.items: the back office's reasons, plus the missing identity and tax documents. */
 export const REPROVAL_ITEMS = [
   "proof_of_address_missing",
   "proof_of_address_rejected",

@@ -23,7 +23,7 @@ import type { EndpointRow } from "./endpoints.ts";
  *   due, so a failing head holds the rest until it succeeds, is acknowledged or fails for good.
  */
 
-/** Attempts per schedule (interface.md "Limits"). */
+/** Attempts per schedule (docs/webhooks.md, Retries and the schedule). */
 export const MAX_ATTEMPTS = 10;
 
 export type ClaimedDelivery = {

@@ -1,7 +1,7 @@
 import type { Sql, Tx } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
 
-/** Every event type of interface.md "Events". */
+/** Every event type (docs/webhooks.md, Bodies). */
 export const EVENT_TYPES = [
   "identified",
   "exchange_created",

@@ -12,7 +12,7 @@ import {
 const WRAPPER_KEYS = new Set(["person", "bank_account", "document"]);
 
 /**
- * One vocabulary of messages for every schema (decisions §3), so no schema has to spell them out.
+ * One vocabulary of messages for every schema (docs/errors.md, Messages), so no schema has to spell them out.
  * Schemas still pass their own message where a rule needs one ("does not match curp").
  */
 z.config({

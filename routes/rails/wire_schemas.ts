@@ -3,7 +3,7 @@ import { BankAccount } from "../bank_accounts/schemas.ts";
 
 const sn = z.string().nullable();
 
-/** The wire record of interface.md: the destination carries a `company` sub-object besides the account fields. */
+/** The wire record: the destination carries a `company` sub-object besides the account fields. */
 export const Wire = z.object({
   id: z.string().uuid(),
   currency: z.string(),

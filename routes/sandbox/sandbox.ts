@@ -5,7 +5,7 @@ import { sandboxSubjectRoutes } from "./subjects.ts";
 import { sandboxSubscriptionRoutes } from "./subscriptions.ts";
 
 /**
- * The sandbox API (decisions §9), served only when SANDBOX is on: each call plays the payment rails or the back
+ * The sandbox API (docs/sandbox.md), served only when SANDBOX is on: each call plays the payment rails or the back
  * office through the same domain functions a real integration calls, so the events are the real ones.
  */
 export function sandboxRoutes(deps: Deps) {
