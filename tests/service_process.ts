@@ -21,6 +21,20 @@ function freePort(): number {
   return port;
 }
 
+function serviceEnv(databaseUrl: string, port: number, env: Record<string, string>): Record<string, string> {
+  return {
+    DATABASE_URL: databaseUrl,
+    PORT: String(port),
+    JWT_SECRET: TEST_JWT_SECRET,
+    WEBHOOK_ALLOW_PRIVATE_URLS: "true",
+    WEBHOOK_RETRY_SCHEDULE: "1",
+    WEBHOOK_TIMEOUT_MS: "2000",
+    WORKER_CONCURRENCY: "4", // keeps several services within max_connections
+    LOG_LEVEL: "error",
+    ...env,
+  };
+}
+
 /** `cwd` other than the repository: where the embedded Postgres keeps its `.data` (the embedded-postgres test). */
 export async function startService(
   databaseUrl: string,
@@ -31,17 +45,7 @@ export async function startService(
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "--allow-all", "--config", `${root}deno.json`, `${root}main.ts`],
     cwd: opts.cwd ?? root,
-    env: {
-      DATABASE_URL: databaseUrl,
-      PORT: String(port),
-      JWT_SECRET: TEST_JWT_SECRET,
-      WEBHOOK_ALLOW_PRIVATE_URLS: "true",
-      WEBHOOK_RETRY_SCHEDULE: "1",
-      WEBHOOK_TIMEOUT_MS: "2000",
-      WORKER_CONCURRENCY: "4", // keeps several services within max_connections
-      LOG_LEVEL: "error",
-      ...env,
-    },
+    env: serviceEnv(databaseUrl, port, env),
     stdin: "null",
     stdout: "null",
     stderr: "piped",
@@ -85,6 +89,31 @@ export async function startService(
       return status;
     },
   };
+}
+
+/** A start that is expected to fail: runs the service on `port` to its exit (SIGKILL after `timeoutMs`). */
+export async function runServiceToExit(
+  databaseUrl: string,
+  port: number,
+  env: Record<string, string> = {},
+  timeoutMs = 30_000,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-all", "--config", `${root}deno.json`, `${root}main.ts`],
+    cwd: root,
+    env: serviceEnv(databaseUrl, port, env),
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+  try {
+    const out = await child.output();
+    const decoder = new TextDecoder();
+    return { code: out.code, stdout: decoder.decode(out.stdout), stderr: decoder.decode(out.stderr) };
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** An integrator calling a running service over HTTP. */
