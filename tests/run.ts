@@ -16,6 +16,7 @@ import { serverAnswers } from "../domain/platform/db.ts";
 import { type EmbeddedPostgres, startEmbeddedPostgres } from "../domain/platform/embedded_pg.ts";
 import { setLogLevel } from "../domain/platform/log.ts";
 import { DEFAULT_TEST_DATABASE_URL, dropLeftovers, newRunId, withUser } from "./databases.ts";
+import { freePort } from "./free_port.ts";
 
 const root = new URL("..", import.meta.url).pathname;
 const PERMISSIONS = [
@@ -53,14 +54,6 @@ async function answers(url: string): Promise<boolean> {
   } catch {
     return false; // not a URL at all
   }
-}
-
-/** A port nothing listens on right now (the kernel's choice). */
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr as Deno.NetAddr;
-  listener.close();
-  return port;
 }
 
 /**

@@ -1,5 +1,6 @@
 /** The real service as a child process (`main.ts`), for the crash and scale-out tests. */
 import { signToken } from "../domain/platform/tokens.ts";
+import { freePort } from "./free_port.ts";
 import { TEST_JWT_SECRET } from "./helpers.ts";
 
 export type ServiceProcess = {
@@ -12,14 +13,6 @@ export type ServiceProcess = {
 };
 
 const root = new URL("..", import.meta.url).pathname;
-
-/** A port nothing listens on right now (the kernel's choice), for the child to take. */
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr as Deno.NetAddr;
-  listener.close();
-  return port;
-}
 
 function serviceEnv(databaseUrl: string, port: number, env: Record<string, string>): Record<string, string> {
   return {

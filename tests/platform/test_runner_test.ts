@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import postgres from "postgres";
 import { adminUrl, DEFAULT_TEST_DATABASE_URL, withUser } from "../databases.ts";
+import { freePort } from "../free_port.ts";
 
 const root = new URL("../..", import.meta.url).pathname;
 const PROBE = "tests/platform/test_runner_probe.ts";
@@ -8,13 +9,6 @@ const RUN_TIMEOUT_MS = 180_000;
 
 type Report = { url: string; database: string; dataDirectory: string; port: number };
 type Run = { code: number; stderr: string; report: Report | null };
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr as Deno.NetAddr;
-  listener.close();
-  return port;
-}
 
 async function accepts(port: number): Promise<boolean> {
   try {
