@@ -1,4 +1,4 @@
-/** The real service as a child process (`main.ts`), for the crash and scale-out tests. */
+/** The real service as a child process (`main.ts`), for the tests of the whole process: start-up, crash, scale-out. */
 import { signToken } from "../domain/platform/tokens.ts";
 import { freePort } from "./free_port.ts";
 import { TEST_JWT_SECRET } from "./helpers.ts";
