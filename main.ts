@@ -11,10 +11,44 @@ import { startWorker, stopWorker, type Worker } from "./domain/platform/worker.t
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
+/** A start that cannot go on for a reason the operator can fix: said in one line, exit 1, no stack trace. */
+export class StartupError extends Error {}
+
+type Handler = (req: Request, info: Deno.ServeHandlerInfo<Deno.NetAddr>) => Response | Promise<Response>;
+
+const starting: Handler = () =>
+  new Response(JSON.stringify({ status: "starting" }), {
+    status: 503,
+    headers: { "content-type": "application/json" },
+  });
+
+/**
+ * Takes the port before anything else starts, so a port in use stops the start before the database, the
+ * migrations or the worker are touched. Until the app is ready every request answers 503.
+ */
+function bind(config: Config) {
+  let handler: Handler = starting;
+  try {
+    const server = Deno.serve(
+      { port: config.port, hostname: config.host, onListen: () => {} },
+      (req, info) => handler(req, info),
+    );
+    return { server, ready: (app: Handler) => handler = app };
+  } catch (err) {
+    if (err instanceof Deno.errors.AddrInUse) {
+      throw new StartupError(
+        `port ${config.port} on ${config.host} is already in use: stop what listens there or set PORT`,
+      );
+    }
+    throw err;
+  }
+}
+
 /** Migrates, starts the worker and serves; resolves with a `stop` that shuts everything down in order. */
 export async function start(config: Config) {
   setLogLevel(config.logLevel);
   if (config.jwtSecretIsDefault) log.warn("JWT_SECRET is not set: using the development secret");
+  const { server, ready } = bind(config);
 
   let embedded: EmbeddedPostgres | null = null;
   let url = config.databaseUrl;
@@ -37,11 +71,8 @@ export async function start(config: Config) {
   }
 
   const app = createApp(deps);
-  const server = Deno.serve({
-    port: config.port,
-    hostname: config.host,
-    onListen: ({ hostname, port }) => log.info("listening", { host: hostname, port, worker: config.worker }),
-  }, app.fetch);
+  ready(app.fetch);
+  log.info("listening", { host: server.addr.hostname, port: server.addr.port, worker: config.worker });
 
   const stop = async () => {
     const deadline = new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS));
@@ -59,8 +90,19 @@ export async function start(config: Config) {
   return { server, stop, sql, app };
 }
 
+async function startOrExit(config: Config) {
+  try {
+    return await start(config);
+  } catch (err) {
+    if (!(err instanceof StartupError)) throw err;
+    log.error("cannot start", { reason: err.message });
+    flushLogs();
+    Deno.exit(1);
+  }
+}
+
 if (import.meta.main) {
-  const service = await start(loadConfig());
+  const service = await startOrExit(loadConfig());
   let stopping = false;
   const onSignal = async (signal: string) => {
     if (stopping) return;

@@ -9,43 +9,17 @@ import type { Deps } from "../domain/platform/deps.ts";
 import { setLogLevel } from "../domain/platform/log.ts";
 import { migrate } from "../domain/platform/migrate.ts";
 import { startWorker, stopWorker, type Worker } from "../domain/platform/worker.ts";
-import postgres from "postgres";
+import { dropDatabase, perTestDatabaseUrl, testDatabaseUrl } from "./databases.ts";
 
 export const TEST_JWT_SECRET = "test-secret";
 
-/** The Postgres server and base database name the suite runs against (README, Two commands). */
-export function testDatabaseUrl(suffix?: string): string {
-  const base = loadConfig({
-    DATABASE_URL: Deno.env.get("TEST_DATABASE_URL") ?? "postgres://127.0.0.1:5432/payments_test",
-    USER: Deno.env.get("USER"),
-  }).databaseUrl;
-  if (!suffix) return base;
-  const url = new URL(base);
-  url.pathname = `${url.pathname}_${suffix}`;
-  return url.toString();
-}
-
-/** Unique to this test process, so two runs on one server never drop each other's databases. */
-const RUN_ID = crypto.randomUUID().slice(0, 8);
+export { dropDatabase, testDatabaseUrl };
 
 /** Creates a database of its own for one test, so files run in parallel without sharing state. */
 export async function freshDatabase(name: string): Promise<string> {
-  const url = testDatabaseUrl(`${name}_${RUN_ID}`);
+  const url = perTestDatabaseUrl(name);
   await ensureDatabase(url);
   return url;
-}
-
-/** Drops a database made by `freshDatabase` (its connections are closed by then, or forced out). */
-export async function dropDatabase(url: string): Promise<void> {
-  const admin = new URL(url);
-  const dbName = decodeURIComponent(admin.pathname.slice(1));
-  admin.pathname = "/postgres";
-  const sql = postgres(admin.toString(), { max: 1, onnotice: () => {} });
-  try {
-    await sql`drop database if exists ${sql(dbName)} with (force)`;
-  } finally {
-    await sql.end();
-  }
 }
 
 export type TestContext = {

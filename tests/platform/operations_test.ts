@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { emitEvent } from "../domain/webhooks/events.ts";
-import { eventually, newCompany, setup } from "./helpers.ts";
-import { startReceiver } from "./webhook_receiver.ts";
+import { emitEvent } from "../../domain/webhooks/events.ts";
+import { eventually, newCompany, setup } from "../helpers.ts";
+import { startReceiver } from "../webhook_receiver.ts";
 
 Deno.test("operations: readiness, metrics, OpenAPI document and docs page", async (t) => {
   const ctx = await setup("operations");

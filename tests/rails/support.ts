@@ -1,6 +1,6 @@
-/** Shared by the rails_*_test.ts files: subjects, accounts and a look at the events a receiver would get. */
+/** Shared by the rails tests: subjects, accounts and a look at the events a receiver would get. */
 import assert from "node:assert/strict";
-import type { Company, TestContext } from "./helpers.ts";
+import type { Company, TestContext } from "../helpers.ts";
 
 /** A valid CPF built from random digits (two check digits, mod 11), so every call gives a new person. */
 export function randomCpf(): string {

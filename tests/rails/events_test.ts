@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { newCompany, setup } from "./helpers.ts";
+import { newCompany, setup } from "../helpers.ts";
 import {
   assertCreated,
   eventsOf,
@@ -9,7 +9,7 @@ import {
   registerBrlAccount,
   registerPerson,
   typesSince,
-} from "./rails_support.ts";
+} from "./support.ts";
 
 /**
  * Every event type (docs/sandbox.md), produced through the sandbox the way an integrator would exercise a
@@ -335,7 +335,7 @@ Deno.test("each sandbox call emits its events with exactly the interface's data 
     });
 
     await t.step("all 17 event types were produced", async () => {
-      const { EVENT_TYPES } = await import("../domain/webhooks/events.ts");
+      const { EVENT_TYPES } = await import("../../domain/webhooks/events.ts");
       // identified and the subscription ones were checked with `only` or by position; count what exists
       const types = new Set((await eventsOf(ctx, company)).map((e) => e.type));
       assert.deepEqual([...EVENT_TYPES].filter((type) => !types.has(type)), []);

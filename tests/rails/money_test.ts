@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { fromCents, toCents } from "../domain/platform/money.ts";
-import { newCompany, setup } from "./helpers.ts";
-import { assertCreated, registerPerson } from "./rails_support.ts";
+import { fromCents, toCents } from "../../domain/platform/money.ts";
+import { newCompany, setup } from "../helpers.ts";
+import { assertCreated, registerPerson } from "./support.ts";
 
 /** Money is exact decimal text end to end: no float ever rounds a cent away. */
 Deno.test("transaction values are exact decimals", async (t) => {

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { emitEvent } from "../domain/webhooks/events.ts";
-import { taskList } from "../jobs/index.ts";
-import { startWorker, stopWorker } from "../domain/platform/worker.ts";
-import { type Company, eventually, newCompany, setup } from "./helpers.ts";
-import { type Arrival, sleep, startReceiver } from "./webhook_receiver.ts";
+import { emitEvent } from "../../domain/webhooks/events.ts";
+import { taskList } from "../../jobs/index.ts";
+import { startWorker, stopWorker } from "../../domain/platform/worker.ts";
+import { type Company, eventually, newCompany, setup } from "../helpers.ts";
+import { type Arrival, sleep, startReceiver } from "../webhook_receiver.ts";
 
 const ENDPOINTS = "/api/v2/notifications/endpoints";
 const EVENTS = "/api/v2/notifications/events";

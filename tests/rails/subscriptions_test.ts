@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { newCompany, setup } from "./helpers.ts";
-import { assertCreated, eventsOf, lastEventId, registerPerson, typesSince } from "./rails_support.ts";
+import { newCompany, setup } from "../helpers.ts";
+import { assertCreated, eventsOf, lastEventId, registerPerson, typesSince } from "./support.ts";
 
 Deno.test("subscriptions: pending, active, completed; cancelled by the merchant or by the payer", async (t) => {
   const ctx = await setup("rails_subscriptions");

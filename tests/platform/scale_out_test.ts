@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { connect } from "../domain/platform/db.ts";
-import { setLogLevel } from "../domain/platform/log.ts";
-import { dropDatabase, eventually, freshDatabase } from "./helpers.ts";
-import { httpCompany, type ServiceProcess, startService } from "./service_process.ts";
-import { sleep, startReceiver } from "./webhook_receiver.ts";
+import { connect } from "../../domain/platform/db.ts";
+import { setLogLevel } from "../../domain/platform/log.ts";
+import { dropDatabase, eventually, freshDatabase } from "../helpers.ts";
+import { httpCompany, type ServiceProcess, startService } from "../service_process.ts";
+import { sleep, startReceiver } from "../webhook_receiver.ts";
 
 const PAYMENTS = 30;
 

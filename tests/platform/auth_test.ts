@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { sign } from "hono/jwt";
-import { newCompany, setup, TEST_JWT_SECRET } from "./helpers.ts";
+import { newCompany, setup, TEST_JWT_SECRET } from "../helpers.ts";
 
 const UNAUTHORIZED = { errors: { detail: "Unauthorized" } };
 const b64url = (obj: unknown) => btoa(JSON.stringify(obj)).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");

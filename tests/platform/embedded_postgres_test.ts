@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { EMBEDDED_PORT } from "../domain/platform/embedded_pg.ts";
-import { setLogLevel } from "../domain/platform/log.ts";
-import { httpCompany, startService } from "./service_process.ts";
+import { EMBEDDED_PORT } from "../../domain/platform/embedded_pg.ts";
+import { setLogLevel } from "../../domain/platform/log.ts";
+import { httpCompany, startService } from "../service_process.ts";
 
 async function accepts(port: number): Promise<boolean> {
   try {

@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
-import { emitEvent } from "../domain/webhooks/events.ts";
-import { connect } from "../domain/platform/db.ts";
-import { setLogLevel } from "../domain/platform/log.ts";
-import { verifySignature } from "../domain/webhooks/signature.ts";
-import { dropDatabase, eventually, freshDatabase } from "./helpers.ts";
-import { httpCompany, startService } from "./service_process.ts";
-import { sleep, startReceiver } from "./webhook_receiver.ts";
+import { emitEvent } from "../../domain/webhooks/events.ts";
+import { connect } from "../../domain/platform/db.ts";
+import { setLogLevel } from "../../domain/platform/log.ts";
+import { verifySignature } from "../../domain/webhooks/signature.ts";
+import { dropDatabase, eventually, freshDatabase } from "../helpers.ts";
+import { httpCompany, startService } from "../service_process.ts";
+import { sleep, startReceiver } from "../webhook_receiver.ts";
 
 const EVENTS = 1_000;
 

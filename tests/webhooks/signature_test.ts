@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
-import { renderBody } from "../domain/webhooks/body.ts";
-import { assertPublicDestination, isPrivateAddress } from "../domain/webhooks/url_guard.ts";
-import { parseSignatureHeader, signPayload, verifySignature } from "../domain/webhooks/signature.ts";
-import { sendWebhook } from "../domain/webhooks/sender.ts";
-import { startReceiver } from "./webhook_receiver.ts";
+import { renderBody } from "../../domain/webhooks/body.ts";
+import { assertPublicDestination, isPrivateAddress } from "../../domain/webhooks/url_guard.ts";
+import { parseSignatureHeader, signPayload, verifySignature } from "../../domain/webhooks/signature.ts";
+import { sendWebhook } from "../../domain/webhooks/sender.ts";
+import { startReceiver } from "../webhook_receiver.ts";
 
 const SECRET = "a".repeat(64);
 const OLD = "b".repeat(64);

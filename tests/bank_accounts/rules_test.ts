@@ -1,0 +1,368 @@
+/** The bank account rules on their own (no database): what each country requires and how it is stored. */
+import assert from "node:assert/strict";
+import {
+  type BankAccountInput,
+  type BankAccountScope,
+  isValidAba,
+  isValidClabe,
+  isValidNit,
+  nitCheckDigit,
+  type NormalizedBankAccount,
+  validateBankAccountInput,
+} from "../../domain/bank_accounts/rules.ts";
+import { ApiError, type FieldErrors } from "../../domain/platform/errors.ts";
+import * as check from "../check_digits.ts";
+
+type Outcome = { ok: NormalizedBankAccount } | { status: number; errors: FieldErrors };
+
+function validate(input: BankAccountInput, scope: BankAccountScope = "subject"): Outcome {
+  try {
+    return { ok: validateBankAccountInput(input, { scope }) };
+  } catch (err) {
+    if (!(err instanceof ApiError)) throw err;
+    return { status: err.status, errors: err.errors as FieldErrors };
+  }
+}
+
+function accepted(input: BankAccountInput, scope?: BankAccountScope): NormalizedBankAccount {
+  const outcome = validate(input, scope);
+  assert.ok("ok" in outcome, `refused: ${JSON.stringify(outcome)}`);
+  return outcome.ok;
+}
+
+function refused(input: BankAccountInput, scope?: BankAccountScope): { status: number; errors: FieldErrors } {
+  const outcome = validate(input, scope);
+  assert.ok(!("ok" in outcome), `accepted: ${JSON.stringify(input)}`);
+  return outcome;
+}
+
+const CPF = check.cpf("529982247");
+const CNPJ = check.cnpj("112223330001");
+
+const brazil = (o: BankAccountInput = {}): BankAccountInput => ({
+  currency: "BRL",
+  owner_name: "Ana Souza",
+  account_number: "12345-6",
+  branch_number: "0001",
+  bank: { code: "001", ispb: "00000000", name: "Banco do Brasil" },
+  ...o,
+});
+
+const CLABE = check.clabe("00218001234567890");
+const mexico = (o: BankAccountInput = {}): BankAccountInput => ({
+  currency: "MXN",
+  account_number: CLABE,
+  account_type: "conta-corrente",
+  bank: { code: "002", name: "Banamex" },
+  ...o,
+});
+
+const colombia = (o: BankAccountInput = {}): BankAccountInput => ({
+  currency: "COP",
+  account_number: "123-456789-01",
+  branch_number: "0012",
+  owner_name: "Carlos Pérez",
+  bank: { code: "1007", name: "Bancolombia" },
+  ...o,
+});
+
+const international = (o: BankAccountInput = {}): BankAccountInput => ({
+  currency: "USD",
+  account_number: "000123456789",
+  owner_name: "Acme Ltda",
+  owner_document_number: "12-3456789",
+  bank: { name: "Deutsche Bank", swift: "DEUTDEFF" },
+  ...o,
+});
+
+Deno.test("the currency decides whose rules apply and who may register the account", () => {
+  assert.equal(accepted(brazil()).country, "BRA");
+  assert.equal(accepted(mexico({ currency: "mxn" })).currency, "MXN");
+  assert.equal(accepted(colombia()).country, "COL");
+  assert.equal(accepted(international(), "international").country, "INT");
+  assert.equal(accepted(international({ currency: "EUR" }), "any").country, "INT");
+
+  assert.deepEqual(refused(international(), "subject"), {
+    status: 422,
+    errors: { currency: ["must be one of: BRL, MXN, COP"] },
+  });
+  assert.deepEqual(refused(brazil(), "international").errors.currency, ["must be one of: USD, EUR"]);
+  assert.deepEqual(refused({ ...brazil(), currency: "ARS" }, "any").errors.currency, [
+    "must be one of: BRL, MXN, COP, USD, EUR",
+  ]);
+  assert.deepEqual(refused({ ...brazil(), currency: "" }), { status: 400, errors: { currency: ["can't be blank"] } });
+});
+
+Deno.test("Brazil: full bank details or PIX alone", async (t) => {
+  await t.step("full details are stored with the owner's document typed from its length", () => {
+    const cpfOwner = accepted(
+      brazil({ owner_document_number: `${CPF.slice(0, 3)}.${CPF.slice(3, 6)}.${CPF.slice(6)}` }),
+    );
+    assert.deepEqual([cpfOwner.owner_document_number, cpfOwner.owner_document_type], [CPF, "cpf"]);
+    const cnpjOwner = accepted(brazil({ owner_document_number: CNPJ }));
+    assert.deepEqual([cnpjOwner.owner_document_number, cnpjOwner.owner_document_type], [CNPJ, "cnpj"]);
+    assert.deepEqual(accepted(brazil()).bank, {
+      country: "BRA",
+      code: "001",
+      ispb: "00000000",
+      swift: null,
+      name: "Banco do Brasil",
+    });
+  });
+
+  await t.step("an owner document with a wrong check digit, or of a type Brazil does not use, is refused", () => {
+    assert.deepEqual(refused(brazil({ owner_document_number: check.wrongLastDigit(CPF) })).errors, {
+      owner_document_number: ["is invalid"],
+    });
+    assert.deepEqual(refused(brazil({ owner_document_number: check.wrongLastDigit(CNPJ) })).errors, {
+      owner_document_number: ["is invalid"],
+    });
+    assert.deepEqual(refused(brazil({ owner_document_type: "curp", owner_document_number: CPF })).errors, {
+      owner_document_type: ["must be one of: cpf, cnpj"],
+    });
+  });
+
+  await t.step("bank code three digits, ISPB eight digits", () => {
+    const bad = refused(brazil({ bank: { code: "0001", ispb: "1234567", name: "X" } }));
+    assert.deepEqual(bad, {
+      status: 422,
+      errors: {
+        bank: {
+          code: ["has invalid format, expected three digits"],
+          ispb: ["has invalid format, expected eight digits"],
+        },
+      },
+    });
+  });
+
+  await t.step("any part of the details given makes all of them required (400)", () => {
+    const partial = refused({ currency: "BRL", owner_name: "Ana", account_number: "123" });
+    assert.equal(partial.status, 400);
+    assert.deepEqual(partial.errors, { branch_number: ["can't be blank"], bank: ["can't be blank"] });
+    const noIspb = refused(brazil({ bank: { code: "001", name: "Banco do Brasil" } }));
+    assert.deepEqual(noIspb, { status: 400, errors: { bank: { ispb: ["can't be blank"] } } });
+  });
+
+  await t.step("neither details nor PIX is a 400 naming pix_info", () => {
+    const none = refused({ currency: "BRL", owner_name: "Ana" });
+    assert.equal(none.status, 400);
+    assert.deepEqual(none.errors.pix_info, ["can't be blank"]);
+  });
+
+  await t.step("PIX keys: CPF and CNPJ with check digits, email, +phone, EVP uuid; stored normalised", () => {
+    const pix = (type: string, key: string) => ({ currency: "BRL", owner_name: "Ana", pix_info: { type, key } });
+    const stored = (type: string, key: string) => {
+      const a = accepted(pix(type, key));
+      return [a.pix_type, a.pix_key];
+    };
+    assert.deepEqual(stored("cpf", `${CPF.slice(0, 9)}-${CPF.slice(9)}`), ["CPF", CPF]);
+    assert.deepEqual(stored("CNPJ", CNPJ), ["CNPJ", CNPJ]);
+    assert.deepEqual(stored("EMAIL", "ana@example.com"), ["EMAIL", "ana@example.com"]);
+    assert.deepEqual(stored("PHONE", "+5511987654321"), ["PHONE", "+5511987654321"]);
+    const evp = crypto.randomUUID();
+    assert.deepEqual(stored("EVP", evp.toUpperCase()), ["EVP", evp]);
+
+    for (
+      const [type, key] of [
+        ["CPF", check.wrongLastDigit(CPF)],
+        ["CNPJ", check.wrongLastDigit(CNPJ)],
+        ["EMAIL", "not-an-address"],
+        ["EVP", "1234"],
+      ]
+    ) assert.deepEqual(refused(pix(type, key)), { status: 422, errors: { pix_info: { key: ["is invalid"] } } }, key);
+    assert.deepEqual(refused(pix("PHONE", "5511987654321")).errors, {
+      pix_info: { key: ["has invalid format, expected + followed by 12 or 13 digits (country code included)"] },
+    });
+    assert.deepEqual(refused(pix("BOLETO", "x")).errors, {
+      pix_info: { type: ["must be one of: CPF, CNPJ, EMAIL, PHONE, EVP"] },
+    });
+    assert.deepEqual(refused({ currency: "BRL", owner_name: "Ana", pix_info: { type: "CPF" } }), {
+      status: 400,
+      errors: { pix_info: { key: ["can't be blank"] } },
+    });
+  });
+
+  await t.step("account types: only conta-corrente and poupanca, any case", () => {
+    assert.equal(accepted(brazil({ account_type: "Poupanca" })).account_type, "poupanca");
+    assert.deepEqual(refused(brazil({ account_type: "salary" })).errors, {
+      account_type: ["must be one of: conta-corrente, poupanca"],
+    });
+  });
+});
+
+Deno.test("Mexico: an 18-digit CLABE with its Banxico control digit", async (t) => {
+  await t.step("the control digit is Banxico's 3-7-1 weighted sum", () => {
+    for (const first17 of ["00218001234567890", "01418000000000000", "12345678901234567", "99999999999999999"]) {
+      const c = check.clabe(first17);
+      assert.equal(isValidClabe(c), true, c);
+      for (let d = 0; d <= 9; d++) {
+        if (String(d) !== c[17]) assert.equal(isValidClabe(first17 + d), false, first17 + d);
+      }
+    }
+  });
+
+  await t.step("a valid CLABE is stored with its bank; a wrong digit or length is refused", () => {
+    const a = accepted(mexico());
+    assert.deepEqual([a.account_number, a.bank?.code, a.bank?.country], [CLABE, "002", "MEX"]);
+    assert.deepEqual(refused(mexico({ account_number: check.wrongLastDigit(CLABE) })).errors, {
+      account_number: ["is invalid"],
+    });
+    assert.deepEqual(refused(mexico({ account_number: CLABE.slice(1) })).errors, {
+      account_number: ["has invalid format, expected 18 digits (CLABE)"],
+    });
+  });
+
+  await t.step("a 3-digit bank code must be the CLABE's first three digits; 4 digits are not compared", () => {
+    assert.deepEqual(refused(mexico({ bank: { code: "012", name: "BBVA" } })).errors, {
+      bank: { code: ["does not match account_number"] },
+    });
+    assert.equal(accepted(mexico({ bank: { code: "4002", name: "Banamex" } })).bank?.code, "4002");
+    assert.deepEqual(refused(mexico({ bank: { code: "20", name: "X" } })).errors, {
+      bank: { code: ["has invalid format, expected three or four digits"] },
+    });
+  });
+
+  await t.step("account_type is required", () => {
+    assert.deepEqual(refused(mexico({ account_type: null })), {
+      status: 400,
+      errors: { account_type: ["can't be blank"] },
+    });
+  });
+
+  await t.step("the owner's CURP (check digit) or RFC, typed from its length", () => {
+    const curp = check.curp("GOMA900101HDFRRN0");
+    const byCurp = accepted(mexico({ owner_document_number: curp.toLowerCase() }));
+    assert.deepEqual([byCurp.owner_document_number, byCurp.owner_document_type], [curp, "curp"]);
+    assert.deepEqual(refused(mexico({ owner_document_number: check.wrongLastDigit(curp) })).errors, {
+      owner_document_number: ["is invalid"],
+    });
+    assert.equal(accepted(mexico({ owner_document_number: "GOMA900101AB1" })).owner_document_type, "rfc");
+    assert.equal(accepted(mexico({ owner_document_number: "ABC900101AB1" })).owner_document_type, "rfc", "company");
+    assert.deepEqual(refused(mexico({ owner_document_type: "rfc", owner_document_number: "GOMA901301AB1" })).errors, {
+      owner_document_number: ["is invalid"],
+    });
+  });
+});
+
+Deno.test("Colombia: labels for account types, cc or NIT owners", async (t) => {
+  await t.step("the four labels map whatever their case and spacing", () => {
+    const labels: [string, string][] = [
+      ["Conta Corriente", "conta-corrente"],
+      ["cuenta  de AHORROS", "poupanca"],
+      ["Cuentas Nomina", "salary"],
+      ["CUENTAS PENSIONALES", "payment"],
+      ["poupanca", "poupanca"],
+    ];
+    for (const [label, stored] of labels) {
+      assert.equal(accepted(colombia({ account_type: label })).account_type, stored, label);
+    }
+    assert.deepEqual(refused(colombia({ account_type: "Cuenta Corriente" })).errors, {
+      account_type: [
+        "must be one of: conta-corrente, poupanca, salary, payment, Conta Corriente, Cuenta de Ahorros, " +
+        "Cuentas Nomina, Cuentas pensionales",
+      ],
+    });
+  });
+
+  await t.step("NIT: DIAN's check digit, verified when the 10th digit is given", () => {
+    for (const base of ["900123456", "800197268", "860034313", "890903938", "830000001"]) {
+      const full = check.nit(base);
+      assert.equal(nitCheckDigit(base), Number(full[9]), base);
+      assert.equal(isValidNit(full), true, full);
+      assert.equal(isValidNit(check.wrongLastDigit(full)), false, full);
+      assert.equal(isValidNit(base), true, "nine digits alone");
+    }
+    const nit = check.nit("900123456");
+    const a = accepted(colombia({ owner_document_type: "NIT", owner_document_number: `${nit.slice(0, 9)}-${nit[9]}` }));
+    assert.deepEqual([a.owner_document_type, a.owner_document_number], ["nit", nit]);
+    assert.deepEqual(
+      refused(colombia({ owner_document_type: "nit", owner_document_number: check.wrongLastDigit(nit) })).errors,
+      { owner_document_number: ["is invalid"] },
+    );
+  });
+
+  await t.step("cc is 6 to 10 digits; other document types are refused", () => {
+    assert.equal(
+      accepted(colombia({ owner_document_type: "cc", owner_document_number: "1.234.567" })).owner_document_number,
+      "1234567",
+    );
+    assert.deepEqual(refused(colombia({ owner_document_type: "cc", owner_document_number: "12345" })).errors, {
+      owner_document_number: ["is invalid"],
+    });
+    assert.deepEqual(refused(colombia({ owner_document_type: "cpf", owner_document_number: CPF })).errors, {
+      owner_document_type: ["must be one of: cc, nit"],
+    });
+  });
+
+  await t.step("account, branch, owner and bank are required", () => {
+    const none = refused({ currency: "COP" });
+    assert.equal(none.status, 400);
+    assert.deepEqual(Object.keys(none.errors).sort(), ["account_number", "bank", "branch_number", "owner_name"]);
+  });
+});
+
+Deno.test("international (USD, EUR): BIC, IBAN and ABA routing number checked", async (t) => {
+  await t.step("the BIC gives the bank's country, stored alpha-3", () => {
+    const a = accepted(international({ bank: { name: "Deutsche Bank", swift: "deut de ff 500" } }), "international");
+    assert.deepEqual(a.bank, { country: "DEU", code: null, ispb: null, swift: "DEUTDEFF500", name: "Deutsche Bank" });
+    assert.equal(accepted(international({ bank: { name: "BofA", swift: "BOFAUS3N" } }), "any").bank?.country, "USA");
+    for (const swift of ["DEUTZZFF", "DEUTDEF", "DEUTDEFF5", "1EUTDEFF"]) {
+      assert.deepEqual(refused(international({ bank: { name: "X", swift } }), "international").errors, {
+        bank: { swift: ["is invalid"] },
+      }, swift);
+    }
+  });
+
+  await t.step("an IBAN with ISO 13616 check digits is stored in electronic form", () => {
+    for (
+      const [country, bban] of [["DE", "370400440532013000"], ["GB", "NWBK60161331926819"], [
+        "FR",
+        "20041010050500013M02606",
+      ]]
+    ) {
+      const iban = check.iban(country, bban);
+      const printed = iban.toLowerCase().replace(/(.{4})/g, "$1 ").trim();
+      assert.equal(accepted(international({ iban: printed }), "international").iban, iban);
+      const wrong = `${iban.slice(0, 2)}${String((Number(iban.slice(2, 4)) + 1) % 100).padStart(2, "0")}${bban}`;
+      assert.deepEqual(refused(international({ iban: wrong }), "international").errors, { iban: ["is invalid"] });
+    }
+  });
+
+  await t.step("routing_number and aba: 9 digits with the ABA checksum", () => {
+    for (const first8 of ["02100002", "12100035", "01100001", "32227162"]) {
+      const routing = check.aba(first8);
+      assert.equal(isValidAba(routing), true, routing);
+      assert.equal(isValidAba(check.wrongLastDigit(routing)), false, routing);
+      const a = accepted(international({ routing_number: routing, aba: routing }), "international");
+      assert.deepEqual([a.routing_number, a.aba], [routing, routing]);
+    }
+    assert.deepEqual(refused(international({ routing_number: "12345678" }), "international").errors, {
+      routing_number: ["is invalid"],
+    });
+  });
+
+  await t.step("account number, owner name, owner document and bank are required", () => {
+    const none = refused({ currency: "USD" }, "international");
+    assert.equal(none.status, 400);
+    assert.deepEqual(Object.keys(none.errors).sort(), [
+      "account_number",
+      "bank",
+      "owner_document_number",
+      "owner_name",
+    ]);
+  });
+});
+
+Deno.test("branch_country: alpha-2 or alpha-3 in, alpha-3 stored; anything else refused", () => {
+  assert.equal(accepted(brazil({ branch_country: "br" })).branch_country, "BRA");
+  assert.equal(accepted(colombia({ branch_country: "COL" })).branch_country, "COL");
+  assert.deepEqual(refused(brazil({ branch_country: "XX" })).errors, { branch_country: ["is invalid"] });
+});
+
+Deno.test("every problem of an account is reported at once; missing ones make it a 400", () => {
+  const both = refused(mexico({ account_number: check.wrongLastDigit(CLABE), account_type: null }));
+  assert.deepEqual(both, {
+    status: 400,
+    errors: { account_number: ["is invalid"], account_type: ["can't be blank"] },
+  });
+});

@@ -1,0 +1,100 @@
+/**
+ * What each benchmark figure means and, where the project set one, its target. Each figure prints as its
+ * machine-readable line (`name value`, as scripts read it) followed by an indented line for people.
+ */
+
+export type Figures = Record<string, number | string>;
+
+type Description = { meaning: string; target?: { text: string; met: (value: number) => boolean } };
+
+const atLeast = (min: number, unit = "") => ({ text: `>= ${min}${unit}`, met: (v: number) => v >= min });
+const below = (max: number, unit = "") => ({ text: `< ${max}${unit}`, met: (v: number) => v < max });
+
+const DESCRIPTIONS: Record<string, Description> = {
+  http_load_tool: { meaning: "what generated the HTTP load (wrk when installed, else a fetch loop in Deno)" },
+  http_healthz_rps: { meaning: "GET /healthz requests/s: the ceiling of the HTTP stack with no database work" },
+  http_healthz_p99_ms: { meaning: "99th percentile latency of GET /healthz (ms)" },
+  http_post_person_rps: { meaning: "POST /api/v1/subject/people requests/s, a new person each time" },
+  http_post_person_vs_healthz_pct: {
+    meaning: "POST person requests/s as a share of /healthz (%)",
+    target: atLeast(30, "%"),
+  },
+  http_post_person_p99_ms: { meaning: "99th percentile latency of POST person (ms)", target: below(25, " ms") },
+  http_post_person_errors: { meaning: "POST person answers that were not 2xx, plus socket errors" },
+  http_get_person_rps: { meaning: "GET /api/v1/subject/people/:id requests/s for one existing person" },
+  http_get_person_vs_healthz_pct: {
+    meaning: "GET person requests/s as a share of /healthz (%)",
+    target: atLeast(50, "%"),
+  },
+  http_get_person_p99_ms: { meaning: "99th percentile latency of GET person (ms)", target: below(25, " ms") },
+  http_get_person_errors: { meaning: "GET person answers that were not 2xx, plus socket errors" },
+
+  events_per_run: { meaning: "events (or no-op jobs) each webhook phase pushes through" },
+  worker_concurrency: { meaning: "jobs graphile-worker runs at once in this process" },
+  noop_jobs_per_s: {
+    meaning: "ceiling: no-op jobs/s the worker drains from a full queue (the queue's own cost, no delivery)",
+  },
+  emit_events_per_s: {
+    meaning: "events/s producers commit with the worker stopped, each with its delivery record and job",
+  },
+  backlog_deliveries_per_s: { meaning: "deliveries/s the receiver gets when the worker starts on a full queue" },
+  backlog_vs_noop_pct: {
+    meaning: "backlog deliveries/s as a share of the no-op ceiling (%)",
+    target: atLeast(50, "%"),
+  },
+  backlog_jobs_all_done_s: { meaning: "seconds until the last delivery job of the backlog completed" },
+  live_deliveries_per_s: { meaning: "deliveries/s while 8 producers emit events at the same time" },
+  live_noop_jobs_per_s: {
+    meaning: "live ceiling: no-op jobs/s with 8 producers adding one per transaction while the worker runs",
+  },
+  live_vs_live_noop_pct: {
+    meaning: "live deliveries/s as a share of the live no-op ceiling (%)",
+    target: atLeast(40, "%"),
+  },
+  live_latency_p50_ms: { meaning: "median time from commit to receipt during the live phase, at full load (ms)" },
+  live_latency_p99_ms: { meaning: "99th percentile time from commit to receipt during the live phase (ms)" },
+  steady_rate_per_s: { meaning: "events/s emitted in the steady phase, one per transaction" },
+  steady_latency_p50_ms: { meaning: "median time from commit to receipt at the steady rate (ms)" },
+  steady_latency_p99_ms: {
+    meaning: "99th percentile time from commit to receipt at the steady rate (ms)",
+    target: below(250, " ms"),
+  },
+  deliveries_not_succeeded: {
+    meaning: "delivery records not succeeded when the run ended",
+    target: { text: "0", met: (v) => v === 0 },
+  },
+  peak_rss_mb: {
+    meaning: "peak resident memory of the process running worker, producers and receiver (MB)",
+    target: below(512, " MB"),
+  },
+};
+
+export type Verdict = { name: string; value: number | string; target: string; met: boolean };
+
+/** The figures that have a target, each with whether it was met (a figure that is not a number is not met). */
+export function verdicts(figures: Figures): Verdict[] {
+  return Object.entries(figures).flatMap(([name, value]) => {
+    const target = DESCRIPTIONS[name]?.target;
+    if (!target) return [];
+    return [{ name, value, target: target.text, met: typeof value === "number" && target.met(value) }];
+  });
+}
+
+/** The lines to print for `figures`: per figure the machine-readable line, then its meaning and target. */
+export function describe(figures: Figures): string[] {
+  const results = new Map(verdicts(figures).map((v) => [v.name, v]));
+  return Object.entries(figures).flatMap(([name, value]) => {
+    const verdict = results.get(name);
+    const meaning = DESCRIPTIONS[name]?.meaning ?? "(no description)";
+    const target = verdict ? `; target ${verdict.target}: ${verdict.met ? "met" : "NOT MET"}` : "";
+    return [`${name.padEnd(32)} ${value}`, `    ${meaning}${target}`];
+  });
+}
+
+/** One closing line: how many targets were met, naming the missed ones. */
+export function summary(figures: Figures): string {
+  const all = verdicts(figures);
+  const missed = all.filter((v) => !v.met);
+  const names = missed.map((v) => `${v.name} ${v.value} (target ${v.target})`).join(", ");
+  return `targets met: ${all.length - missed.length} of ${all.length}${missed.length ? `; missed: ${names}` : ""}`;
+}

@@ -1,0 +1,72 @@
+/**
+ * Check digits written from each published algorithm, apart from the code under test, so the unit tests compute
+ * their expected values instead of copying them from the code's output.
+ */
+
+const digits = (s: string) => [...s].map(Number);
+
+/** Brazil's CPF (Receita Federal): two mod-11 digits, weights 10..2 then 11..2; a remainder under 2 gives 0. */
+export function cpf(base9: string): string {
+  const d = digits(base9);
+  for (const len of [9, 10]) {
+    const sum = d.slice(0, len).reduce((s, v, i) => s + v * (len + 1 - i), 0);
+    const r = sum % 11;
+    d.push(r < 2 ? 0 : 11 - r);
+  }
+  return d.join("");
+}
+
+/** Brazil's CNPJ: two mod-11 digits, weights 5,4,3,2,9..2 then 6,5,4,3,2,9..2; a remainder under 2 gives 0. */
+export function cnpj(base12: string): string {
+  const d = digits(base12);
+  for (const len of [12, 13]) {
+    const weights = len === 12 ? [5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2] : [6, 5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2];
+    const r = d.slice(0, len).reduce((s, v, i) => s + v * weights[i], 0) % 11;
+    d.push(r < 2 ? 0 : 11 - r);
+  }
+  return d.join("");
+}
+
+/**
+ * Mexico's CURP (RENAPO): each of the first 17 characters takes its value in "0-9 A-N Ñ O-Z" (0..36) times a
+ * weight from 18 down to 2; the digit is 10 minus the sum mod 10, and 0 for 10.
+ */
+export function curp(first17: string): string {
+  const table = "0123456789ABCDEFGHIJKLMNÑOPQRSTUVWXYZ";
+  const sum = [...first17].reduce((s, c, i) => s + table.indexOf(c) * (18 - i), 0);
+  return first17 + String((10 - (sum % 10)) % 10);
+}
+
+/** Mexico's CLABE (Banxico): weights 3, 7, 1 repeating, each product mod 10; the digit is 10 minus the sum mod 10. */
+export function clabe(first17: string): string {
+  const sum = digits(first17).reduce((s, v, i) => s + ((v * [3, 7, 1][i % 3]) % 10), 0);
+  return first17 + String((10 - (sum % 10)) % 10);
+}
+
+/** Colombia's NIT (DIAN): prime weights 3, 7, 13, ... from the rightmost digit; r = sum mod 11, digit r<2 ? r : 11-r. */
+export function nit(base: string): string {
+  const weights = [3, 7, 13, 17, 19, 23, 29, 37, 41, 43, 47, 53, 59, 67, 71];
+  const sum = digits(base).reverse().reduce((s, v, i) => s + v * weights[i], 0);
+  const r = sum % 11;
+  return base + String(r < 2 ? r : 11 - r);
+}
+
+/** US ABA routing number: 3·(d1+d4+d7) + 7·(d2+d5+d8) + (d3+d6+d9) is a multiple of 10; the last digit makes it so. */
+export function aba(first8: string): string {
+  const d = digits(first8);
+  const partial = 3 * (d[0] + d[3] + d[6]) + 7 * (d[1] + d[4] + d[7]) + (d[2] + d[5]);
+  return first8 + String((10 - (partial % 10)) % 10);
+}
+
+/** IBAN (ISO 13616): check digits 98 minus (BBAN + country + "00", letters as 10..35) mod 97, two digits. */
+export function iban(country: string, bban: string): string {
+  const numeric = [...`${bban}${country}00`].map((c) => /\d/.test(c) ? c : String(c.charCodeAt(0) - 55)).join("");
+  let mod = 0;
+  for (const c of numeric) mod = (mod * 10 + Number(c)) % 97;
+  return `${country}${String(98 - mod).padStart(2, "0")}${bban}`;
+}
+
+/** The same number with its last digit changed: a check digit that cannot be right. */
+export function wrongLastDigit(s: string): string {
+  return s.slice(0, -1) + String((Number(s.at(-1)) + 1) % 10);
+}

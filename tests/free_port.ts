@@ -1,0 +1,7 @@
+/** A loopback port nothing listens on right now (the kernel's choice), for a server the caller is about to start. */
+export function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr as Deno.NetAddr;
+  listener.close();
+  return port;
+}
