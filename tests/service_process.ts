@@ -1,6 +1,6 @@
 /** The real service as a child process (`main.ts`), for the crash and scale-out tests. */
 import { signToken } from "../domain/platform/tokens.ts";
-import { TEST_JWT_SECRET } from "./helpers.ts";
+import { TEST_JWT_SECRET, TEST_TOKENS } from "./helpers.ts";
 
 export type ServiceProcess = {
   base: string;
@@ -89,7 +89,7 @@ export async function startService(
 
 /** An integrator calling a running service over HTTP. */
 export async function httpCompany(companyId = crypto.randomUUID()) {
-  const token = await signToken(TEST_JWT_SECRET, companyId);
+  const token = await signToken(TEST_TOKENS, companyId);
   const call = async (base: string, method: string, path: string, body?: unknown) => {
     const res = await fetch(`${base}${path}`, {
       method,

@@ -3,6 +3,7 @@
  * delivery figures. Measures only; nothing here asserts a timing.
  */
 import { signToken } from "../../domain/platform/tokens.ts";
+import { loadConfig } from "../../domain/platform/config.ts";
 import { load, type LoadResult } from "./http.ts";
 import { freshDatabase } from "../helpers.ts";
 
@@ -10,7 +11,7 @@ const PORT = 4700 + Math.floor(Math.random() * 200);
 const BASE = `http://127.0.0.1:${PORT}`;
 const SECONDS = Number(Deno.env.get("BENCH_SECONDS") ?? 10);
 const CONNECTIONS = 32;
-const JWT_SECRET = "bench-secret";
+const JWT_SECRET = "bench-secret-0123456789abcdef0123456789";
 
 async function startService(databaseUrl: string) {
   const child = new Deno.Command(Deno.execPath(), {
@@ -41,7 +42,7 @@ async function benchHttp() {
   const url = await freshDatabase("bench_http");
   const service = await startService(url);
   try {
-    const token = await signToken(JWT_SECRET, crypto.randomUUID());
+    const token = await signToken(loadConfig({ JWT_SECRET }), crypto.randomUUID());
     const auth = { authorization: `Bearer ${token}` };
     const created = await fetch(`${BASE}/api/v1/subject/people`, {
       method: "POST",
