@@ -1,5 +1,5 @@
 /** The real service as a child process (`main.ts`), for the crash and scale-out tests. */
-import { signToken } from "../domain/platform/tokens.ts";
+import { signToken, type TokenSettings } from "../domain/platform/tokens.ts";
 import { TEST_JWT_SECRET, TEST_TOKENS } from "./helpers.ts";
 
 export type ServiceProcess = {
@@ -87,9 +87,9 @@ export async function startService(
   };
 }
 
-/** An integrator calling a running service over HTTP. */
-export async function httpCompany(companyId = crypto.randomUUID()) {
-  const token = await signToken(TEST_TOKENS, companyId);
+/** An integrator calling a running service over HTTP (with tokens signed as `settings` say: the test secret). */
+export async function httpCompany(companyId = crypto.randomUUID(), settings: TokenSettings = TEST_TOKENS) {
+  const token = await signToken(settings, companyId);
   const call = async (base: string, method: string, path: string, body?: unknown) => {
     const res = await fetch(`${base}${path}`, {
       method,
