@@ -53,7 +53,15 @@ export function createApp(deps: Deps) {
   app.use("*", limitInFlight(deps.config.maxInflightRequests, ["/healthz"]));
   // the token is checked before a byte of the body is read: an anonymous client cannot make us receive 22 MB
   app.use("/api/*", requireCompany(deps.config, (id) => ensureCompany(deps.sql, id)));
-  app.use("*", readBody({ maxBytes: MAX_BODY_BYTES, timeoutMs: deps.config.bodyTimeoutMs }));
+  let methodsOf: (path: string) => string[] = () => []; // set below, once every route is registered
+  app.use(
+    "*",
+    readBody({
+      maxBytes: MAX_BODY_BYTES,
+      timeoutMs: deps.config.bodyTimeoutMs,
+      when: (c) => methodsOf(c.req.path).includes(c.req.method),
+    }),
+  );
 
   app.route("/", operationsRoutes(deps));
   app.route("/", docsRoutes());
@@ -77,7 +85,7 @@ export function createApp(deps: Deps) {
     security: [{ bearerAuth: [] }],
   });
 
-  const methodsOf = allowedMethods(app.routes);
+  methodsOf = allowedMethods(app.routes);
   app.notFound((c) => {
     const allowed = methodsOf(c.req.path);
     throw allowed.length ? methodNotAllowed(allowed) : notFound();

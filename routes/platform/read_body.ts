@@ -1,16 +1,19 @@
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { badRequest, payloadTooLarge, requestTimeout } from "../../domain/platform/errors.ts";
 
 /**
  * Reads the whole request body before any route sees it: at most `maxBytes` (413 past that, before a byte is read
  * when `Content-Length` already says so) and within `timeoutMs` of the end of the headers (408 otherwise), so a
  * client that sends its body slowly, or stops half-way, holds a request for a bounded time. Mounted after
- * authentication: an unauthenticated request is answered before its body is read at all.
+ * authentication: an unauthenticated request is answered before its body is read at all. `when` tells whether a route
+ * will take the request; a body no route wants (a POST to a GET-only path) is never read.
  */
-export function readBody(opts: { maxBytes: number; timeoutMs: number }): MiddlewareHandler {
+export function readBody(
+  opts: { maxBytes: number; timeoutMs: number; when: (c: Context) => boolean },
+): MiddlewareHandler {
   return async (c, next) => {
     const body = c.req.raw.body;
-    if (!body) return next();
+    if (!body || !opts.when(c)) return next();
     const declared = c.req.raw.headers.get("content-length");
     if (declared !== null && !c.req.raw.headers.has("transfer-encoding") && Number(declared) > opts.maxBytes) {
       throw payloadTooLarge();
