@@ -78,6 +78,8 @@ export function createApp(deps: Deps) {
     type: "http",
     scheme: "bearer",
     bearerFormat: "JWT",
+    description: "HS256; `sub` your company id, `iss` and `aud` this service's (`payments-api` by default), " +
+      "`iat` and `exp` at most JWT_MAX_TTL_SECONDS (30 days by default) apart.",
   });
   app.doc31("/openapi.json", {
     openapi: "3.1.0",
