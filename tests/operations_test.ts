@@ -57,36 +57,33 @@ Deno.test("operations: readiness, metrics, OpenAPI document and docs page", asyn
     assert.ok(post.responses["201"] && post.responses["422"]);
   });
 
-  await t.step(
-    "the docs page and its assets are served locally, under a strict policy with no inline script",
-    async () => {
-      const page = await ctx.app.request("/docs");
-      assert.equal(page.status, 200);
-      const csp = page.headers.get("content-security-policy") ?? "";
-      assert.match(csp, /default-src 'none'/);
-      assert.match(csp, /script-src 'self'(;|$)/);
-      assert.match(csp, /frame-ancestors 'none'/);
-      assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval|\*/);
-      const html = await page.text();
-      const scripts = [...html.matchAll(/<script([^>]*)>([\s\S]*?)<\/script>/g)];
-      assert.ok(scripts.length > 0);
-      for (const [, attrs, inline] of scripts) {
-        assert.match(attrs, /src="\/docs\/assets\//);
-        assert.equal(inline.trim(), "", "no inline script: the policy would block it");
-      }
-      const start = await ctx.app.request("/docs/assets/docs.js");
-      assert.equal(start.status, 200);
-      assert.match(start.headers.get("content-type") ?? "", /javascript/);
-      assert.match(await start.text(), /SwaggerUIBundle\(/);
-      for (const asset of ["/docs/assets/swagger-ui-bundle.js", "/docs/assets/swagger-ui.css"]) {
-        const res = await ctx.app.request(asset);
-        assert.equal(res.status, 200, asset);
-        assert.ok((await res.arrayBuffer()).byteLength > 1000, asset);
-      }
-      const unknown = await ctx.app.request("/docs/assets/other.js");
-      assert.deepEqual([unknown.status, await unknown.json()], [404, { errors: { detail: "Not Found" } }]);
-    },
-  );
+  await t.step("the docs page and its assets are served locally, under a CSP with no inline script", async () => {
+    const page = await ctx.app.request("/docs");
+    assert.equal(page.status, 200);
+    const csp = page.headers.get("content-security-policy") ?? "";
+    assert.match(csp, /default-src 'none'/);
+    assert.match(csp, /script-src 'self'(;|$)/);
+    assert.match(csp, /frame-ancestors 'none'/);
+    assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval|\*/);
+    const html = await page.text();
+    const scripts = [...html.matchAll(/<script([^>]*)>([\s\S]*?)<\/script>/g)];
+    assert.ok(scripts.length > 0);
+    for (const [, attrs, inline] of scripts) {
+      assert.match(attrs, /src="\/docs\/assets\//);
+      assert.equal(inline.trim(), "", "no inline script: the policy would block it");
+    }
+    const start = await ctx.app.request("/docs/assets/docs.js");
+    assert.equal(start.status, 200);
+    assert.match(start.headers.get("content-type") ?? "", /javascript/);
+    assert.match(await start.text(), /SwaggerUIBundle\(/);
+    for (const asset of ["/docs/assets/swagger-ui-bundle.js", "/docs/assets/swagger-ui.css"]) {
+      const res = await ctx.app.request(asset);
+      assert.equal(res.status, 200, asset);
+      assert.ok((await res.arrayBuffer()).byteLength > 1000, asset);
+    }
+    const unknown = await ctx.app.request("/docs/assets/other.js");
+    assert.deepEqual([unknown.status, await unknown.json()], [404, { errors: { detail: "Not Found" } }]);
+  });
 
   await ctx.close();
 });
