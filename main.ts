@@ -2,7 +2,8 @@ import { createApp } from "./routes/app.ts";
 import { identifyRegisteredPayers } from "./domain/rails/bank_transactions.ts";
 import { releaseDeadLeases, wakeStalledEndpoints } from "./domain/webhooks/recovery.ts";
 import { taskList } from "./jobs/index.ts";
-import { type Config, loadConfig } from "./domain/platform/config.ts";
+import type { Config } from "./domain/platform/config.ts";
+import { loadConfigWithLocalSecrets, SECRETS_DIR } from "./domain/platform/local_secrets.ts";
 import { connect, ensureDatabase, serverAnswers } from "./domain/platform/db.ts";
 import { type EmbeddedPostgres, startEmbeddedPostgres } from "./domain/platform/embedded_pg.ts";
 import { flushLogs, log, setLogLevel } from "./domain/platform/log.ts";
@@ -47,7 +48,14 @@ function bind(config: Config) {
 /** Migrates, starts the worker and serves; resolves with a `stop` that shuts everything down in order. */
 export async function start(config: Config) {
   setLogLevel(config.logLevel);
-  if (config.jwtSecretIsDefault) log.warn("JWT_SECRET is not set: using the development secret");
+  if (config.jwtSecretGenerated) {
+    log.info("JWT_SECRET is not set: tokens are signed with the secret generated for this machine", {
+      dir: SECRETS_DIR,
+    });
+  }
+  if (config.appEnv === "production" && config.sandbox) {
+    log.warn("SANDBOX is on in production: integrators can fabricate pay-ins and pay-outs that send real webhooks");
+  }
   const { server, ready } = bind(config);
 
   let embedded: EmbeddedPostgres | null = null;
@@ -102,7 +110,12 @@ async function startOrExit(config: Config) {
 }
 
 if (import.meta.main) {
-  const service = await startOrExit(loadConfig());
+  // a refused configuration is one clear message naming the variable, not a stack trace
+  const config = await loadConfigWithLocalSecrets().catch((err) => {
+    console.error(err instanceof Error ? err.message : String(err));
+    Deno.exit(1);
+  });
+  const service = await startOrExit(config);
   let stopping = false;
   const onSignal = async (signal: string) => {
     if (stopping) return;

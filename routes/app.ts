@@ -1,10 +1,13 @@
-import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import { ensureCompany } from "../domain/companies/companies.ts";
 import { requireCompany } from "./platform/auth.ts";
-import { ApiError, payloadTooLarge } from "../domain/platform/errors.ts";
+import { ApiError, methodNotAllowed, notFound } from "../domain/platform/errors.ts";
 import type { Deps } from "../domain/platform/deps.ts";
 import { newRouter } from "./platform/router.ts";
+import { securityHeaders } from "./platform/headers.ts";
+import { limitInFlight } from "./platform/in_flight.ts";
+import { readBody } from "./platform/read_body.ts";
+import { allowedMethods } from "./platform/methods.ts";
 import { log } from "../domain/platform/log.ts";
 import { operationsRoutes } from "./operations.ts";
 import { docsRoutes } from "./docs.ts";
@@ -33,7 +36,8 @@ export function createApp(deps: Deps) {
     await next();
     c.header("x-request-id", requestId);
     const seconds = (performance.now() - started) / 1000;
-    const route = c.res.status === 404 && c.req.routePath.endsWith("*") ? "unmatched" : c.req.routePath;
+    const unmatched = (c.res.status === 404 || c.res.status === 405) && c.req.routePath.endsWith("*");
+    const route = unmatched ? "unmatched" : c.req.routePath;
     metrics.httpRequests.inc({ method: c.req.method, route, status: String(c.res.status) });
     metrics.httpDuration.observe({ method: c.req.method, route }, seconds);
     log.info("request", {
@@ -45,8 +49,19 @@ export function createApp(deps: Deps) {
     });
   });
 
-  app.use("*", bodyLimit({ maxSize: MAX_BODY_BYTES, onError: () => Promise.reject(payloadTooLarge()) }));
-  app.use("/api/*", requireCompany(deps.config.jwtSecret, (id) => ensureCompany(deps.sql, id)));
+  app.use("*", securityHeaders);
+  app.use("*", limitInFlight(deps.config.maxInflightRequests, ["/healthz"]));
+  // the token is checked before a byte of the body is read: an anonymous client cannot make us receive 22 MB
+  app.use("/api/*", requireCompany(deps.config, (id) => ensureCompany(deps.sql, id)));
+  let methodsOf: (path: string) => string[] = () => []; // set below, once every route is registered
+  app.use(
+    "*",
+    readBody({
+      maxBytes: MAX_BODY_BYTES,
+      timeoutMs: deps.config.bodyTimeoutMs,
+      when: (c) => methodsOf(c.req.path).includes(c.req.method),
+    }),
+  );
 
   app.route("/", operationsRoutes(deps));
   app.route("/", docsRoutes());
@@ -63,6 +78,8 @@ export function createApp(deps: Deps) {
     type: "http",
     scheme: "bearer",
     bearerFormat: "JWT",
+    description: "HS256; `sub` your company id, `iss` and `aud` this service's (`payments-api` by default), " +
+      "`iat` and `exp` at most JWT_MAX_TTL_SECONDS (30 days by default) apart.",
   });
   app.doc31("/openapi.json", {
     openapi: "3.1.0",
@@ -70,9 +87,13 @@ export function createApp(deps: Deps) {
     security: [{ bearerAuth: [] }],
   });
 
-  app.notFound((c) => c.json({ errors: { detail: "Not Found" } }, 404));
+  methodsOf = allowedMethods(app.routes);
+  app.notFound((c) => {
+    const allowed = methodsOf(c.req.path);
+    throw allowed.length ? methodNotAllowed(allowed) : notFound();
+  });
   app.onError((err, c) => {
-    if (err instanceof ApiError) return c.json({ errors: err.errors }, err.status);
+    if (err instanceof ApiError) return c.json({ errors: err.errors }, err.status, err.headers);
     // a body that is not JSON is a 400 here (docs/errors.md), whether the JSON or its Content-Type is wrong
     if (err instanceof HTTPException && err.status === 415) {
       return c.json({ errors: { detail: "Content-Type must be application/json" } }, 400);

@@ -3,6 +3,8 @@ import type { Sql } from "../domain/platform/db.ts";
 import type { Deps } from "../domain/platform/deps.ts";
 import { newRouter } from "./platform/router.ts";
 import { gauge, renderMetrics } from "../domain/platform/metrics.ts";
+import { unauthorized } from "../domain/platform/errors.ts";
+import { bearerMatches } from "../domain/platform/tokens.ts";
 
 const Health = z.object({ status: z.string() }).openapi("Health");
 const Readiness = z.object({ status: z.string(), database: z.string(), worker: z.string() }).openapi("Readiness");
@@ -35,9 +37,13 @@ const metricsRoute = createRoute({
   method: "get",
   path: "/metrics",
   tags: ["Operations"],
-  security: [], // no bearer token needed
+  security: [], // not a company token: METRICS_TOKEN, when it is set
   summary: "Prometheus metrics: HTTP requests, webhook deliveries, queue depth",
-  responses: { 200: { description: "Prometheus text format", content: { "text/plain": { schema: z.string() } } } },
+  description: "With METRICS_TOKEN set, answers only `Authorization: Bearer <METRICS_TOKEN>` (401 otherwise).",
+  responses: {
+    200: { description: "Prometheus text format", content: { "text/plain": { schema: z.string() } } },
+    401: { description: "METRICS_TOKEN is set and the request does not carry it" },
+  },
 });
 
 /** Jobs waiting in graphile-worker, by task: the delivery backlog an operator watches. */
@@ -71,6 +77,9 @@ export function operationsRoutes({ sql, config, workerRunning }: Deps) {
       return c.json({ status: ready ? "ready" : "not_ready", database, worker }, ready ? 200 : 503);
     })
     .openapi(metricsRoute, async (c) => {
+      if (config.metricsToken && !(await bearerMatches(c.req.header("authorization"), config.metricsToken))) {
+        throw unauthorized();
+      }
       const depth = await queueDepth(sql).catch(() => []);
       const body = renderMetrics([gauge("job_queue_depth", "graphile-worker jobs by task and state", depth)]);
       return c.text(body, 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });

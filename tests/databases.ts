@@ -7,7 +7,7 @@
  * id keeps two test files that happen to pick the same name apart.
  */
 import postgres from "postgres";
-import { loadConfig } from "../domain/platform/config.ts";
+import { withUser as withUserName } from "../domain/platform/config.ts";
 
 /** The server and base database name used when TEST_DATABASE_URL is not set. */
 export const DEFAULT_TEST_DATABASE_URL = "postgres://127.0.0.1:5432/payments_test";
@@ -24,7 +24,7 @@ export function newRunId(): string {
 
 /** `url` with a user name: both drivers need one, and `pg` does not fall back to the OS user. */
 export function withUser(url: string): string {
-  return loadConfig({ DATABASE_URL: url, USER: Deno.env.get("USER") }).databaseUrl;
+  return withUserName(url, Deno.env.get("PGUSER") ?? Deno.env.get("USER") ?? "postgres");
 }
 
 /** The Postgres server and base database name the suite runs against. */

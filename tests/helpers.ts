@@ -2,7 +2,7 @@ import { createApp } from "../routes/app.ts";
 import { taskList } from "../jobs/index.ts";
 import { identifyRegisteredPayers } from "../domain/rails/bank_transactions.ts";
 import { releaseDeadLeases, wakeStalledEndpoints } from "../domain/webhooks/recovery.ts";
-import { signToken } from "../domain/platform/tokens.ts";
+import { signToken, type TokenSettings } from "../domain/platform/tokens.ts";
 import { type Config, loadConfig } from "../domain/platform/config.ts";
 import { connect, ensureDatabase, type Sql } from "../domain/platform/db.ts";
 import type { Deps } from "../domain/platform/deps.ts";
@@ -11,7 +11,11 @@ import { migrate } from "../domain/platform/migrate.ts";
 import { startWorker, stopWorker, type Worker } from "../domain/platform/worker.ts";
 import { dropDatabase, perTestDatabaseUrl, testDatabaseUrl } from "./databases.ts";
 
-export const TEST_JWT_SECRET = "test-secret";
+/** 32 bytes or more, as the service requires of any JWT_SECRET. */
+export const TEST_JWT_SECRET = "test-secret-for-the-suite-0123456789abcdef";
+
+/** What tests sign bearer tokens with: the test secret and the service's default issuer, audience and lifetime. */
+export const TEST_TOKENS: TokenSettings = loadConfig({ JWT_SECRET: TEST_JWT_SECRET });
 
 export { dropDatabase, testDatabaseUrl };
 
@@ -90,7 +94,7 @@ export async function newCompany(
   ctx: { app: { request: (path: string, init?: RequestInit) => Response | Promise<Response> } },
 ) {
   const id = crypto.randomUUID();
-  const token = await signToken(TEST_JWT_SECRET, id);
+  const token = await signToken(TEST_TOKENS, id);
   const call = async (
     method: string,
     path: string,

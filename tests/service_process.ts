@@ -1,7 +1,7 @@
 /** The real service as a child process (`main.ts`), for the tests of the whole process: start-up, crash, scale-out. */
-import { signToken } from "../domain/platform/tokens.ts";
+import { signToken, type TokenSettings } from "../domain/platform/tokens.ts";
 import { freePort } from "./free_port.ts";
-import { TEST_JWT_SECRET } from "./helpers.ts";
+import { TEST_JWT_SECRET, TEST_TOKENS } from "./helpers.ts";
 
 export type ServiceProcess = {
   base: string;
@@ -109,9 +109,9 @@ export async function runServiceToExit(
   }
 }
 
-/** An integrator calling a running service over HTTP. */
-export async function httpCompany(companyId = crypto.randomUUID()) {
-  const token = await signToken(TEST_JWT_SECRET, companyId);
+/** An integrator calling a running service over HTTP (with tokens signed as `settings` say: the test secret). */
+export async function httpCompany(companyId = crypto.randomUUID(), settings: TokenSettings = TEST_TOKENS) {
+  const token = await signToken(settings, companyId);
   const call = async (base: string, method: string, path: string, body?: unknown) => {
     const res = await fetch(`${base}${path}`, {
       method,

@@ -2,11 +2,21 @@ import { z } from "zod";
 
 /** Seconds to wait before attempts 2..10 of a webhook delivery. */
 const DEFAULT_RETRY_SCHEDULE = "5,300,1800,7200,18000,36000,50400,72000,86400";
-const DEV_JWT_SECRET = "dev-only-secret-change-me";
+/** An HMAC-SHA256 key shorter than the hash's own 32 bytes weakens it, and short strings can be guessed. */
+export const MIN_SECRET_BYTES = 32;
+const THIRTY_DAYS = 30 * 24 * 3600;
 
-const flag = (fallback: boolean) =>
-  z.enum(["true", "false", "on", "off", "1", "0"]).optional()
-    .transform((v) => v === undefined ? fallback : ["true", "on", "1"].includes(v));
+/** Secrets that, outside production, fall back to a random value generated once under `.data/secrets`. */
+export const LOCAL_SECRET_VARIABLES = ["JWT_SECRET"] as const;
+export type LocalSecretVariable = typeof LOCAL_SECRET_VARIABLES[number];
+
+const optionalFlag = z.enum(["true", "false", "on", "off", "1", "0"]).optional()
+  .transform((v) => v === undefined ? undefined : ["true", "on", "1"].includes(v));
+const flag = (fallback: boolean) => optionalFlag.transform((v) => v ?? fallback);
+// `JWT_SECRET=` in a deployment template that lost its value means "not set", never "an empty key".
+const secret = z.string().optional().transform((v) => v === "" ? undefined : v);
+const byteLength = (s: string) => new TextEncoder().encode(s).length;
+const AppEnv = z.enum(["development", "production", "test"]).default("development");
 
 // Fractions ("0.05") let tests run a whole 10-attempt schedule in a moment.
 const schedule = z.string().regex(/^\s*\d+(\.\d+)?(\s*,\s*\d+(\.\d+)?)*\s*$/, "must be comma-separated seconds")
@@ -22,25 +32,45 @@ const EnvSchema = z.object({
   PGPASSWORD: z.string().optional(),
   PGDATABASE: z.string().optional(),
   USER: z.string().optional(),
-  JWT_SECRET: z.string().min(1).optional(),
+  APP_ENV: AppEnv,
+  JWT_SECRET: secret,
+  JWT_ISSUER: z.string().min(1).default("payments-api"),
+  JWT_AUDIENCE: z.string().min(1).default("payments-api"),
+  JWT_MAX_TTL_SECONDS: z.coerce.number().int().min(60).default(THIRTY_DAYS),
+  METRICS_TOKEN: secret,
+  BODY_TIMEOUT_MS: z.coerce.number().int().min(1).default(60_000),
+  MAX_INFLIGHT_REQUESTS: z.coerce.number().int().min(1).default(512),
   WORKER: flag(true),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(32),
   WEBHOOK_RETRY_SCHEDULE: schedule.default(expandSchedule(DEFAULT_RETRY_SCHEDULE.split(",").map(Number))),
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
   WEBHOOK_ALLOW_PRIVATE_URLS: flag(false),
-  SANDBOX: flag(true),
+  SANDBOX: optionalFlag,
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
 });
 
 export type Config = {
+  appEnv: "development" | "production" | "test";
   port: number;
   host: string;
   /** Where Postgres is expected; "embedded" forces the embedded server. */
   databaseUrl: string;
   /** False when the URL is only the default, so start-up may fall back to the embedded server. */
   databaseUrlExplicit: boolean;
+  /** HS256 key of bearer tokens: `JWT_SECRET`, or outside production the one generated under `.data/secrets`. */
   jwtSecret: string;
-  jwtSecretIsDefault: boolean;
+  jwtSecretGenerated: boolean;
+  /** Every token must carry these as `iss` and `aud`. */
+  jwtIssuer: string;
+  jwtAudience: string;
+  /** Longest `exp - iat` accepted, and the lifetime `deno task token` signs. */
+  jwtMaxTtlSeconds: number;
+  /** When set, `/metrics` answers only `Authorization: Bearer <token>`. */
+  metricsToken: string | null;
+  /** Time allowed to receive a request body, from the end of its headers. */
+  bodyTimeoutMs: number;
+  /** Requests handled at once; more answer 503 with Retry-After. */
+  maxInflightRequests: number;
   worker: boolean;
   workerConcurrency: number;
   /** Delays in seconds before attempts 2..10: always 9 numbers. */
@@ -58,29 +88,66 @@ export function expandSchedule(seconds: number[]): number[] {
   return out;
 }
 
-/** Parses the environment once; a bad value stops the start with a message naming the variable. */
-export function loadConfig(env: Record<string, string | undefined> = Deno.env.toObject()): Config {
+/**
+ * The local secrets `env` leaves for `local_secrets.ts` to generate: none in production, where a missing one is
+ * refused instead.
+ */
+export function localSecretsWanted(env: Record<string, string | undefined>): LocalSecretVariable[] {
+  const appEnv = AppEnv.safeParse(env.APP_ENV);
+  if (!appEnv.success || appEnv.data === "production") return [];
+  return LOCAL_SECRET_VARIABLES.filter((name) => !env[name]);
+}
+
+/**
+ * Parses the environment once; a bad value stops the start with a message naming the variable. `local` holds the
+ * generated secrets (`local_secrets.ts`) used when the environment leaves them out; this function reads no file.
+ */
+export function loadConfig(
+  env: Record<string, string | undefined> = Deno.env.toObject(),
+  local: Partial<Record<LocalSecretVariable, string>> = {},
+): Config {
   const parsed = EnvSchema.safeParse(env);
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
-    throw new Error(`invalid configuration:\n  ${lines.join("\n  ")}`);
-  }
+  if (!parsed.success) throw invalidConfiguration(parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`));
   const e = parsed.data;
+  const production = e.APP_ENV === "production";
+  const jwtSecret = e.JWT_SECRET ?? (production ? undefined : local.JWT_SECRET);
+  if (jwtSecret === undefined) {
+    throw invalidConfiguration([
+      production
+        ? `JWT_SECRET: must be set when APP_ENV=production, at least ${MIN_SECRET_BYTES} bytes (openssl rand -hex 32)`
+        : "JWT_SECRET: not set, and no generated secret was given",
+    ]);
+  }
+  if (byteLength(jwtSecret) < MIN_SECRET_BYTES) {
+    throw invalidConfiguration([`JWT_SECRET: must be at least ${MIN_SECRET_BYTES} bytes (openssl rand -hex 32)`]);
+  }
   return {
+    appEnv: e.APP_ENV,
     port: e.PORT,
     host: e.HOST,
     databaseUrl: withUser(e.DATABASE_URL ?? defaultDatabaseUrl(e), e.PGUSER ?? e.USER ?? "postgres"),
     databaseUrlExplicit: e.DATABASE_URL !== undefined,
-    jwtSecret: e.JWT_SECRET ?? DEV_JWT_SECRET,
-    jwtSecretIsDefault: e.JWT_SECRET === undefined,
+    jwtSecret,
+    jwtSecretGenerated: e.JWT_SECRET === undefined,
+    jwtIssuer: e.JWT_ISSUER,
+    jwtAudience: e.JWT_AUDIENCE,
+    jwtMaxTtlSeconds: e.JWT_MAX_TTL_SECONDS,
+    metricsToken: e.METRICS_TOKEN ?? null,
+    bodyTimeoutMs: e.BODY_TIMEOUT_MS,
+    maxInflightRequests: e.MAX_INFLIGHT_REQUESTS,
     worker: e.WORKER,
     workerConcurrency: e.WORKER_CONCURRENCY,
     retrySchedule: e.WEBHOOK_RETRY_SCHEDULE,
     webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
     allowPrivateUrls: e.WEBHOOK_ALLOW_PRIVATE_URLS,
-    sandbox: e.SANDBOX,
+    // a production instance with the defaults must not let integrators fabricate money movements
+    sandbox: e.SANDBOX ?? !production,
     logLevel: e.LOG_LEVEL,
   };
+}
+
+function invalidConfiguration(problems: string[]) {
+  return new Error(`invalid configuration:\n  ${problems.join("\n  ")}`);
 }
 
 function defaultDatabaseUrl(
@@ -96,7 +163,7 @@ function defaultDatabaseUrl(
 }
 
 /** Both drivers need a user name; `pg` does not fall back to the OS user when USER is unset. */
-function withUser(url: string, user: string): string {
+export function withUser(url: string, user: string): string {
   if (url === "embedded") return url;
   const parsed = new URL(url);
   if (!parsed.username) parsed.username = encodeURIComponent(user);

@@ -6,8 +6,10 @@ export type FieldErrors = { [field: string]: string[] | FieldErrors };
 
 export class ApiError extends Error {
   constructor(
-    readonly status: 400 | 401 | 404 | 409 | 413 | 422 | 500,
+    readonly status: 400 | 401 | 404 | 405 | 408 | 409 | 413 | 422 | 500 | 503,
     readonly errors: FieldErrors | { detail: string },
+    /** Headers the answer needs besides its body, such as `Allow` or `Retry-After`. */
+    readonly headers?: Record<string, string>,
   ) {
     super(typeof errors.detail === "string" ? errors.detail : "validation failed");
   }
@@ -25,6 +27,11 @@ export const unauthorized = () => new ApiError(401, { detail: "Unauthorized" });
 export const notFound = () => new ApiError(404, { detail: "Not Found" });
 export const unprocessable = (detail: string) => new ApiError(422, { detail });
 export const payloadTooLarge = () => new ApiError(413, { detail: "Payload Too Large" });
+export const methodNotAllowed = (allowed: string[]) =>
+  new ApiError(405, { detail: "Method Not Allowed" }, { allow: allowed.join(", ") });
+export const requestTimeout = () => new ApiError(408, { detail: "Request Timeout" });
+export const serviceUnavailable = (retryAfterSeconds: number) =>
+  new ApiError(503, { detail: "Service Unavailable" }, { "retry-after": String(retryAfterSeconds) });
 
 function hasBlank(errors: FieldErrors): boolean {
   return Object.values(errors).some((v) => Array.isArray(v) ? v.includes(BLANK) : hasBlank(v));

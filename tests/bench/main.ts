@@ -4,6 +4,7 @@
  * target and whether this run met it (tests/bench/figures.ts). Measures only: a missed target does not fail it.
  */
 import { signToken } from "../../domain/platform/tokens.ts";
+import { loadConfig } from "../../domain/platform/config.ts";
 import { load, type LoadResult } from "./http.ts";
 import { describe, type Figures, summary } from "./figures.ts";
 import { dropDatabase, freshDatabase } from "../helpers.ts";
@@ -13,7 +14,7 @@ const PORT = freePort();
 const BASE = `http://127.0.0.1:${PORT}`;
 const SECONDS = Number(Deno.env.get("BENCH_SECONDS") ?? 10);
 const CONNECTIONS = 32;
-const JWT_SECRET = "bench-secret";
+const JWT_SECRET = "bench-secret-0123456789abcdef0123456789";
 
 async function startService(databaseUrl: string) {
   const child = new Deno.Command(Deno.execPath(), {
@@ -51,7 +52,7 @@ async function benchHttp(): Promise<Figures> {
   const url = await freshDatabase("bench_http");
   const service = await startService(url);
   try {
-    const token = await signToken(JWT_SECRET, crypto.randomUUID());
+    const token = await signToken(loadConfig({ JWT_SECRET }), crypto.randomUUID());
     const auth = { authorization: `Bearer ${token}` };
     const created = await fetch(`${BASE}/api/v1/subject/people`, {
       method: "POST",

@@ -26,12 +26,14 @@ const EVENTS = Number(Deno.env.get("BENCH_WEBHOOK_EVENTS") ?? 20_000);
 const PRODUCERS = 8;
 const STEADY_RATE = 100;
 const STEADY_SECONDS = Number(Deno.env.get("BENCH_STEADY_SECONDS") ?? 10);
+const JWT_SECRET = "bench-secret-0123456789abcdef0123456789";
 
 async function freshBenchDatabase(): Promise<string> {
   const base = new URL(
     loadConfig({
       DATABASE_URL: Deno.env.get("BENCH_DATABASE_URL") ?? "postgres://127.0.0.1:5432/payments_bench_webhooks",
       USER: Deno.env.get("USER"),
+      JWT_SECRET,
     }).databaseUrl,
   );
   const admin = new URL(base);
@@ -120,7 +122,7 @@ async function waitForNoJobs(sql: Sql, task: string, timeoutMs = 300_000) {
 export async function benchWebhooks(): Promise<Record<string, number | string>> {
   setLogLevel("silent");
   const url = await freshBenchDatabase();
-  const config = loadConfig({ DATABASE_URL: url, WEBHOOK_ALLOW_PRIVATE_URLS: "true", LOG_LEVEL: "silent" });
+  const config = loadConfig({ DATABASE_URL: url, JWT_SECRET, WEBHOOK_ALLOW_PRIVATE_URLS: "true", LOG_LEVEL: "silent" });
   const sql = connect(url, { max: 10 });
   await migrate(sql, url);
   // `as`: the fields Deps may gain (a process id) are not needed here.

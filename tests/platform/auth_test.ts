@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { sign } from "hono/jwt";
-import { newCompany, setup, TEST_JWT_SECRET } from "../helpers.ts";
+import { signToken } from "../../domain/platform/tokens.ts";
+import { newCompany, setup, TEST_JWT_SECRET, TEST_TOKENS } from "../helpers.ts";
 
 const UNAUTHORIZED = { errors: { detail: "Unauthorized" } };
 const b64url = (obj: unknown) => btoa(JSON.stringify(obj)).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");
@@ -15,27 +16,51 @@ Deno.test("authentication and tenancy", async (t) => {
   };
   const now = Math.floor(Date.now() / 1000);
   const sub = crypto.randomUUID();
+  const iss = "payments-api";
+  const aud = "payments-api";
+  const claims = { sub, iss, aud, iat: now, exp: now + 60 };
+  const signed = (payload: Record<string, unknown>, secret = TEST_JWT_SECRET) =>
+    sign(payload, secret, "HS256").then((token) => `Bearer ${token}`);
+  const without = (key: string) => Object.fromEntries(Object.entries(claims).filter(([k]) => k !== key));
 
   await t.step("a valid HS256 token is accepted", async () => {
-    const token = await sign({ sub, exp: now + 60 }, TEST_JWT_SECRET, "HS256");
-    assert.deepEqual(await call(`Bearer ${token}`), { status: 200, body: { data: [] } });
+    assert.deepEqual(await call(await signed(claims)), { status: 200, body: { data: [] } });
   });
 
-  await t.step("a token without exp is accepted", async () => {
-    const token = await sign({ sub }, TEST_JWT_SECRET, "HS256");
-    assert.equal((await call(`Bearer ${token}`)).status, 200);
+  await t.step("the token `deno task token` signs is accepted", async () => {
+    assert.equal((await call(`Bearer ${await signToken(TEST_TOKENS, sub)}`)).status, 200);
+  });
+
+  await t.step("aud may be a list that names this service", async () => {
+    assert.equal((await call(await signed({ ...claims, aud: ["another-api", aud] }))).status, 200);
+  });
+
+  await t.step("a token lasting exactly the maximum lifetime is accepted", async () => {
+    const token = await signed({ ...claims, exp: now + TEST_TOKENS.jwtMaxTtlSeconds });
+    assert.equal((await call(token)).status, 200);
   });
 
   const refused: [string, () => Promise<string | undefined>][] = [
     ["no header", () => Promise.resolve(undefined)],
-    ["another scheme", async () => `Basic ${await sign({ sub }, TEST_JWT_SECRET, "HS256")}`],
-    ["a bare token", () => sign({ sub }, TEST_JWT_SECRET, "HS256")],
-    ["a bad signature", async () => `Bearer ${await sign({ sub }, "another-secret", "HS256")}`],
-    ["alg none", () => Promise.resolve(`Bearer ${b64url({ alg: "none", typ: "JWT" })}.${b64url({ sub })}.`)],
-    ["alg HS512", async () => `Bearer ${await sign({ sub }, TEST_JWT_SECRET, "HS512")}`],
-    ["an expired token", async () => `Bearer ${await sign({ sub, exp: now - 10 }, TEST_JWT_SECRET, "HS256")}`],
-    ["a non-UUID sub", async () => `Bearer ${await sign({ sub: "company-1" }, TEST_JWT_SECRET, "HS256")}`],
-    ["no sub", async () => `Bearer ${await sign({ exp: now + 60 }, TEST_JWT_SECRET, "HS256")}`],
+    ["another scheme", async () => (await signed(claims)).replace("Bearer", "Basic")],
+    ["a bare token", () => sign(claims, TEST_JWT_SECRET, "HS256")],
+    ["a bad signature", () => signed(claims, "another-secret-of-at-least-32-bytes-long")],
+    // the development secret that used to be published in the source, and was used whenever JWT_SECRET was unset
+    ["the old published development secret", () => signed(claims, "dev-only-secret-change-me")],
+    ["alg none", () => Promise.resolve(`Bearer ${b64url({ alg: "none", typ: "JWT" })}.${b64url(claims)}.`)],
+    ["alg HS512", async () => `Bearer ${await sign(claims, TEST_JWT_SECRET, "HS512")}`],
+    ["an expired token", () => signed({ ...claims, iat: now - 120, exp: now - 10 })],
+    ["no exp", () => signed(without("exp"))],
+    ["no iat", () => signed(without("iat"))],
+    ["a lifetime over JWT_MAX_TTL_SECONDS", () => signed({ ...claims, exp: now + TEST_TOKENS.jwtMaxTtlSeconds + 1 })],
+    ["a lifetime of ten years", () => signed({ ...claims, exp: now + 10 * 365 * 86400 })],
+    ["iat in the future", () => signed({ ...claims, iat: now + 3600, exp: now + 7200 })],
+    ["no iss", () => signed(without("iss"))],
+    ["another iss", () => signed({ ...claims, iss: "someone-else" })],
+    ["no aud", () => signed(without("aud"))],
+    ["another aud", () => signed({ ...claims, aud: "another-api" })],
+    ["a non-UUID sub", () => signed({ ...claims, sub: "company-1" })],
+    ["no sub", () => signed(without("sub"))],
     ["garbage", () => Promise.resolve("Bearer not.a.jwt")],
   ];
   for (const [name, header] of refused) {
@@ -43,6 +68,14 @@ Deno.test("authentication and tenancy", async (t) => {
       assert.deepEqual(await call(await header()), { status: 401, body: UNAUTHORIZED });
     });
   }
+
+  await t.step("a token accepted once is refused after it expires (the verified-token cache checks exp)", async () => {
+    const iat = Math.floor(Date.now() / 1000);
+    const token = await signed({ ...claims, iat, exp: iat + 2 });
+    assert.equal((await call(token)).status, 200);
+    await new Promise((r) => setTimeout(r, (iat + 2) * 1000 - Date.now() + 50));
+    assert.deepEqual(await call(token), { status: 401, body: UNAUTHORIZED });
+  });
 
   await t.step("another company's person answers 404 and is never listed", async () => {
     const alice = await newCompany(ctx);

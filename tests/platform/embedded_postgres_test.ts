@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { EMBEDDED_PORT } from "../../domain/platform/embedded_pg.ts";
 import { setLogLevel } from "../../domain/platform/log.ts";
 import { httpCompany, startService } from "../service_process.ts";
+import { TEST_TOKENS } from "../helpers.ts";
 
 async function accepts(port: number): Promise<boolean> {
   try {
@@ -13,15 +14,17 @@ async function accepts(port: number): Promise<boolean> {
   }
 }
 
-Deno.test("with no Postgres to use, the service runs an embedded one whose data survives a restart", async () => {
+Deno.test("with no Postgres and no JWT_SECRET, the service runs an embedded one and a generated secret, both kept across a restart", async () => {
   setLogLevel("silent");
   const dir = await Deno.makeTempDir({ prefix: "payments-embedded-" });
   // as root, initdb runs as the postgres user, which must be able to enter the working directory
   await Deno.chmod(dir, 0o755);
-  const env = { DATABASE_URL: "embedded" };
+  // as on a fresh machine: nothing configured, so the JWT secret is generated beside the database files
+  const env = { DATABASE_URL: "embedded", JWT_SECRET: "" };
   try {
     let service = await startService("embedded", env, { cwd: dir, readyTimeoutMs: 120_000 });
-    const company = await httpCompany();
+    const secret = (await Deno.readTextFile(`${dir}/.data/secrets/jwt_secret`)).trim();
+    const company = await httpCompany(crypto.randomUUID(), { ...TEST_TOKENS, jwtSecret: secret });
     const created = await company.call(service.base, "POST", "/api/v1/subject/people", {
       person: { document_number: "52998224725", document_type: "cpf", social_name: "Ana", fiscal_country: "BRA" },
     });

@@ -57,11 +57,25 @@ Deno.test("operations: readiness, metrics, OpenAPI document and docs page", asyn
     assert.ok(post.responses["201"] && post.responses["422"]);
   });
 
-  await t.step("the docs page and its assets are served locally", async () => {
+  await t.step("the docs page and its assets are served locally, under a CSP with no inline script", async () => {
     const page = await ctx.app.request("/docs");
     assert.equal(page.status, 200);
+    const csp = page.headers.get("content-security-policy") ?? "";
+    assert.match(csp, /default-src 'none'/);
+    assert.match(csp, /script-src 'self'(;|$)/);
+    assert.match(csp, /frame-ancestors 'none'/);
+    assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval|\*/);
     const html = await page.text();
-    assert.match(html, /SwaggerUIBundle/);
+    const scripts = [...html.matchAll(/<script([^>]*)>([\s\S]*?)<\/script>/g)];
+    assert.ok(scripts.length > 0);
+    for (const [, attrs, inline] of scripts) {
+      assert.match(attrs, /src="\/docs\/assets\//);
+      assert.equal(inline.trim(), "", "no inline script: the policy would block it");
+    }
+    const start = await ctx.app.request("/docs/assets/docs.js");
+    assert.equal(start.status, 200);
+    assert.match(start.headers.get("content-type") ?? "", /javascript/);
+    assert.match(await start.text(), /SwaggerUIBundle\(/);
     for (const asset of ["/docs/assets/swagger-ui-bundle.js", "/docs/assets/swagger-ui.css"]) {
       const res = await ctx.app.request(asset);
       assert.equal(res.status, 200, asset);
