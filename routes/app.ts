@@ -2,6 +2,7 @@ import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import { ensureCompany } from "../domain/companies/companies.ts";
 import { requireCompany } from "./platform/auth.ts";
+import { limitPerCompany } from "./platform/rate_limit.ts";
 import { ApiError, payloadTooLarge } from "../domain/platform/errors.ts";
 import type { Deps } from "../domain/platform/deps.ts";
 import { newRouter } from "./platform/router.ts";
@@ -47,6 +48,11 @@ export function createApp(deps: Deps) {
 
   app.use("*", bodyLimit({ maxSize: MAX_BODY_BYTES, onError: () => Promise.reject(payloadTooLarge()) }));
   app.use("/api/*", requireCompany(deps.config.jwtSecret, (id) => ensureCompany(deps.sql, id)));
+  const { limits } = deps.config;
+  app.use("/api/*", limitPerCompany({ perSecond: limits.requestsPerSecond, burst: limits.requestBurst }));
+  if (deps.config.sandbox) {
+    app.use("/api/sandbox/*", limitPerCompany({ perSecond: limits.sandboxPerSecond, burst: limits.sandboxBurst }));
+  }
 
   app.route("/", operationsRoutes(deps));
   app.route("/", docsRoutes());
@@ -72,7 +78,10 @@ export function createApp(deps: Deps) {
 
   app.notFound((c) => c.json({ errors: { detail: "Not Found" } }, 404));
   app.onError((err, c) => {
-    if (err instanceof ApiError) return c.json({ errors: err.errors }, err.status);
+    if (err instanceof ApiError) {
+      if (err.retryAfterSeconds !== undefined) c.header("retry-after", String(err.retryAfterSeconds));
+      return c.json({ errors: err.errors }, err.status);
+    }
     // a body that is not JSON is a 400 here (decisions §3), whether the JSON or its Content-Type is wrong
     if (err instanceof HTTPException && err.status === 415) {
       return c.json({ errors: { detail: "Content-Type must be application/json" } }, 400);

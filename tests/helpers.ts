@@ -13,6 +13,16 @@ import postgres from "postgres";
 
 export const TEST_JWT_SECRET = "test-secret";
 
+/** Limits out of the way of tests that are not about them; the tests of each limit set it low. */
+export const HIGH_LIMITS = {
+  RATE_LIMIT_PER_SECOND: "1000000",
+  RATE_LIMIT_BURST: "1000000",
+  SANDBOX_RATE_LIMIT_PER_SECOND: "1000000",
+  SANDBOX_RATE_LIMIT_BURST: "1000000",
+  WEBHOOK_ENDPOINTS_PER_COMPANY: "1000",
+  WEBHOOK_CONCURRENCY_PER_COMPANY: "100000",
+};
+
 /** The Postgres server and base database name the suite runs against (decisions §1). */
 export function testDatabaseUrl(suffix?: string): string {
   const base = loadConfig({
@@ -76,6 +86,7 @@ export async function setup(
     WEBHOOK_TIMEOUT_MS: "2000",
     WORKER_CONCURRENCY: "8",
     LOG_LEVEL: "silent",
+    ...HIGH_LIMITS,
     ...opts.env,
   });
   const sql = connect(url, { max: 5 });

@@ -1,6 +1,6 @@
 /** The real service as a child process (`main.ts`), for the crash and scale-out tests. */
 import { signToken } from "../domain/platform/tokens.ts";
-import { TEST_JWT_SECRET } from "./helpers.ts";
+import { HIGH_LIMITS, TEST_JWT_SECRET } from "./helpers.ts";
 
 export type ServiceProcess = {
   base: string;
@@ -40,6 +40,7 @@ export async function startService(
       WEBHOOK_TIMEOUT_MS: "2000",
       WORKER_CONCURRENCY: "4", // keeps several services within max_connections
       LOG_LEVEL: "error",
+      ...HIGH_LIMITS,
       ...env,
     },
     stdin: "null",

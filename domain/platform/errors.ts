@@ -6,8 +6,10 @@ export type FieldErrors = { [field: string]: string[] | FieldErrors };
 
 export class ApiError extends Error {
   constructor(
-    readonly status: 400 | 401 | 404 | 409 | 413 | 422 | 500,
+    readonly status: 400 | 401 | 404 | 409 | 413 | 422 | 429 | 500,
     readonly errors: FieldErrors | { detail: string },
+    /** Sent as `Retry-After` (429): when trying again can succeed. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(typeof errors.detail === "string" ? errors.detail : "validation failed");
   }
@@ -25,6 +27,8 @@ export const unauthorized = () => new ApiError(401, { detail: "Unauthorized" });
 export const notFound = () => new ApiError(404, { detail: "Not Found" });
 export const unprocessable = (detail: string) => new ApiError(422, { detail });
 export const payloadTooLarge = () => new ApiError(413, { detail: "Payload Too Large" });
+export const tooManyRequests = (retryAfterSeconds: number) =>
+  new ApiError(429, { detail: "Too Many Requests" }, retryAfterSeconds);
 
 function hasBlank(errors: FieldErrors): boolean {
   return Object.values(errors).some((v) => Array.isArray(v) ? v.includes(BLANK) : hasBlank(v));
