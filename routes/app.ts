@@ -2,6 +2,7 @@ import { HTTPException } from "hono/http-exception";
 import { ensureCompany } from "../domain/companies/companies.ts";
 import { requireCompany } from "./platform/auth.ts";
 import { ApiError, methodNotAllowed, notFound } from "../domain/platform/errors.ts";
+import { limitPerCompany } from "./platform/rate_limit.ts";
 import type { Deps } from "../domain/platform/deps.ts";
 import { newRouter } from "./platform/router.ts";
 import { securityHeaders } from "./platform/headers.ts";
@@ -53,6 +54,11 @@ export function createApp(deps: Deps) {
   app.use("*", limitInFlight(deps.config.maxInflightRequests, ["/healthz"]));
   // the token is checked before a byte of the body is read: an anonymous client cannot make us receive 22 MB
   app.use("/api/*", requireCompany(deps.config, (id) => ensureCompany(deps.sql, id)));
+  const { limits } = deps.config;
+  app.use("/api/*", limitPerCompany({ perSecond: limits.requestsPerSecond, burst: limits.requestBurst }));
+  if (deps.config.sandbox) {
+    app.use("/api/sandbox/*", limitPerCompany({ perSecond: limits.sandboxPerSecond, burst: limits.sandboxBurst }));
+  }
   let methodsOf: (path: string) => string[] = () => []; // set below, once every route is registered
   app.use(
     "*",

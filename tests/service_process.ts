@@ -1,7 +1,7 @@
 /** The real service as a child process (`main.ts`), for the tests of the whole process: start-up, crash, scale-out. */
 import { signToken, type TokenSettings } from "../domain/platform/tokens.ts";
 import { freePort } from "./free_port.ts";
-import { TEST_JWT_SECRET, TEST_TOKENS } from "./helpers.ts";
+import { HIGH_LIMITS, TEST_JWT_SECRET, TEST_TOKENS } from "./helpers.ts";
 
 export type ServiceProcess = {
   base: string;
@@ -24,6 +24,7 @@ function serviceEnv(databaseUrl: string, port: number, env: Record<string, strin
     WEBHOOK_TIMEOUT_MS: "2000",
     WORKER_CONCURRENCY: "4", // keeps several services within max_connections
     LOG_LEVEL: "error",
+    ...HIGH_LIMITS,
     ...env,
   };
 }

@@ -22,6 +22,50 @@ const AppEnv = z.enum(["development", "production", "test"]).default("developmen
 const schedule = z.string().regex(/^\s*\d+(\.\d+)?(\s*,\s*\d+(\.\d+)?)*\s*$/, "must be comma-separated seconds")
   .transform((s) => expandSchedule(s.split(",").map((n) => Number(n.trim()))));
 
+// Limits (docs/limits.md): per-company request rates, webhook endpoint quotas and the sign-in throttle. Rates are
+// per process and per second; a rate of 0 turns that limiter off.
+const rate = (fallback: number) => z.coerce.number().min(0).max(1_000_000).default(fallback);
+const count = (fallback: number) => z.coerce.number().int().min(1).max(1_000_000).default(fallback);
+const LIMIT_VARS = {
+  RATE_LIMIT_PER_SECOND: rate(100),
+  RATE_LIMIT_BURST: count(200),
+  SANDBOX_RATE_LIMIT_PER_SECOND: rate(10),
+  SANDBOX_RATE_LIMIT_BURST: count(20),
+  WEBHOOK_ENDPOINTS_PER_COMPANY: count(50),
+  WEBHOOK_CONCURRENCY_PER_COMPANY: count(500),
+  SIGN_IN_FAILURES_PER_USERNAME: count(10),
+  SIGN_IN_FAILURES_PER_ADDRESS: count(100),
+  SIGN_IN_FAILURE_WINDOW_SECONDS: count(900),
+};
+
+export type Limits = {
+  requestsPerSecond: number;
+  requestBurst: number;
+  sandboxPerSecond: number;
+  sandboxBurst: number;
+  /** Active endpoints a company may have. */
+  endpointsPerCompany: number;
+  /** The sum of max_concurrency over a company's active endpoints, and so its webhook slot rows. */
+  concurrencyPerCompany: number;
+  signInFailuresPerUsername: number;
+  signInFailuresPerAddress: number;
+  signInWindowSeconds: number;
+};
+
+function limitsFrom(e: { [K in keyof typeof LIMIT_VARS]: number }): Limits {
+  return {
+    requestsPerSecond: e.RATE_LIMIT_PER_SECOND,
+    requestBurst: e.RATE_LIMIT_BURST,
+    sandboxPerSecond: e.SANDBOX_RATE_LIMIT_PER_SECOND,
+    sandboxBurst: e.SANDBOX_RATE_LIMIT_BURST,
+    endpointsPerCompany: e.WEBHOOK_ENDPOINTS_PER_COMPANY,
+    concurrencyPerCompany: e.WEBHOOK_CONCURRENCY_PER_COMPANY,
+    signInFailuresPerUsername: e.SIGN_IN_FAILURES_PER_USERNAME,
+    signInFailuresPerAddress: e.SIGN_IN_FAILURES_PER_ADDRESS,
+    signInWindowSeconds: e.SIGN_IN_FAILURE_WINDOW_SECONDS,
+  };
+}
+
 const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(4000),
   HOST: z.string().default("127.0.0.1"),
@@ -47,6 +91,7 @@ const EnvSchema = z.object({
   WEBHOOK_ALLOW_PRIVATE_URLS: flag(false),
   SANDBOX: optionalFlag,
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
+  ...LIMIT_VARS,
 });
 
 export type Config = {
@@ -79,6 +124,7 @@ export type Config = {
   allowPrivateUrls: boolean;
   sandbox: boolean;
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
+  limits: Limits;
 };
 
 /** Fewer than 9 numbers repeat the last one, so "1" means "retry every second". */
@@ -143,6 +189,7 @@ export function loadConfig(
     // a production instance with the defaults must not let integrators fabricate money movements
     sandbox: e.SANDBOX ?? !production,
     logLevel: e.LOG_LEVEL,
+    limits: limitsFrom(e),
   };
 }
 

@@ -6,7 +6,7 @@ export type FieldErrors = { [field: string]: string[] | FieldErrors };
 
 export class ApiError extends Error {
   constructor(
-    readonly status: 400 | 401 | 404 | 405 | 408 | 409 | 413 | 422 | 500 | 503,
+    readonly status: 400 | 401 | 404 | 405 | 408 | 409 | 413 | 422 | 429 | 500 | 503,
     readonly errors: FieldErrors | { detail: string },
     /** Headers the answer needs besides its body, such as `Allow` or `Retry-After`. */
     readonly headers?: Record<string, string>,
@@ -30,6 +30,8 @@ export const payloadTooLarge = () => new ApiError(413, { detail: "Payload Too La
 export const methodNotAllowed = (allowed: string[]) =>
   new ApiError(405, { detail: "Method Not Allowed" }, { allow: allowed.join(", ") });
 export const requestTimeout = () => new ApiError(408, { detail: "Request Timeout" });
+export const tooManyRequests = (retryAfterSeconds: number) =>
+  new ApiError(429, { detail: "Too Many Requests" }, { "retry-after": String(retryAfterSeconds) });
 export const serviceUnavailable = (retryAfterSeconds: number) =>
   new ApiError(503, { detail: "Service Unavailable" }, { "retry-after": String(retryAfterSeconds) });
 

@@ -11,3 +11,16 @@ export function isoUtc(d: Date): string {
 export function isoUtcOrNull(d: Date | null): string | null {
   return d ? d.toISOString() : null;
 }
+
+/**
+ * A `timestamptz` literal for any instant: Postgres reads years 1 to 9999 in ISO form, but neither "+010000-…"
+ * nor "0000-…" (the forms `toISOString` gives past the ends of that range), which a bound written with an offset
+ * on the first or last day of the calendar reaches.
+ */
+export function pgTimestamptz(d: Date): string {
+  const year = d.getUTCFullYear();
+  const iso = d.toISOString();
+  if (year >= 1 && year <= 9999) return iso;
+  const rest = iso.slice(iso.indexOf("-", 1));
+  return year > 9999 ? `${year}${rest}` : `${String(1 - year).padStart(4, "0")}${rest} BC`;
+}

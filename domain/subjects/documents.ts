@@ -52,6 +52,31 @@ export type PreparedDocument = {
 const MIME_ALIASES: Record<string, string> = { "image/jpg": "image/jpeg", "application/x-pdf": "application/pdf" };
 const TEXT_TYPES = new Set(["text/plain", "text/csv"]);
 
+/**
+ * The file types a document may be: what identity, address and tax documents come as (scans, photos, PDFs, plain
+ * text). Anything else, an executable first of all, has no business among them. GIF is left out: 256 colours lose
+ * the detail a document check needs.
+ */
+export const ALLOWED_FILE_TYPES = [
+  "application/pdf",
+  "image/jpeg",
+  "image/png",
+  "image/webp",
+  "image/heic",
+  "image/heif",
+  "image/tiff",
+  "text/plain",
+  "text/csv",
+] as const;
+const ALLOWED: ReadonlySet<string> = new Set(ALLOWED_FILE_TYPES);
+
+/**
+ * Characters a file name must not hold: C0 and C1 controls (CR/LF among them), line and paragraph separators, and
+ * the bidirectional formatting characters that make `invoice\u202efdp.exe` display as "invoiceexe.pdf".
+ */
+// deno-lint-ignore no-control-regex -- matching control characters is the point of this pattern
+const UNSAFE_NAME_CHARS = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/;
+
 const normalizeMime = (mime: string) => {
   const bare = mime.split(";")[0].trim().toLowerCase();
   return MIME_ALIASES[bare] ?? bare;
@@ -78,50 +103,82 @@ function isUtf8Text(bytes: Uint8Array): boolean {
   }
 }
 
+/**
+ * A PDF ends with `%%EOF` (and perhaps line breaks). file-type only reads the `%PDF-` at the start, which anything
+ * with five bytes put in front of it also has; bytes after the end marker are how a PDF carries a second file (a
+ * ZIP or JAR, whose directory sits at the end) that another program opens.
+ */
+function endsLikePdf(bytes: Uint8Array): boolean {
+  const tail = new TextDecoder("latin1").decode(bytes.subarray(Math.max(0, bytes.length - 1024)));
+  return /%%EOF[\s\0]*$/.test(tail);
+}
+
 /** The MIME type the bytes really are: magic numbers first, then plain UTF-8 text. */
 async function detectMime(bytes: Uint8Array, claimed: string): Promise<string | null> {
   const detected = await fileTypeFromBuffer(bytes);
-  if (detected) return normalizeMime(detected.mime);
+  if (detected) {
+    const mime = normalizeMime(detected.mime);
+    return mime === "application/pdf" && !endsLikePdf(bytes) ? null : mime;
+  }
   return TEXT_TYPES.has(claimed) && isUtf8Text(bytes) ? claimed : null;
 }
 
+/** A type off the list and a name with control or bidi characters are invalid values (422), not upload failures. */
+function checkTypeAndName(bag: ErrorBag, at: (field: string) => (string | number)[], input: DocumentInput) {
+  const fileType = normalizeMime(input.file_type);
+  if (!ALLOWED.has(fileType)) bag.add(at("file_type"), `must be one of: ${ALLOWED_FILE_TYPES.join(", ")}`);
+  if (input.file_name && UNSAFE_NAME_CHARS.test(input.file_name)) {
+    bag.add(at("file_name"), "must not contain control or bidirectional formatting characters");
+  }
+  return ALLOWED.has(fileType);
+}
+
 /**
- * Checks a document: every failure is a 400 naming the field (docs/errors.md),
- * an oversized file a 413. `path` prefixes the field names (["documents", 0]) when the document is nested.
+ * Checks a document as the README's documents section says: an upload failure (a missing or extension-less
+ * file_name, bad Base64, a file_type the bytes are not) is a 400 naming the field, an oversized file a 413. A file_type
+ * off the allowed list or a file_name with control or bidi characters is an invalid value: 422, unless an upload
+ * failure comes with it (400, every error listed). `path` prefixes the field names (["documents", 0]) when the
+ * document is nested.
  */
 export async function prepareDocument(
   input: DocumentInput,
   path: (string | number)[] = [],
 ): Promise<PreparedDocument> {
-  const bag = new ErrorBag();
   const at = (field: string) => [...path, field];
+  const bag = new ErrorBag();
+  let uploadFailed = false;
+  const fail = (field: string, message: string) => {
+    uploadFailed = true;
+    bag.add(at(field), message);
+  };
   const fileType = normalizeMime(input.file_type);
   const base = { labels: input.labels, fileType };
+  const allowed = checkTypeAndName(bag, at, input);
 
   if (input.file_data == null || input.file_data === "") {
     if (!input.file_url) {
-      bag.add(at("file_data"), "can't be blank");
-      bag.add(at("file_url"), "can't be blank");
+      fail("file_data", "can't be blank");
+      fail("file_url", "can't be blank");
     } else if (!/^https?:\/\/[^\s/$.?#][^\s]*$/i.test(input.file_url)) {
-      bag.add(at("file_url"), "has invalid format");
+      fail("file_url", "has invalid format");
     }
-    bag.throwIfAny(400);
+    bag.throwIfAny(uploadFailed ? 400 : 422);
     return { ...base, fileName: input.file_name ?? null, fileUrl: input.file_url!, bytes: null };
   }
 
-  if (!input.file_name) bag.add(at("file_name"), "can't be blank");
+  if (!input.file_name) fail("file_name", "can't be blank");
   else if (!/^[^/\\]*[^/\\.]\.[A-Za-z0-9]{1,10}$/.test(input.file_name)) {
-    bag.add(at("file_name"), "must include a file extension");
+    fail("file_name", "must include a file extension");
   }
 
   // 4/3 of the decoded size: refuse before decoding anything far too large
   if (input.file_data.length > Math.ceil(MAX_FILE_BYTES / 3) * 4 + 1024) throw tooLarge(at("file_data"));
   const bytes = decodeBase64(input.file_data);
-  if (!bytes) bag.add(at("file_data"), "is not valid Base64");
+  if (!bytes) fail("file_data", "is not valid Base64");
   else if (bytes.length > MAX_FILE_BYTES) throw tooLarge(at("file_data"));
-  else if ((await detectMime(bytes, fileType)) !== fileType) bag.add(at("file_type"), "does not match content");
+  else if (allowed && (await detectMime(bytes, fileType)) !== fileType) fail("file_type", "does not match content");
 
-  bag.throwIfAny(400);
+  bag.throwIfAny(uploadFailed ? 400 : 422);
   return { ...base, fileName: input.file_name!, fileUrl: null, bytes };
 }
 

@@ -1,6 +1,6 @@
 import type { Sql, Tx } from "../platform/db.ts";
 import { notFound, unprocessable } from "../platform/errors.ts";
-import { isoUtc } from "../platform/time.ts";
+import { isoUtc, pgTimestamptz } from "../platform/time.ts";
 import { drainJobs } from "./events.ts";
 
 export const DEFAULT_PER_PAGE = 20;
@@ -79,8 +79,9 @@ export async function listDeliveries(sql: Sql, companyId: string, f: EventsFilte
   if (f.status) conds.push(sql`d.status = ${f.status}`);
   if (f.type) conds.push(sql`d.type = any(${f.type}::text[])`);
   if (f.endpoint_id) conds.push(sql`d.endpoint_id = ${f.endpoint_id}`);
-  if (f.from) conds.push(sql`d.inserted_at >= ${f.from.at}`);
-  if (f.to) conds.push(sql`d.inserted_at < ${f.to.end}`);
+  // as text: postgres.js would hand a timestamptz parameter to JavaScript's Date, which cannot read these forms
+  if (f.from) conds.push(sql`d.inserted_at >= ${pgTimestamptz(f.from.at)}::text::timestamptz`);
+  if (f.to) conds.push(sql`d.inserted_at < ${pgTimestamptz(f.to.end)}::text::timestamptz`);
   if (f.last_id) {
     const cursor = sql`(select c.inserted_at, c.id from webhook_deliveries c
       where c.company_id = ${companyId} and c.id = ${f.last_id})`;

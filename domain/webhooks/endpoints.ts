@@ -3,6 +3,7 @@ import { ErrorBag, notFound } from "../platform/errors.ts";
 import { newId } from "../platform/ids.ts";
 import { isoUtc, isoUtcOrNull } from "../platform/time.ts";
 import { isIpLiteral, isLocalHostname, isPrivateAddress } from "./url_guard.ts";
+import { checkEndpointQuota, type EndpointQuota, fitSlots } from "./quotas.ts";
 
 /** Endpoint settings as a client sends them; `null` or absent means the default on create, unchanged on update. */
 export type EndpointSettings = {
@@ -97,19 +98,11 @@ export function checkEndpointUrl(errors: ErrorBag, raw: string, allowPrivateUrls
   }
 }
 
-/** Slot rows for the endpoint's concurrency; extra rows beyond a lowered max_concurrency are simply unused. */
-async function ensureSlots(tx: Tx, endpointId: string, maxConcurrency: number) {
-  await tx`
-    insert into webhook_slots (endpoint_id, slot)
-    select ${endpointId}, s from generate_series(0, ${maxConcurrency - 1}::int) s
-    on conflict do nothing`;
-}
-
 export async function createEndpoint(
   sql: Sql,
   companyId: string,
   input: EndpointCreateInput,
-  opts: { allowPrivateUrls: boolean },
+  opts: { allowPrivateUrls: boolean; quota: EndpointQuota },
 ): Promise<EndpointRow> {
   const errors = new ErrorBag();
   checkEndpointUrl(errors, input.url, opts.allowPrivateUrls);
@@ -117,6 +110,7 @@ export async function createEndpoint(
   const id = newId();
   const maxConcurrency = input.max_concurrency ?? 10;
   return await sql.begin(async (tx) => {
+    await checkEndpointQuota(tx, companyId, opts.quota, { maxConcurrency });
     const [row] = await tx<EndpointRow[]>`
       insert into webhook_endpoints (
         id, company_id, url, enabled_events, delivery_mode, event_payload_type, inject_secret_in_body,
@@ -127,7 +121,7 @@ export async function createEndpoint(
         ${input.wrap_in_notification ?? false}, ${maxConcurrency},
         ${input.event_mapping ? tx.json(input.event_mapping) : null}, ${newSecret()}
       ) returning *`;
-    await ensureSlots(tx, id, maxConcurrency);
+    await fitSlots(tx, [id]);
     return row;
   });
 }
@@ -149,7 +143,7 @@ export async function updateEndpoint(
   companyId: string,
   id: string,
   input: EndpointUpdateInput,
-  opts: { allowPrivateUrls: boolean },
+  opts: { allowPrivateUrls: boolean; quota: EndpointQuota },
 ): Promise<EndpointRow> {
   const errors = new ErrorBag();
   if (input.url !== undefined) checkEndpointUrl(errors, input.url, opts.allowPrivateUrls);
@@ -169,6 +163,9 @@ export async function updateEndpoint(
     if (input[key] !== undefined && input[key] !== null) changes[key] = input[key];
   }
   return await sql.begin(async (tx) => {
+    if (input.max_concurrency != null) {
+      await checkEndpointQuota(tx, companyId, opts.quota, { endpointId: id, maxConcurrency: input.max_concurrency });
+    }
     const mapping = input.event_mapping === undefined
       ? tx`event_mapping`
       : input.event_mapping === null
@@ -182,7 +179,7 @@ export async function updateEndpoint(
           update webhook_endpoints set event_mapping = ${mapping}, updated_at = now()
           where company_id = ${companyId} and id = ${id} returning *`;
     if (!row) throw notFound();
-    await ensureSlots(tx, id, row.max_concurrency);
+    await fitSlots(tx, [id]);
     return row;
   });
 }
@@ -195,6 +192,7 @@ export async function disableEndpoint(sql: Sql, companyId: string, id: string): 
       where company_id = ${companyId} and id = ${id} returning *`;
     if (!row) throw notFound();
     await failPendingDeliveries(tx, companyId, [id]);
+    await fitSlots(tx, [id]);
     return row;
   });
 }
@@ -205,6 +203,7 @@ export async function disableAllEndpoints(sql: Sql, companyId: string): Promise<
       update webhook_endpoints set status = 'disabled', updated_at = now()
       where company_id = ${companyId} and status = 'active' returning id`;
     await failPendingDeliveries(tx, companyId, rows.map((r) => r.id));
+    await fitSlots(tx, rows.map((r) => r.id));
   });
 }
 

@@ -32,6 +32,11 @@ export const errorResponses = {
   401: { description: "Missing or invalid bearer token", content: { "application/json": { schema: ErrorBody } } },
   404: { description: "Unknown id (or another company's)", content: { "application/json": { schema: ErrorBody } } },
   422: { description: "Invalid field values", content: { "application/json": { schema: ErrorBody } } },
+  429: {
+    description: "Over the company's request rate; `Retry-After` says in how many seconds to try again",
+    headers: { "Retry-After": { schema: { type: "integer" }, description: "Seconds" } },
+    content: { "application/json": { schema: ErrorBody } },
+  },
 } as const;
 
 export const jsonBody = <T extends z.ZodType>(schema: T) => ({

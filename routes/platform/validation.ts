@@ -66,17 +66,20 @@ export function requestValidationError(error: z.ZodError, target: Target): ApiEr
   return validationFailed(errors);
 }
 
-/** The path of the first string holding a NUL character, which Postgres text cannot store. */
-function nulPath(value: unknown, path: (string | number)[] = []): (string | number)[] | null {
-  if (typeof value === "string") return value.includes("\u0000") ? path : null;
+/**
+ * The path of the first string Postgres cannot store: one holding a NUL character (text refuses it), or a lone
+ * UTF-16 surrogate, which jsonb refuses and text would silently turn into U+FFFD.
+ */
+function unstorablePath(value: unknown, path: (string | number)[] = []): (string | number)[] | null {
+  if (typeof value === "string") return value.includes("\u0000") || !value.isWellFormed() ? path : null;
   if (Array.isArray(value)) {
     for (const [i, v] of value.entries()) {
-      const found = nulPath(v, [...path, i]);
+      const found = unstorablePath(v, [...path, i]);
       if (found) return found;
     }
   } else if (value && typeof value === "object") {
     for (const [k, v] of Object.entries(value)) {
-      const found = nulPath(v, [...path, k]);
+      const found = unstorablePath(v, [...path, k]);
       if (found) return found;
     }
   }
@@ -89,9 +92,9 @@ export function validationHook(
   _c?: unknown,
 ) {
   if (!result.success) throw requestValidationError(result.error, result.target ?? "json");
-  const nul = nulPath(result.data);
-  if (nul) {
-    const path = result.target === "json" && WRAPPER_KEYS.has(String(nul[0])) ? nul.slice(1) : nul;
+  const bad = unstorablePath(result.data);
+  if (bad) {
+    const path = result.target === "json" && WRAPPER_KEYS.has(String(bad[0])) ? bad.slice(1) : bad;
     const errors: FieldErrors = {};
     addFieldError(errors, path, "is invalid");
     throw validationFailed(errors, 422);

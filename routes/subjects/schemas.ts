@@ -16,7 +16,9 @@ const fiscalCountry = z.string().transform(toAlpha3).pipe(z.enum(FISCAL_COUNTRIE
 const birthDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, { message: "has invalid format", abort: true }).refine(
   (s) => {
     const d = new Date(`${s}T00:00:00Z`);
-    return !Number.isNaN(d.getTime()) && d.toISOString().startsWith(s) && d.getTime() <= Date.now();
+    // year 0000 parses in JavaScript, but no calendar (nor Postgres) has it
+    return !s.startsWith("0000") && !Number.isNaN(d.getTime()) && d.toISOString().startsWith(s) &&
+      d.getTime() <= Date.now();
   },
   "is invalid",
 );

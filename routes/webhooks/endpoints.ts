@@ -87,7 +87,10 @@ const rotate = createRoute({
 });
 
 export function webhookEndpointRoutes({ sql, config }: Deps) {
-  const opts = { allowPrivateUrls: config.allowPrivateUrls };
+  const opts = {
+    allowPrivateUrls: config.allowPrivateUrls,
+    quota: { endpoints: config.limits.endpointsPerCompany, concurrency: config.limits.concurrencyPerCompany },
+  };
   return newRouter()
     .openapi(create, async (c) => {
       const endpoint = await createEndpoint(sql, c.get("companyId"), c.req.valid("json"), opts);

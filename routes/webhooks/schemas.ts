@@ -103,6 +103,11 @@ const timeBound = z.string().trim().transform((raw, ctx): TimeBound => {
     const day = new Date(`${y}-${mo}-${d}T00:00:00Z`);
     const realDay = !Number.isNaN(day.getTime()) && day.toISOString().slice(0, 10) === `${y}-${mo}-${d}`;
     if (realDay && !Number.isNaN(at.getTime())) {
+      // there is no year 0 (1 BC comes before AD 1): Postgres refuses it, so it is a client error here
+      if (y === "0000") {
+        ctx.addIssue({ code: "custom", message: "is out of range (0001-01-01 to 9999-12-31)" });
+        return z.NEVER;
+      }
       const step = h === undefined ? 86_400_000 : sec === undefined ? 60_000 : frac ? 1 : 1000;
       return { at, end: new Date(at.getTime() + step) };
     }

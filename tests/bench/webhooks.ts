@@ -139,7 +139,11 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
   try {
     const companyId = crypto.randomUUID();
     await sql`insert into companies (id) values (${companyId})`;
-    await createEndpoint(sql, companyId, { url: receiver.url, max_concurrency: 100 }, { allowPrivateUrls: true });
+    const quota = { endpoints: config.limits.endpointsPerCompany, concurrency: config.limits.concurrencyPerCompany };
+    await createEndpoint(sql, companyId, { url: receiver.url, max_concurrency: 100 }, {
+      allowPrivateUrls: true,
+      quota,
+    });
 
     // Ceiling: the same worker draining no-op jobs.
     await sql`select count(*) from graphile_worker.add_jobs(array(

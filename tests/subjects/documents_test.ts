@@ -74,6 +74,50 @@ const pdf = () =>
       "trailer <</Root 1 0 R>>\n%%EOF\n",
   );
 
+const bytesOf = (...parts: (string | number[] | Uint8Array)[]) =>
+  new Uint8Array(parts.flatMap((p) => typeof p === "string" ? [...new TextEncoder().encode(p)] : [...p]));
+const le32 = (n: number) => [n & 0xff, (n >>> 8) & 0xff, (n >>> 16) & 0xff, n >>> 24];
+const be32 = (n: number) => u32(n);
+
+// The other allowed formats, as small as their magic numbers allow: a lossless 1×1 WEBP, a little-endian TIFF with
+// one IFD entry, and the ISO-BMFF `ftyp` box that makes a file HEIC or HEIF.
+const webp = () =>
+  bytesOf("RIFF", le32(26), "WEBP", "VP8L", le32(14), [
+    0x2f,
+    0,
+    0,
+    0,
+    0x10,
+    7,
+    0x10,
+    0x11,
+    0x11,
+    0x88,
+    0x88,
+    0xfe,
+    7,
+    0,
+  ]);
+const tiff = () => bytesOf("II", [42, 0], le32(8), [1, 0], [0, 1, 3, 0], le32(1), [1, 0, 0, 0], le32(0));
+const heic = () => bytesOf(be32(24), "ftyp", "heic", be32(0), "mif1", "heic");
+
+/** A Windows executable: the MZ header pointing at its PE signature. */
+function exe(): Uint8Array {
+  const bytes = new Uint8Array(512);
+  bytes.set([0x4d, 0x5a]);
+  bytes.set(new TextEncoder().encode("PE\0\0"), 128);
+  new DataView(bytes.buffer).setUint32(0x3c, 128, true);
+  return bytes;
+}
+
+/** A Linux executable: the ELF header of a 64-bit little-endian x86-64 program. */
+function elf(): Uint8Array {
+  const bytes = new Uint8Array(128);
+  bytes.set([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1, 0]);
+  bytes.set([2, 0, 0x3e, 0, 1, 0, 0, 0], 16);
+  return bytes;
+}
+
 const b64 = (bytes: Uint8Array) => bytes.toBase64();
 
 async function newPerson(company: Company, documentNumber = "52998224725"): Promise<string> {
@@ -145,6 +189,119 @@ Deno.test("document upload", async (t) => {
       assert.equal(res.status, 400, declared);
       assert.deepEqual(res.body, { errors: { file_type: ["does not match content"] } });
     }
+  });
+
+  await t.step("WEBP, TIFF and HEIC photos are accepted like PNG and JPEG", async () => {
+    for (
+      const [bytes, type, name] of [
+        [webp(), "image/webp", "selfie.webp"],
+        [tiff(), "image/tiff", "scan.tif"],
+        [heic(), "image/heic", "photo.heic"],
+      ] as const
+    ) {
+      const res = await upload({ labels: ["rg-photo"], file_type: type, file_name: name, file_data: b64(bytes) });
+      assert.equal(res.status, 201, `${type}: ${JSON.stringify(res.body)}`);
+      assert.equal(res.body.data.file_type, type);
+    }
+  });
+
+  await t.step("a type off the allowed list is a 422 on file_type, whatever the bytes", async () => {
+    const allowed = "must be one of: application/pdf, image/jpeg, image/png, image/webp, image/heic, image/heif, " +
+      "image/tiff, text/plain, text/csv";
+    for (
+      const document of [
+        { file_type: "application/x-msdownload", file_name: "setup.exe", file_data: b64(exe()) },
+        { file_type: "application/x-elf", file_name: "run.bin", file_data: b64(elf()) },
+        { file_type: "image/gif", file_name: "a.gif", file_data: b64(bytesOf("GIF89a", [1, 0, 1, 0, 0, 0, 0, 0x3b])) },
+        { file_type: "text/html", file_name: "a.html", file_data: b64(bytesOf("<script>alert(1)</script>")) },
+        { file_type: "application/x-msdownload", file_url: "https://files.example.com/setup.exe" },
+      ]
+    ) {
+      const res = await upload({ labels: ["rg-photo"], ...document });
+      assert.equal(res.status, 422, `${document.file_type}: ${JSON.stringify(res.body)}`);
+      assert.deepEqual(res.body, { errors: { file_type: [allowed] } });
+    }
+  });
+
+  await t.step("an executable declared as a PDF is refused, even behind a PDF header", async () => {
+    for (
+      const bytes of [
+        exe(),
+        elf(),
+        bytesOf("%PDF-1.4\n", exe()),
+        bytesOf("%PDF-1.7\n%%EOF\n", exe()), // an end marker, but the file goes on
+        bytesOf(files.pdf, [0x50, 0x4b, 5, 6], new Uint8Array(18)), // a ZIP directory after the PDF's end
+      ]
+    ) {
+      const res = await upload({
+        labels: ["address-proof"],
+        file_type: "application/pdf",
+        file_name: "invoice.pdf",
+        file_data: b64(bytes),
+      });
+      assert.equal(res.status, 400, JSON.stringify(res.body));
+      assert.deepEqual(res.body, { errors: { file_type: ["does not match content"] } });
+    }
+  });
+
+  await t.step("a file name with control or bidi characters is a 422 on file_name", async () => {
+    const message = "must not contain control or bidirectional formatting characters";
+    for (
+      const name of ["invoice\u202efdp.exe", "invoice\u202e.pdf", "a\r\nb.pdf", "bell\u0007.pdf", "\u2066x\u2069.pdf"]
+    ) {
+      const res = await upload({
+        labels: ["address-proof"],
+        file_type: "application/pdf",
+        file_name: name,
+        file_data: b64(files.pdf),
+      });
+      assert.equal(res.status, 422, JSON.stringify(name));
+      assert.deepEqual(res.body, { errors: { file_name: [message] } });
+    }
+    // by URL too, and inside a person's documents
+    const byUrl = await upload({
+      labels: ["address-proof"],
+      file_type: "application/pdf",
+      file_name: "proof\u202e.pdf",
+      file_url: "https://files.example.com/p.pdf",
+    });
+    assert.deepEqual(byUrl.body, { errors: { file_name: [message] } });
+    const registered = await company.post("/api/v1/subject/people", {
+      person: {
+        document_number: "11144477735",
+        document_type: "cpf",
+        social_name: "Ana Souza",
+        fiscal_country: "BRA",
+        documents: [{
+          labels: ["cpf-number"],
+          file_type: "image/png",
+          file_name: "a\nb.png",
+          file_data: b64(files.png),
+        }],
+      },
+    });
+    assert.equal(registered.status, 422, JSON.stringify(registered.body));
+    assert.deepEqual(registered.body, { errors: { documents: { 0: { file_name: [message] } } } });
+    // letters of any script, accents and emoji are names like any other
+    const fine = await upload({
+      labels: ["address-proof"],
+      file_type: "application/pdf",
+      file_name: "Declaração de renda — São Paulo 🧾.pdf",
+      file_data: b64(files.pdf),
+    });
+    assert.equal(fine.status, 201, JSON.stringify(fine.body));
+    assert.equal(fine.body.data.file_name, "Declaração de renda — São Paulo 🧾.pdf");
+  });
+
+  await t.step("with an upload failure beside it, a refused name is listed in the 400", async () => {
+    const res = await upload({
+      labels: ["address-proof"],
+      file_type: "application/pdf",
+      file_name: "a\u202e.pdf",
+      file_data: "@@@@",
+    });
+    assert.equal(res.status, 400);
+    assert.deepEqual(Object.keys(res.body.errors).sort(), ["file_data", "file_name"]);
   });
 
   await t.step("plain text is accepted as text/plain, but not with NUL bytes in it", async () => {
