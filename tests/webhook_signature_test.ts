@@ -21,11 +21,12 @@ Deno.test("signatures a receiver can verify", async (t) => {
   });
 
   await t.step("with a previous secret, v0 signs the same text with it", async () => {
-    const header = await signPayload(BODY, SECRET, { previousSecret: OLD, timestamp: 1_800_000_000 });
+    const header = await signPayload(BODY, SECRET, { previousSecrets: [OLD], timestamp: 1_800_000_000 });
     assert.deepEqual(parseSignatureHeader(header), {
       t: 1_800_000_000,
       v1: hmac(SECRET, 1_800_000_000, BODY),
       v0: hmac(OLD, 1_800_000_000, BODY),
+      v0s: [hmac(OLD, 1_800_000_000, BODY)],
     });
   });
 
@@ -36,7 +37,7 @@ Deno.test("signatures a receiver can verify", async (t) => {
   });
 
   await t.step("a receiver still holding only the old secret verifies through v0", async () => {
-    const header = await signPayload(BODY, SECRET, { previousSecret: OLD });
+    const header = await signPayload(BODY, SECRET, { previousSecrets: [OLD] });
     assert.equal(await verifySignature(BODY, header, OLD), true);
     const withoutV0 = await signPayload(BODY, SECRET);
     assert.equal(await verifySignature(BODY, withoutV0, OLD), false);

@@ -12,6 +12,24 @@ const flag = (fallback: boolean) =>
 const schedule = z.string().regex(/^\s*\d+(\.\d+)?(\s*,\s*\d+(\.\d+)?)*\s*$/, "must be comma-separated seconds")
   .transform((s) => expandSchedule(s.split(",").map((n) => Number(n.trim()))));
 
+/** An AES-256 key: 32 bytes as 64 hex characters or as base64 (either alphabet). */
+const encryptionKey = z.string().trim().transform((text, ctx) => {
+  const key = decodeKey(text);
+  if (key?.length === 32) return key;
+  ctx.addIssue({ code: "custom", message: "must be 32 bytes, as 64 hex characters or base64" });
+  return z.NEVER;
+});
+
+function decodeKey(text: string): Uint8Array | null {
+  if (/^[0-9a-fA-F]{64}$/.test(text)) return Uint8Array.fromHex(text);
+  for (const alphabet of ["base64", "base64url"] as const) {
+    try {
+      return Uint8Array.fromBase64(text, { alphabet });
+    } catch { /* try the other alphabet */ }
+  }
+  return null;
+}
+
 const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(4000),
   HOST: z.string().default("127.0.0.1"),
@@ -29,6 +47,8 @@ const EnvSchema = z.object({
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
   WEBHOOK_ALLOW_PRIVATE_URLS: flag(false),
   SANDBOX: flag(true),
+  SECRET_ENCRYPTION_KEY: encryptionKey.optional(),
+  SECRET_ENCRYPTION_KEY_PREVIOUS: encryptionKey.optional(),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
 });
 
@@ -48,6 +68,10 @@ export type Config = {
   webhookTimeoutMs: number;
   allowPrivateUrls: boolean;
   sandbox: boolean;
+  /** Seals webhook signing secrets at rest; null: a development key kept under `.data/secrets/`. */
+  secretEncryptionKey: Uint8Array | null;
+  /** The key before a rotation of SECRET_ENCRYPTION_KEY: opens what it sealed, seals nothing. */
+  secretEncryptionKeyPrevious: Uint8Array | null;
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
 };
 
@@ -79,6 +103,8 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
     allowPrivateUrls: e.WEBHOOK_ALLOW_PRIVATE_URLS,
     sandbox: e.SANDBOX,
+    secretEncryptionKey: e.SECRET_ENCRYPTION_KEY ?? null,
+    secretEncryptionKeyPrevious: e.SECRET_ENCRYPTION_KEY_PREVIOUS ?? null,
     logLevel: e.LOG_LEVEL,
   };
 }

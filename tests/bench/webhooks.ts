@@ -18,6 +18,7 @@ import { connect, ensureDatabase, type Sql } from "../../domain/platform/db.ts";
 import type { Deps } from "../../domain/platform/deps.ts";
 import { setLogLevel } from "../../domain/platform/log.ts";
 import { migrate } from "../../domain/platform/migrate.ts";
+import { secretBoxFor } from "../../domain/platform/secret_box.ts";
 import { startWorker, stopWorker, type Worker } from "../../domain/platform/worker.ts";
 import postgres from "postgres";
 
@@ -136,7 +137,10 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
   try {
     const companyId = crypto.randomUUID();
     await sql`insert into companies (id) values (${companyId})`;
-    await createEndpoint(sql, companyId, { url: receiver.url, max_concurrency: 100 }, { allowPrivateUrls: true });
+    await createEndpoint(sql, companyId, { url: receiver.url, max_concurrency: 100 }, {
+      allowPrivateUrls: true,
+      box: await secretBoxFor(config),
+    });
 
     // Ceiling: the same worker draining no-op jobs.
     await sql`select count(*) from graphile_worker.add_jobs(array(
