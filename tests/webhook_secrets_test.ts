@@ -113,6 +113,24 @@ Deno.test("webhook signing secrets at rest", async (t) => {
     assert.equal(listed[0].secret, rotated.secret);
   });
 
+  await t.step("answers that carry secrets are never cached", async () => {
+    const company = await newCompany(ctx);
+    const created = await company.post(ENDPOINTS, { url: `${rx.url}/cache` });
+    const id = created.body.data.id;
+    for (
+      const res of [
+        created,
+        await company.get(ENDPOINTS),
+        await company.get(`${ENDPOINTS}/${id}`),
+        await company.put(`${ENDPOINTS}/${id}`, { max_concurrency: 2 }),
+        await company.post(`${ENDPOINTS}/${id}/rotate_secret`),
+      ]
+    ) {
+      assert.ok(res.status < 300, String(res.status));
+      assert.equal(res.headers.get("cache-control"), "no-store");
+    }
+  });
+
   await t.step("two rotations within a minute: a receiver still on the original secret verifies", async () => {
     const company = await newCompany(ctx);
     const original = (await company.post(ENDPOINTS, { url: `${rx.url}/rotations` })).body.data;

@@ -10,6 +10,7 @@ import {
   rotateSecret,
   updateEndpoint,
 } from "../../domain/webhooks/endpoints.ts";
+import type { MiddlewareHandler } from "hono";
 import type { Deps } from "../../domain/platform/deps.ts";
 import { secretBoxFor } from "../../domain/platform/secret_box.ts";
 import { newRouter } from "../platform/router.ts";
@@ -19,6 +20,12 @@ import { Endpoint, EndpointCreateBody, EndpointUpdateBody, RotatedSecret } from 
 const tags = ["Webhook endpoints"];
 const base = "/api/v2/notifications/endpoints";
 const EndpointEnvelope = z.object({ data: Endpoint });
+
+/** Answers here carry signing secrets: no cache, browser or shared, may keep them. */
+const noStore: MiddlewareHandler = async (c, next) => {
+  await next();
+  c.header("Cache-Control", "no-store");
+};
 
 const create = createRoute({
   method: "post",
@@ -90,7 +97,11 @@ const rotate = createRoute({
 export function webhookEndpointRoutes({ sql, config }: Deps) {
   const box = () => secretBoxFor(config);
   const opts = { allowPrivateUrls: config.allowPrivateUrls };
-  return newRouter()
+  const router = newRouter();
+  // A path, not "*": the router is mounted at "/", where "*" would reach every route of the app.
+  router.use(base, noStore);
+  router.use(`${base}/*`, noStore);
+  return router
     .openapi(create, async (c) => {
       const input = c.req.valid("json");
       const endpoint = await createEndpoint(sql, c.get("companyId"), input, { ...opts, box: await box() });
