@@ -103,9 +103,9 @@ export function webhookEndpointRoutes({ sql, config }: Deps) {
   router.use(`${base}/*`, noStore);
   return router
     .openapi(create, async (c) => {
-      const input = c.req.valid("json");
-      const endpoint = await createEndpoint(sql, c.get("companyId"), input, { ...opts, box: await box() });
-      return c.json({ data: await presentEndpoint(await box(), endpoint) }, 201);
+      const b = await box();
+      const endpoint = await createEndpoint(sql, c.get("companyId"), c.req.valid("json"), { ...opts, box: b });
+      return c.json({ data: await presentEndpoint(b, endpoint) }, 201);
     })
     .openapi(list, async (c) => {
       const endpoints = await listEndpoints(sql, c.get("companyId"));
@@ -130,7 +130,8 @@ export function webhookEndpointRoutes({ sql, config }: Deps) {
       return c.json({ data: "ok" as const }, 200);
     })
     .openapi(rotate, async (c) => {
-      const endpoint = await rotateSecret(sql, await box(), c.get("companyId"), c.req.valid("param").id);
-      return c.json({ data: await presentRotation(await box(), endpoint) }, 200);
+      const b = await box();
+      const endpoint = await rotateSecret(sql, b, c.get("companyId"), c.req.valid("param").id);
+      return c.json({ data: await presentRotation(b, endpoint) }, 200);
     });
 }
