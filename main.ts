@@ -8,6 +8,8 @@ import { connect, ensureDatabase, serverAnswers } from "./domain/platform/db.ts"
 import { type EmbeddedPostgres, startEmbeddedPostgres } from "./domain/platform/embedded_pg.ts";
 import { flushLogs, log, setLogLevel } from "./domain/platform/log.ts";
 import { migrate } from "./domain/platform/migrate.ts";
+import { secretBoxFor } from "./domain/platform/secret_box.ts";
+import { sealStoredSecrets } from "./domain/webhooks/endpoints.ts";
 import { startWorker, stopWorker, type Worker } from "./domain/platform/worker.ts";
 
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -67,6 +69,8 @@ export async function start(config: Config) {
   await ensureDatabase(url);
   const sql = connect(url, { max: 10 });
   await migrate(sql, url);
+  // Before anything reads them: secrets written before they were sealed at rest, in plain text until now.
+  await sealStoredSecrets(sql, await secretBoxFor(config), { reseal: false });
 
   let worker: Worker | null = null;
   const deps = { sql, config, processId: crypto.randomUUID(), workerRunning: () => worker !== null };

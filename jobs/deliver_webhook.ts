@@ -2,11 +2,12 @@ import type { Task } from "graphile-worker";
 import { renderBody } from "../domain/webhooks/body.ts";
 import { wakeEndpoints } from "../domain/webhooks/deliveries.ts";
 import { type ClaimedDelivery, claimNext, recordAndClaimNext, releaseClaim } from "../domain/webhooks/dispatch.ts";
-import { type EndpointRow, failPendingDeliveries, validPreviousSecret } from "../domain/webhooks/endpoints.ts";
+import { type EndpointRow, failPendingDeliveries, openSecrets } from "../domain/webhooks/endpoints.ts";
 import type { Config } from "../domain/platform/config.ts";
 import type { Deps } from "../domain/platform/deps.ts";
 import { UUID_RE } from "../domain/platform/ids.ts";
 import { log } from "../domain/platform/log.ts";
+import { secretBoxFor } from "../domain/platform/secret_box.ts";
 import { metrics } from "../domain/platform/metrics.ts";
 import { signPayload } from "../domain/webhooks/signature.ts";
 import { sendWebhook } from "../domain/webhooks/sender.ts";
@@ -84,10 +85,9 @@ function observeAttempt(deliveryId: string, durationMs: number, status: string |
 
 /** Renders, signs and POSTs one delivery. */
 async function attempt(config: Config, endpoint: EndpointRow, delivery: ClaimedDelivery, signal?: AbortSignal) {
-  const body = renderBody(endpoint, delivery);
-  const signature = await signPayload(body, endpoint.secret, {
-    previousSecret: validPreviousSecret(endpoint)?.secret,
-  });
+  const { secret, previous } = await openSecrets(await secretBoxFor(config), endpoint);
+  const body = renderBody({ ...endpoint, secret }, delivery);
+  const signature = await signPayload(body, secret, { previousSecrets: previous.map((p) => p.secret) });
   return await sendWebhook(endpoint.url, body, { "service-signature": signature }, {
     timeoutMs: config.webhookTimeoutMs,
     allowPrivateUrls: config.allowPrivateUrls,

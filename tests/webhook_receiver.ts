@@ -22,10 +22,12 @@ export type Receiver = {
 
 /**
  * `answer` decides each response (default 200 "ok"); it may wait to keep a delivery in flight. Arrivals are
- * recorded when the request comes in, before the answer.
+ * recorded when the request comes in, before the answer. `listen` picks the address (127.0.0.1 and a free port by
+ * default) and, with a certificate and its key, serves https.
  */
 export function startReceiver(
   answer: (arrival: Arrival, nthAtPath: number) => Response | Promise<Response> = () => new Response("ok"),
+  listen: { hostname?: string; port?: number; cert?: string; key?: string } = {},
 ): Receiver {
   const arrivals: Arrival[] = [];
   const inFlight = new Map<string, number>();
@@ -35,7 +37,9 @@ export function startReceiver(
     maxInFlight.set(key, Math.max(maxInFlight.get(key) ?? 0, inFlight.get(key)!));
   };
   const leave = (key: string) => inFlight.set(key, inFlight.get(key)! - 1);
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
+  const { hostname = "127.0.0.1", port: wanted = 0, cert, key } = listen;
+  const options = { hostname, port: wanted, onListen: () => {} };
+  const server = Deno.serve(cert && key ? { ...options, cert, key } : options, async (req) => {
     const path = new URL(req.url).pathname;
     enter("*");
     enter(path);
@@ -62,7 +66,7 @@ export function startReceiver(
   });
   const { port } = server.addr as Deno.NetAddr;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `${cert ? "https" : "http"}://${hostname}:${port}`,
     arrivals,
     maxInFlight: (path = "*") => maxInFlight.get(path) ?? 0,
     at: (path) => arrivals.filter((a) => a.path === path),

@@ -7,7 +7,7 @@ export const MIN_SECRET_BYTES = 32;
 const THIRTY_DAYS = 30 * 24 * 3600;
 
 /** Secrets that, outside production, fall back to a random value generated once under `.data/secrets`. */
-export const LOCAL_SECRET_VARIABLES = ["JWT_SECRET"] as const;
+export const LOCAL_SECRET_VARIABLES = ["JWT_SECRET", "SECRET_ENCRYPTION_KEY"] as const;
 export type LocalSecretVariable = typeof LOCAL_SECRET_VARIABLES[number];
 
 const optionalFlag = z.enum(["true", "false", "on", "off", "1", "0"]).optional()
@@ -66,6 +66,24 @@ function limitsFrom(e: { [K in keyof typeof LIMIT_VARS]: number }): Limits {
   };
 }
 
+/** An AES-256 key: 32 bytes as 64 hex characters or as base64 (either alphabet). */
+const encryptionKey = z.string().trim().transform((text, ctx) => {
+  const key = decodeKey(text);
+  if (key?.length === 32) return key;
+  ctx.addIssue({ code: "custom", message: "must be 32 bytes, as 64 hex characters or base64" });
+  return z.NEVER;
+});
+
+function decodeKey(text: string): Uint8Array | null {
+  if (/^[0-9a-fA-F]{64}$/.test(text)) return Uint8Array.fromHex(text);
+  for (const alphabet of ["base64", "base64url"] as const) {
+    try {
+      return Uint8Array.fromBase64(text, { alphabet });
+    } catch { /* try the other alphabet */ }
+  }
+  return null;
+}
+
 const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(4000),
   HOST: z.string().default("127.0.0.1"),
@@ -90,6 +108,8 @@ const EnvSchema = z.object({
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
   WEBHOOK_ALLOW_PRIVATE_URLS: flag(false),
   SANDBOX: optionalFlag,
+  SECRET_ENCRYPTION_KEY: encryptionKey.optional(),
+  SECRET_ENCRYPTION_KEY_PREVIOUS: encryptionKey.optional(),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
   ...LIMIT_VARS,
 });
@@ -123,6 +143,10 @@ export type Config = {
   webhookTimeoutMs: number;
   allowPrivateUrls: boolean;
   sandbox: boolean;
+  /** Seals webhook signing secrets at rest; null: a development key kept under `.data/secrets/`. */
+  secretEncryptionKey: Uint8Array | null;
+  /** The key before a rotation of SECRET_ENCRYPTION_KEY: opens what it sealed, seals nothing. */
+  secretEncryptionKeyPrevious: Uint8Array | null;
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
   limits: Limits;
 };
@@ -167,6 +191,11 @@ export function loadConfig(
   if (byteLength(jwtSecret) < MIN_SECRET_BYTES) {
     throw invalidConfiguration([`JWT_SECRET: must be at least ${MIN_SECRET_BYTES} bytes (openssl rand -hex 32)`]);
   }
+  // webhook signing secrets are sealed with this key: production never falls back to a key kept beside the data
+  if (production && !e.SECRET_ENCRYPTION_KEY) {
+    throw invalidConfiguration(["SECRET_ENCRYPTION_KEY: must be set when APP_ENV=production (openssl rand -hex 32)"]);
+  }
+  const localKey = local.SECRET_ENCRYPTION_KEY === undefined ? null : Uint8Array.fromHex(local.SECRET_ENCRYPTION_KEY);
   return {
     appEnv: e.APP_ENV,
     port: e.PORT,
@@ -188,6 +217,8 @@ export function loadConfig(
     allowPrivateUrls: e.WEBHOOK_ALLOW_PRIVATE_URLS,
     // a production instance with the defaults must not let integrators fabricate money movements
     sandbox: e.SANDBOX ?? !production,
+    secretEncryptionKey: e.SECRET_ENCRYPTION_KEY ?? (production ? null : localKey),
+    secretEncryptionKeyPrevious: e.SECRET_ENCRYPTION_KEY_PREVIOUS ?? null,
     logLevel: e.LOG_LEVEL,
     limits: limitsFrom(e),
   };

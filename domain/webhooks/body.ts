@@ -1,9 +1,9 @@
 import type { EndpointRow } from "./endpoints.ts";
 
-type BodySettings = Pick<
-  EndpointRow,
-  "event_payload_type" | "wrap_in_notification" | "inject_secret_in_body" | "event_mapping" | "secret"
->;
+/** The endpoint's settings, and its signing secret in plain text (openSecrets) for inject_secret_in_body. */
+type BodySettings =
+  & Pick<EndpointRow, "event_payload_type" | "wrap_in_notification" | "inject_secret_in_body" | "event_mapping">
+  & { secret: string };
 
 /**
  * The JSON body one endpoint receives for one delivery record (docs/webhooks.md, Bodies):

@@ -2,6 +2,7 @@ import type { Sql, Tx } from "../platform/db.ts";
 import { ErrorBag, notFound } from "../platform/errors.ts";
 import { newId } from "../platform/ids.ts";
 import { isoUtc, isoUtcOrNull } from "../platform/time.ts";
+import { isSealed, SEALED_PREFIX, type SecretBox } from "../platform/secret_box.ts";
 import { isIpLiteral, isLocalHostname, isPrivateAddress } from "./url_guard.ts";
 import { checkEndpointQuota, type EndpointQuota, fitSlots } from "./quotas.ts";
 
@@ -18,10 +19,15 @@ export type EndpointSettings = {
 export type EndpointCreateInput = EndpointSettings & { url: string };
 export type EndpointUpdateInput = EndpointSettings & { url?: string };
 
-/** How long the secret before a rotation keeps signing (as v0) and verifying. */
+/** How long a secret rotated away keeps signing (as v0) and verifying. */
 export const PREVIOUS_SECRET_TTL_HOURS = 24;
+/** At most this many secrets rotated away are kept (the oldest goes first): each adds a v0 to every signature. */
+export const MAX_PREVIOUS_SECRETS = 10;
 /** Slot rows 0..99 can exist per endpoint: the ceiling of max_concurrency. */
 export const MAX_CONCURRENCY = 100;
+
+/** A secret rotated away, as stored: sealed, with the instant it stops signing. */
+export type StoredPreviousSecret = { secret: string; expires_at: string };
 
 export type EndpointRow = {
   id: string;
@@ -35,28 +41,50 @@ export type EndpointRow = {
   wrap_in_notification: boolean;
   max_concurrency: number;
   event_mapping: Record<string, string> | null;
-  secret: string;
-  previous_secret: string | null;
-  previous_secret_expires_at: Date | null;
+  /** The signing secret, sealed (domain/platform/secret_box.ts): `openSecrets` reads it. */
+  sealed_secret: string;
+  /** Secrets rotated away, sealed, newest first; expired ones are ignored, and dropped at the next rotation. */
+  sealed_previous_secrets: StoredPreviousSecret[];
   inserted_at: Date;
   updated_at: Date;
 };
+
+/** An endpoint's secrets in plain text: the current one, and those rotated away that still sign, newest first. */
+export type EndpointSecrets = { secret: string; previous: { secret: string; expiresAt: Date }[] };
 
 /** 32 random bytes as 64 lowercase hex characters. */
 export function newSecret(): string {
   return Array.from(crypto.getRandomValues(new Uint8Array(32)), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-/** The previous secret while it is still valid, else null (it stops signing and stops being shown). */
-export function validPreviousSecret(e: Pick<EndpointRow, "previous_secret" | "previous_secret_expires_at">) {
-  return e.previous_secret && e.previous_secret_expires_at && e.previous_secret_expires_at.getTime() > Date.now()
-    ? { secret: e.previous_secret, expiresAt: e.previous_secret_expires_at }
-    : null;
+/** A secret is sealed for its endpoint: copied to another endpoint's row, it does not open. */
+const sealContext = (endpointId: string) => `webhook_endpoints:${endpointId}`;
+
+/** The endpoint's secrets, opened; previous secrets past their expiry are left out (they no longer sign). */
+export async function openSecrets(
+  box: SecretBox,
+  e: Pick<EndpointRow, "id" | "sealed_secret" | "sealed_previous_secrets">,
+): Promise<EndpointSecrets> {
+  const context = sealContext(e.id);
+  const now = Date.now();
+  const previous = e.sealed_previous_secrets
+    .map((p) => ({ sealed: p.secret, expiresAt: new Date(p.expires_at) }))
+    .filter((p) => p.expiresAt.getTime() > now)
+    .sort((a, b) => b.expiresAt.getTime() - a.expiresAt.getTime());
+  return {
+    secret: await box.open(e.sealed_secret, context),
+    previous: await Promise.all(
+      previous.map(async (p) => ({ secret: await box.open(p.sealed, context), expiresAt: p.expiresAt })),
+    ),
+  };
 }
 
-/** The endpoint object, secret included (create, show, update and list all carry it). */
-export function presentEndpoint(e: EndpointRow) {
-  const previous = validPreviousSecret(e);
+/**
+ * The endpoint object of the API, secrets included (create, show, update and list all carry them).
+ * `previous_secret` is the most recent secret rotated away; `previous_secrets` lists every one still signing.
+ */
+export async function presentEndpoint(box: SecretBox, e: EndpointRow) {
+  const { secret, previous } = await openSecrets(box, e);
   return {
     id: e.id,
     company_id: e.company_id,
@@ -69,11 +97,23 @@ export function presentEndpoint(e: EndpointRow) {
     wrap_in_notification: e.wrap_in_notification,
     max_concurrency: e.max_concurrency,
     event_mapping: e.event_mapping,
-    secret: e.secret,
-    previous_secret: previous?.secret ?? null,
-    previous_secret_expires_at: isoUtcOrNull(previous?.expiresAt ?? null),
+    secret,
+    previous_secret: previous[0]?.secret ?? null,
+    previous_secret_expires_at: isoUtcOrNull(previous[0]?.expiresAt ?? null),
+    previous_secrets: previous.map((p) => ({ secret: p.secret, expires_at: isoUtc(p.expiresAt) })),
     inserted_at: isoUtc(e.inserted_at),
     updated_at: isoUtc(e.updated_at),
+  };
+}
+
+/** The answer to rotate_secret: the new secret and the one it replaced. */
+export async function presentRotation(box: SecretBox, e: EndpointRow) {
+  const { secret, previous } = await openSecrets(box, e);
+  return {
+    id: e.id,
+    secret,
+    previous_secret: previous[0]?.secret ?? null,
+    previous_secret_expires_at: isoUtcOrNull(previous[0]?.expiresAt ?? null),
   };
 }
 
@@ -102,24 +142,25 @@ export async function createEndpoint(
   sql: Sql,
   companyId: string,
   input: EndpointCreateInput,
-  opts: { allowPrivateUrls: boolean; quota: EndpointQuota },
+  opts: { allowPrivateUrls: boolean; quota: EndpointQuota; box: SecretBox },
 ): Promise<EndpointRow> {
   const errors = new ErrorBag();
   checkEndpointUrl(errors, input.url, opts.allowPrivateUrls);
   errors.throwIfAny(422);
   const id = newId();
   const maxConcurrency = input.max_concurrency ?? 10;
+  const sealedSecret = await opts.box.seal(newSecret(), sealContext(id));
   return await sql.begin(async (tx) => {
     await checkEndpointQuota(tx, companyId, opts.quota, { maxConcurrency });
     const [row] = await tx<EndpointRow[]>`
       insert into webhook_endpoints (
         id, company_id, url, enabled_events, delivery_mode, event_payload_type, inject_secret_in_body,
-        wrap_in_notification, max_concurrency, event_mapping, secret
+        wrap_in_notification, max_concurrency, event_mapping, sealed_secret
       ) values (
         ${id}, ${companyId}, ${input.url}, ${input.enabled_events ?? ["*"]}, ${input.delivery_mode ?? "parallel"},
         ${input.event_payload_type ?? "snapshot"}, ${input.inject_secret_in_body ?? false},
         ${input.wrap_in_notification ?? false}, ${maxConcurrency},
-        ${input.event_mapping ? tx.json(input.event_mapping) : null}, ${newSecret()}
+        ${input.event_mapping ? tx.json(input.event_mapping) : null}, ${sealedSecret}
       ) returning *`;
     await fitSlots(tx, [id]);
     return row;
@@ -214,15 +255,78 @@ export async function failPendingDeliveries(tx: Tx, companyId: string, endpointI
     where company_id = ${companyId} and endpoint_id = any(${endpointIds}::uuid[]) and status = 'pending'`;
 }
 
-/** A new secret; the old one keeps signing as v0 (and verifying) for 24 hours. */
-export async function rotateSecret(sql: Sql, companyId: string, id: string): Promise<EndpointRow> {
+/**
+ * A new secret. The one it replaces keeps signing (as v0) and verifying for 24 hours, and so do the ones rotated
+ * away before it, each until its own expiry (at most MAX_PREVIOUS_SECRETS, newest first).
+ */
+export async function rotateSecret(sql: Sql, box: SecretBox, companyId: string, id: string): Promise<EndpointRow> {
+  const sealed = await box.seal(newSecret(), sealContext(id));
+  // In an update, sealed_secret and sealed_previous_secrets on the right-hand side are the values before it.
   const [row] = await sql<EndpointRow[]>`
     update webhook_endpoints set
-      previous_secret = secret,
-      previous_secret_expires_at = now() + make_interval(hours => ${PREVIOUS_SECRET_TTL_HOURS}),
-      secret = ${newSecret()},
+      sealed_previous_secrets = (
+        select coalesce(jsonb_agg(p order by (p->>'expires_at')::timestamptz desc), '[]'::jsonb)
+        from (
+          select p from (
+            select jsonb_build_object(
+              'secret', sealed_secret,
+              'expires_at', now() + make_interval(hours => ${PREVIOUS_SECRET_TTL_HOURS})
+            ) as p
+            union all
+            select p from jsonb_array_elements(sealed_previous_secrets) p
+          ) candidates
+          where (p->>'expires_at')::timestamptz > now()
+          order by (p->>'expires_at')::timestamptz desc
+          limit ${MAX_PREVIOUS_SECRETS}
+        ) kept
+      ),
+      sealed_secret = ${sealed},
       updated_at = now()
     where company_id = ${companyId} and id = ${id} returning *`;
   if (!row) throw notFound();
   return row;
+}
+
+/**
+ * Seals every secret still stored in plain text (rows written before secrets were sealed) and, with `reseal`,
+ * re-seals what an older key sealed, so that SECRET_ENCRYPTION_KEY_PREVIOUS can be removed afterwards. Expired
+ * previous secrets are dropped on the way. Idempotent and safe while the service runs: a row that changed in the
+ * meantime (a rotation) is not overwritten; it was written sealed with the current key anyway. A maintenance pass
+ * over every company, hence no company filter. Returns the number of endpoints rewritten.
+ */
+export async function sealStoredSecrets(sql: Sql, box: SecretBox, opts: { reseal: boolean }): Promise<number> {
+  const wanted = opts.reseal ? box.currentPrefix : SEALED_PREFIX;
+  let rewritten = 0;
+  let after = "00000000-0000-0000-0000-000000000000";
+  for (;;) {
+    const rows = await sql<Pick<EndpointRow, "id" | "company_id" | "sealed_secret" | "sealed_previous_secrets">[]>`
+      select id, company_id, sealed_secret, sealed_previous_secrets from webhook_endpoints e
+      where id > ${after} and (
+        not starts_with(sealed_secret, ${wanted})
+        or exists (
+          select 1 from jsonb_array_elements(e.sealed_previous_secrets) p where not starts_with(p->>'secret', ${wanted})
+        )
+      )
+      order by id limit 200`;
+    if (rows.length === 0) return rewritten;
+    after = rows[rows.length - 1].id;
+    for (const row of rows) {
+      const context = sealContext(row.id);
+      const reseal = async (value: string) =>
+        await box.seal(isSealed(value) ? await box.open(value, context) : value, context);
+      const previous: StoredPreviousSecret[] = [];
+      for (const p of row.sealed_previous_secrets) {
+        if (new Date(p.expires_at).getTime() > Date.now()) {
+          previous.push({ secret: await reseal(p.secret), expires_at: p.expires_at });
+        }
+      }
+      const updated = await sql`
+        update webhook_endpoints
+        set sealed_secret = ${await reseal(row.sealed_secret)}, sealed_previous_secrets = ${sql.json(previous)}
+        where company_id = ${row.company_id} and id = ${row.id}
+          and sealed_secret = ${row.sealed_secret}
+          and sealed_previous_secrets = ${sql.json(row.sealed_previous_secrets)}`;
+      rewritten += updated.count;
+    }
+  }
 }

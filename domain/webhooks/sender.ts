@@ -1,4 +1,7 @@
-import { assertPublicDestination, BlockedDestination } from "./url_guard.ts";
+import http from "node:http";
+import https from "node:https";
+import type { LookupFunction } from "node:net";
+import { BlockedDestination, checkedAddresses, isIpLiteral, type Resolver, systemResolver } from "./url_guard.ts";
 
 /** Names the service to receivers (and in their logs). */
 export const USER_AGENT = "payments-api-webhooks/1.0";
@@ -7,93 +10,164 @@ export const MAX_RESPONSE_BYTES = 16 * 1024;
 
 export type SendResult = { ok: boolean; httpStatus: number; responseBody: string; durationMs: number };
 
-let client: Deno.HttpClient | null = null;
-
-/**
- * No connection reuse: a pooled keep-alive connection that the receiver resets makes fetch send the POST again on
- * its own, so the receiver would see two arrivals for one recorded attempt.
- */
-function httpClient(): Deno.HttpClient {
-  return client ??= Deno.createHttpClient({ poolMaxIdlePerHost: 0 });
-}
+export type SendOptions = {
+  timeoutMs: number;
+  /** Development and tests: http and private or loopback receivers. */
+  allowPrivateUrls: boolean;
+  signal?: AbortSignal;
+  /** Name resolution, done once per attempt; the operating system's unless a test swaps it. */
+  resolve?: Resolver;
+  /** Certificate authorities (PEM) trusted instead of the default ones: tests with their own TLS receivers. */
+  ca?: string[];
+};
 
 /**
  * One POST attempt. Never throws: a refusal, a network error or a timeout is a failed attempt with status 0 and
- * the error as its text. Redirects are not followed (a 3xx is a failed attempt), and unless private URLs are
- * allowed the destination must be https and resolve only to public addresses. The timeout covers name
- * resolution, the request and reading the first 16 KiB of the answer.
+ * the error as its text, which never names an address. Redirects are not followed (a 3xx is a failed attempt), and
+ * unless private URLs are allowed the destination must be https and resolve only to public addresses.
+ *
+ * The host name is resolved once, the addresses checked, and the connection opened to one of those addresses only
+ * (the request's `lookup` answers with them), so a second DNS answer can never redirect it; TLS still uses the host
+ * name for SNI and to verify the certificate. Each attempt has a connection of its own, closed after the answer:
+ * a reused keep-alive connection that the receiver resets could have the POST sent twice for one recorded attempt.
+ * The timeout covers name resolution, the request and reading the first 16 KiB of the answer.
  */
 export async function sendWebhook(
   url: string,
   body: string,
   headers: Record<string, string>,
-  opts: { timeoutMs: number; allowPrivateUrls: boolean; signal?: AbortSignal },
+  opts: SendOptions,
 ): Promise<SendResult> {
   const started = performance.now();
   const timeout = AbortSignal.timeout(opts.timeoutMs);
   const signal = opts.signal ? AbortSignal.any([timeout, opts.signal]) : timeout;
-  const failed = (message: string): SendResult => ({
-    ok: false,
-    httpStatus: 0,
-    responseBody: message,
+  const result = (httpStatus: number, responseBody: string): SendResult => ({
+    ok: httpStatus >= 200 && httpStatus < 300,
+    httpStatus,
+    responseBody,
     durationMs: performance.now() - started,
   });
   try {
     const target = new URL(url);
-    if (!opts.allowPrivateUrls) {
-      if (target.protocol !== "https:") return failed("refused: only https URLs are delivered");
-      await raceAbort(assertPublicDestination(target), signal);
+    if (target.protocol !== "https:" && (target.protocol !== "http:" || !opts.allowPrivateUrls)) {
+      return result(0, "refused: only https URLs are delivered");
     }
-    const res = await fetch(target, {
-      method: "POST",
-      body,
-      headers: { "content-type": "application/json", "user-agent": USER_AGENT, ...headers },
-      redirect: "manual",
+    const addresses = await raceAbort(
+      checkedAddresses(target, { resolve: opts.resolve ?? systemResolver, allowPrivate: opts.allowPrivateUrls }),
       signal,
-      client: httpClient(),
-    });
-    const text = await readPrefix(res, MAX_RESPONSE_BYTES);
-    return {
-      ok: res.status >= 200 && res.status < 300,
-      httpStatus: res.status,
-      responseBody: text,
-      durationMs: performance.now() - started,
-    };
+    );
+    const answer = await post(target, addresses, body, {
+      "content-type": "application/json",
+      "user-agent": USER_AGENT,
+      ...headers,
+    }, { signal, ca: opts.ca });
+    return result(answer.status, decodePrefix(answer.bytes, answer.truncated));
   } catch (err) {
-    if (err instanceof BlockedDestination) return failed(err.message);
-    if (timeout.aborted) return failed(`timeout after ${opts.timeoutMs} ms`);
-    if (opts.signal?.aborted) return failed("aborted: the worker is shutting down");
-    return failed(err instanceof Error ? err.message : String(err));
+    if (err instanceof BlockedDestination) return result(0, err.message);
+    if (timeout.aborted) return result(0, `timeout after ${opts.timeoutMs} ms`);
+    if (opts.signal?.aborted) return result(0, "aborted: the worker is shutting down");
+    return result(0, describeFailure(err));
   }
 }
 
-/** The first `limit` bytes of the body as text; the rest is not read. */
-async function readPrefix(res: Response, limit: number): Promise<string> {
-  if (!res.body) return "";
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  try {
-    while (size < limit) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      chunks.push(value);
-      size += value.length;
-    }
-  } finally {
-    await reader.cancel().catch(() => {});
-  }
-  const bytes = new Uint8Array(Math.min(size, limit));
+type Answer = { status: number; bytes: Uint8Array; truncated: boolean };
+
+/** POSTs over a fresh connection to one of `addresses`, and reads the status and the first 16 KiB of the answer. */
+function post(
+  target: URL,
+  addresses: string[],
+  body: string,
+  headers: Record<string, string>,
+  opts: { signal: AbortSignal; ca?: string[] },
+): Promise<Answer> {
+  const host = target.hostname.replace(/^\[|\]$/g, "");
+  const pinned: LookupFunction = (_name, options, callback) => {
+    const all = addresses.map((address) => ({ address, family: address.includes(":") ? 6 : 4 }));
+    if ((options as { all?: boolean }).all) (callback as (e: null, a: typeof all) => void)(null, all);
+    else callback(null, all[0].address, all[0].family);
+  };
+  const bytes = new TextEncoder().encode(body);
+  const secure = target.protocol === "https:";
+  return new Promise<Answer>((resolve, reject) => {
+    let settled = false;
+    const settle = (outcome: () => void) => {
+      if (settled) return;
+      settled = true;
+      opts.signal.removeEventListener("abort", onAbort);
+      request.destroy();
+      outcome();
+    };
+    const onAbort = () => settle(() => reject(opts.signal.reason));
+    const request = (secure ? https : http).request({
+      host,
+      port: target.port ? Number(target.port) : secure ? 443 : 80,
+      path: `${target.pathname}${target.search}`,
+      method: "POST",
+      headers: { ...headers, "content-length": String(bytes.length), connection: "close" },
+      // no pool: this connection is used for this request only
+      agent: false,
+      lookup: pinned,
+      // the certificate must name the host (an IP literal is matched as an IP address)
+      ...(secure ? { servername: isIpLiteral(host) ? undefined : host, ca: opts.ca, rejectUnauthorized: true } : {}),
+    }, (response) => {
+      const chunks: Uint8Array[] = [];
+      let size = 0;
+      // The status and headers arrived: a body cut short (a reset, a close) still counts as the receiver's answer.
+      const answered = (truncated: boolean) =>
+        settle(() =>
+          resolve({ status: response.statusCode ?? 0, bytes: concat(chunks, MAX_RESPONSE_BYTES), truncated })
+        );
+      response.on("data", (chunk: Uint8Array) => {
+        chunks.push(chunk);
+        size += chunk.length;
+        if (size > MAX_RESPONSE_BYTES) answered(true);
+      });
+      response.on("end", () => answered(false));
+      response.on("close", () => answered(false));
+      response.on("error", () => answered(false));
+    });
+    request.on("error", (err) => settle(() => reject(err)));
+    if (opts.signal.aborted) return onAbort();
+    opts.signal.addEventListener("abort", onAbort, { once: true });
+    request.end(bytes);
+  });
+}
+
+function concat(chunks: Uint8Array[], limit: number): Uint8Array {
+  const size = Math.min(limit, chunks.reduce((n, c) => n + c.length, 0));
+  const out = new Uint8Array(size);
   let at = 0;
   for (const chunk of chunks) {
-    const part = chunk.subarray(0, bytes.length - at);
-    bytes.set(part, at);
+    if (at >= size) break;
+    const part = chunk.subarray(0, size - at);
+    out.set(part, at);
     at += part.length;
-    if (at >= bytes.length) break;
   }
-  // A cut in the middle of a UTF-8 sequence decodes to U+FFFD: drop it. Postgres text cannot hold NUL.
+  return out;
+}
+
+/** The answer as text. A cut in the middle of a UTF-8 sequence decodes to U+FFFD: drop it. Postgres text cannot hold NUL. */
+function decodePrefix(bytes: Uint8Array, truncated: boolean): string {
   const text = new TextDecoder().decode(bytes).replaceAll("\u0000", "");
-  return size > limit ? text.replace(/\uFFFD$/, "") : text;
+  return truncated ? text.replace(/\uFFFD$/, "") : text;
+}
+
+/** Network and TLS errors by kind: their own messages may hold the address that was connected to. */
+const FAILURES: [RegExp, string][] = [
+  [/^ECONNREFUSED$/, "connection refused"],
+  [/^(ECONNRESET|EPIPE)$/, "connection reset"],
+  [/^(EHOSTUNREACH|ENETUNREACH|EADDRNOTAVAIL)$/, "host unreachable"],
+  [/^ETIMEDOUT$/, "connection timed out"],
+  [/ALTNAME|HOSTNAME/i, "TLS: the certificate does not match the host name"],
+  [/EXPIRED/i, "TLS: the certificate has expired"],
+  [/CERT|VERIFY|SIGNATURE|ISSUER/i, "TLS: the certificate is not trusted"],
+  [/SSL|TLS/i, "TLS handshake failed"],
+  [/^HPE_/, "the answer is not valid HTTP"],
+];
+
+function describeFailure(err: unknown): string {
+  const code = String((err as { code?: unknown })?.code ?? "");
+  return FAILURES.find(([pattern]) => pattern.test(code))?.[1] ?? "connection failed";
 }
 
 function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {

@@ -1,6 +1,7 @@
 /**
  * The `service-signature` header of webhook deliveries (docs/webhooks.md, Signatures):
- * `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" with the secret>[,v0=<same with the previous secret>]`.
+ * `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" with the secret>[,v0=<same with a previous secret>]...`,
+ * one v0 per secret rotated away within the last 24 hours, most recent first.
  *
  * The sender uses `signPayload`; receivers (and our tests) use `verifySignature`. Only Web Crypto, so the module
  * runs unchanged in Deno, Node 20+, Bun and browsers.
@@ -30,32 +31,42 @@ export async function computeSignature(secret: string, timestamp: number, rawBod
 }
 
 /**
- * The header value for one delivery. `previousSecret` is given only while it is still valid (24 hours after a
- * rotation), so receivers that have not switched to the new secret yet keep verifying with v0.
+ * The header value for one delivery. `previousSecrets` are the secrets rotated away that still sign (each for 24
+ * hours after its rotation), most recent first: each adds a `v0`, so receivers that have not switched to the new
+ * secret yet, or are still on one from before several quick rotations, keep verifying.
  */
 export async function signPayload(
   rawBody: string,
   secret: string,
-  opts: { previousSecret?: string | null; timestamp?: number } = {},
+  opts: { previousSecrets?: readonly string[]; timestamp?: number } = {},
 ): Promise<string> {
   const t = opts.timestamp ?? Math.floor(Date.now() / 1000);
   let header = `t=${t},v1=${await computeSignature(secret, t, rawBody)}`;
-  if (opts.previousSecret) header += `,v0=${await computeSignature(opts.previousSecret, t, rawBody)}`;
+  for (const previous of opts.previousSecrets ?? []) {
+    if (previous) header += `,v0=${await computeSignature(previous, t, rawBody)}`;
+  }
   return header;
 }
 
-/** The parts of a `service-signature` header, or null when it is malformed. */
-export function parseSignatureHeader(header: string): { t: number; v1: string; v0?: string } | null {
+/**
+ * The parts of a `service-signature` header, or null when it is malformed. `v0s` holds every v0 in order (one per
+ * previous secret still signing); `v0` is the first of them, the most recent previous secret.
+ */
+export function parseSignatureHeader(header: string): { t: number; v1: string; v0?: string; v0s: string[] } | null {
   const parts = new Map<string, string>();
+  const v0s: string[] = [];
   for (const item of header.split(",")) {
     const at = item.indexOf("=");
     if (at <= 0) return null;
-    parts.set(item.slice(0, at).trim(), item.slice(at + 1).trim());
+    const key = item.slice(0, at).trim();
+    const value = item.slice(at + 1).trim();
+    if (key === "v0") v0s.push(value);
+    else parts.set(key, value);
   }
   const t = parts.get("t");
   const v1 = parts.get("v1");
   if (!t || !/^\d{1,12}$/.test(t) || !v1) return null;
-  return { t: Number(t), v1, v0: parts.get("v0") };
+  return { t: Number(t), v1, ...(v0s.length ? { v0: v0s[0] } : {}), v0s };
 }
 
 /**
@@ -63,7 +74,7 @@ export function parseSignatureHeader(header: string): { t: number; v1: string; v
  * and its timestamp is within `toleranceSeconds` of `now` (default 5 minutes; 0 or Infinity disables the check).
  *
  * Pass the current secret, and during the 24 hours after a rotation the previous one too: each secret is checked
- * against v1 and, when present, v0. Comparisons run through `crypto.subtle.verify`, which is constant-time.
+ * against v1 and every v0. Comparisons run through `crypto.subtle.verify`, which is constant-time.
  */
 export async function verifySignature(
   rawBody: string,
@@ -79,7 +90,7 @@ export async function verifySignature(
   if (tolerance > 0 && Math.abs(now - parsed.t) > tolerance) return false;
 
   const signed = encoder.encode(`${parsed.t}.${rawBody}`);
-  const candidates = [fromHex(parsed.v1), parsed.v0 ? fromHex(parsed.v0) : null]
+  const candidates = [parsed.v1, ...parsed.v0s].map(fromHex)
     .filter((sig): sig is Uint8Array => sig !== null && sig.length === 32);
   for (const secret of typeof secrets === "string" ? [secrets] : secrets) {
     if (!secret) continue;

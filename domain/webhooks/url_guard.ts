@@ -1,6 +1,11 @@
+import { lookup } from "node:dns/promises";
+
 /**
- * Keeps webhook deliveries away from the service's own network (SSRF): loopback, private, link-local (which holds
- * the cloud metadata address 169.254.169.254), carrier-grade NAT, multicast and reserved ranges, in IPv4 and IPv6.
+ * Keeps webhook deliveries away from the service's own network (SSRF): only public unicast addresses may be
+ * reached. Every special-purpose range of the IANA registries is refused (loopback, private, link-local with the
+ * cloud metadata address 169.254.169.254, carrier-grade NAT, documentation, benchmarking, multicast, reserved), in
+ * IPv4 and IPv6, and so is every IPv6 address outside global unicast 2000::/3 except NAT64 of a public IPv4 address.
+ * Whatever does not parse as an address counts as not public.
  */
 
 /** IPv4 ranges no webhook may reach, as [first octets, prefix length]. */
@@ -13,8 +18,11 @@ const BLOCKED_V4: [number[], number][] = [
   [[172, 16], 12], // private
   [[192, 0, 0], 24], // IETF protocol assignments
   [[192, 0, 2], 24], // documentation
-  [[192, 88, 99], 24], // 6to4 relay
+  [[192, 31, 196], 24], // AS112
+  [[192, 52, 193], 24], // AMT
+  [[192, 88, 99], 24], // 6to4 relay anycast
   [[192, 168], 16], // private
+  [[192, 175, 48], 24], // AS112 direct delegation
   [[198, 18], 15], // benchmarking
   [[198, 51, 100], 24], // documentation
   [[203, 0, 113], 24], // documentation
@@ -22,33 +30,44 @@ const BLOCKED_V4: [number[], number][] = [
   [[240], 4], // reserved, broadcast
 ];
 
+/** IPv6 ranges inside global unicast 2000::/3 that are not public, as [first groups, prefix length]. */
+const BLOCKED_V6: [number[], number][] = [
+  [[0x2001, 0x0000], 23], // IETF protocol assignments: Teredo, benchmarking, ORCHID, AMT, AS112 ...
+  [[0x2001, 0x0db8], 32], // documentation
+  [[0x2620, 0x004f, 0x8000], 48], // AS112 direct delegation
+  [[0x3fff], 20], // documentation
+  [[0x5f00], 16], // segment routing (SRv6) identifiers
+];
+
+/** Dotted decimal only, no leading zeros: other notations (octal, hex, fewer parts) count as not an address. */
 function parseV4(ip: string): number[] | null {
   const parts = ip.split(".");
-  if (parts.length !== 4 || !parts.every((p) => /^\d{1,3}$/.test(p))) return null;
+  if (parts.length !== 4 || !parts.every((p) => /^(0|[1-9]\d{0,2})$/.test(p))) return null;
   const octets = parts.map(Number);
   return octets.every((o) => o <= 255) ? octets : null;
 }
 
-function v4ToInt(octets: number[]): number {
-  return ((octets[0] << 24) | (octets[1] << 16) | (octets[2] << 8) | octets[3]) >>> 0;
+function inPrefix(value: number[], start: number[], prefix: number, bitsPerPart: number): boolean {
+  for (let bit = 0; bit < prefix; bit += bitsPerPart) {
+    const i = bit / bitsPerPart;
+    const take = Math.min(bitsPerPart, prefix - bit);
+    const shift = bitsPerPart - take;
+    if ((value[i] >> shift) !== ((start[i] ?? 0) >> shift)) return false;
+  }
+  return true;
 }
 
-function blockedV4(octets: number[]): boolean {
-  const addr = v4ToInt(octets);
-  return BLOCKED_V4.some(([start, prefix]) => {
-    const base = v4ToInt([...start, 0, 0, 0, 0].slice(0, 4));
-    const mask = prefix === 0 ? 0 : (~0 << (32 - prefix)) >>> 0;
-    return ((addr & mask) >>> 0) === ((base & mask) >>> 0);
-  });
+function publicV4(octets: number[]): boolean {
+  return !BLOCKED_V4.some(([start, prefix]) => inPrefix(octets, start, prefix, 8));
 }
 
-/** The eight 16-bit groups of an IPv6 address (with an embedded dotted IPv4 tail allowed), or null. */
+/** The eight 16-bit groups of an IPv6 address (brackets, a zone and a dotted IPv4 tail allowed), or null. */
 function parseV6(ip: string): number[] | null {
   let text = ip.replace(/^\[|\]$/g, "").split("%")[0].toLowerCase();
   const dotted = /(\d{1,3}(?:\.\d{1,3}){3})$/.exec(text);
   if (dotted) {
     const v4 = parseV4(dotted[1]);
-    if (!v4) return null;
+    if (!v4 || !/:$/.test(text.slice(0, -dotted[1].length))) return null;
     text = text.slice(0, -dotted[1].length) +
       `${((v4[0] << 8) | v4[1]).toString(16)}:${((v4[2] << 8) | v4[3]).toString(16)}`;
   }
@@ -62,27 +81,28 @@ function parseV6(ip: string): number[] | null {
   return [...head, ...Array(halves.length === 2 ? missing : 0).fill("0"), ...tail].map((g) => parseInt(g, 16));
 }
 
-function blockedV6(g: number[]): boolean {
-  const embeddedV4 = [g[6] >> 8, g[6] & 255, g[7] >> 8, g[7] & 255];
-  if (g.every((x) => x === 0)) return true; // unspecified
-  if (g.slice(0, 7).every((x) => x === 0) && g[7] === 1) return true; // loopback
-  if (g.slice(0, 5).every((x) => x === 0) && (g[5] === 0xffff || g[5] === 0)) return blockedV4(embeddedV4); // mapped
-  if (g[0] === 0x64 && g[1] === 0xff9b) return blockedV4(embeddedV4); // NAT64
-  if (g[0] === 0x2002) return blockedV4([g[1] >> 8, g[1] & 255, g[2] >> 8, g[2] & 255]); // 6to4
-  if ((g[0] & 0xfe00) === 0xfc00) return true; // unique local (holds AWS's fd00:ec2::254)
-  if ((g[0] & 0xffc0) === 0xfe80) return true; // link-local
-  if ((g[0] & 0xffc0) === 0xfec0) return true; // site-local (deprecated)
-  if ((g[0] & 0xff00) === 0xff00) return true; // multicast
-  if (g[0] === 0x2001 && g[1] === 0x0db8) return true; // documentation
-  return false;
+function publicV6(g: number[]): boolean {
+  // NAT64 (64:ff9b::/96) reaches the IPv4 address in its last 32 bits: as public as that address.
+  if (inPrefix(g, [0x64, 0xff9b, 0, 0, 0, 0], 96, 16)) return publicV4([g[6] >> 8, g[6] & 255, g[7] >> 8, g[7] & 255]);
+  // Outside 2000::/3 nothing is public unicast: ::/8 (unspecified, loopback, IPv4-mapped ::ffff:0:0/96 and the
+  // other embeddings of IPv4), 64:ff9b:1::/48, 100::/64, unique local fc00::/7, link-local, site-local, multicast.
+  if ((g[0] & 0xe000) !== 0x2000) return false;
+  // 6to4 (2002::/16) reaches the IPv4 address in bits 16..47.
+  if (g[0] === 0x2002) return publicV4([g[1] >> 8, g[1] & 255, g[2] >> 8, g[2] & 255]);
+  return !BLOCKED_V6.some(([start, prefix]) => inPrefix(g, start, prefix, 16));
 }
 
-/** True for an IP literal (v4 or v6, brackets allowed) that is not a public unicast address. */
-export function isPrivateAddress(ip: string): boolean {
+/** True for an IP literal (v4 or v6, brackets allowed) that is a public unicast address; false for anything else. */
+export function isPublicAddress(ip: string): boolean {
   const v4 = parseV4(ip);
-  if (v4) return blockedV4(v4);
+  if (v4) return publicV4(v4);
   const v6 = parseV6(ip);
-  return v6 ? blockedV6(v6) : false;
+  return v6 ? publicV6(v6) : false;
+}
+
+/** True for an IP literal that is not a public unicast address. */
+export function isPrivateAddress(ip: string): boolean {
+  return isIpLiteral(ip) && !isPublicAddress(ip);
 }
 
 export function isIpLiteral(host: string): boolean {
@@ -95,24 +115,42 @@ export function isLocalHostname(host: string): boolean {
   return h === "localhost" || h.endsWith(".localhost") || h.endsWith(".local") || h.endsWith(".internal");
 }
 
+/** A refusal to deliver. Its message is what the attempt log shows: it never names an address. */
 export class BlockedDestination extends Error {}
 
+/** The addresses of a host name; none when it does not resolve. */
+export type Resolver = (hostname: string) => Promise<string[]>;
+
+/** The operating system's resolver (hosts file included): the one a connection by name would have used. */
+export const systemResolver: Resolver = async (hostname) => {
+  try {
+    return (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
+  } catch {
+    return [];
+  }
+};
+
+const PRIVATE = "refused: private address";
+
 /**
- * Resolves `url`'s host and throws BlockedDestination when any of its addresses is not public (a host with one
- * public and one private address could be steered to the private one). IP literals are checked as they are;
- * names are resolved with `Deno.resolveDns` (A and AAAA), which does not read /etc/hosts, so names only the local
- * hosts file knows are refused too.
+ * Resolves `url`'s host once and returns the addresses a delivery may connect to: the connection must use these and
+ * not resolve the name again, or a name answering a public address now and a private one a moment later (DNS
+ * rebinding) would reach the private one. Throws BlockedDestination, unless private destinations are allowed, when
+ * the host is a local name or any of its addresses is not public (a host with one public and one private address
+ * could be steered to the private one).
  */
-export async function assertPublicDestination(url: URL): Promise<void> {
+export async function checkedAddresses(
+  url: URL,
+  opts: { resolve: Resolver; allowPrivate: boolean },
+): Promise<string[]> {
   const host = url.hostname.replace(/^\[|\]$/g, "");
   if (isIpLiteral(host)) {
-    if (isPrivateAddress(host)) throw new BlockedDestination(`refused: ${host} is not a public address`);
-    return;
+    if (!opts.allowPrivate && !isPublicAddress(host)) throw new BlockedDestination(PRIVATE);
+    return [host];
   }
-  if (isLocalHostname(host)) throw new BlockedDestination(`refused: ${host} is a local name`);
-  const lookups = await Promise.allSettled([Deno.resolveDns(host, "A"), Deno.resolveDns(host, "AAAA")]);
-  const addresses = lookups.flatMap((r) => r.status === "fulfilled" ? r.value : []);
-  if (addresses.length === 0) throw new BlockedDestination(`refused: ${host} does not resolve`);
-  const blocked = addresses.find(isPrivateAddress);
-  if (blocked) throw new BlockedDestination(`refused: ${host} resolves to ${blocked}, which is not a public address`);
+  if (!opts.allowPrivate && isLocalHostname(host)) throw new BlockedDestination("refused: local host name");
+  const addresses = await opts.resolve(host);
+  if (addresses.length === 0) throw new BlockedDestination("refused: the host name does not resolve");
+  if (!addresses.every(opts.allowPrivate ? isIpLiteral : isPublicAddress)) throw new BlockedDestination(PRIVATE);
+  return addresses;
 }

@@ -6,18 +6,26 @@ import {
   getEndpoint,
   listEndpoints,
   presentEndpoint,
+  presentRotation,
   rotateSecret,
   updateEndpoint,
 } from "../../domain/webhooks/endpoints.ts";
+import type { MiddlewareHandler } from "hono";
 import type { Deps } from "../../domain/platform/deps.ts";
+import { secretBoxFor } from "../../domain/platform/secret_box.ts";
 import { newRouter } from "../platform/router.ts";
-import { isoUtcOrNull } from "../../domain/platform/time.ts";
 import { errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
 import { Endpoint, EndpointCreateBody, EndpointUpdateBody, RotatedSecret } from "./schemas.ts";
 
 const tags = ["Webhook endpoints"];
 const base = "/api/v2/notifications/endpoints";
 const EndpointEnvelope = z.object({ data: Endpoint });
+
+/** Answers here carry signing secrets: no cache, browser or shared, may keep them. */
+const noStore: MiddlewareHandler = async (c, next) => {
+  await next();
+  c.header("Cache-Control", "no-store");
+};
 
 const create = createRoute({
   method: "post",
@@ -81,33 +89,40 @@ const rotate = createRoute({
   method: "post",
   path: `${base}/{id}/rotate_secret`,
   tags,
-  summary: "New signing secret; the previous one still signs (v0) and verifies for 24 hours",
+  summary: "New signing secret; each secret rotated away still signs (v0) and verifies for 24 hours",
   request: { params: IdParam },
   responses: { 200: jsonResponse("Secret rotated", z.object({ data: RotatedSecret })), ...errorResponses },
 });
 
 export function webhookEndpointRoutes({ sql, config }: Deps) {
+  const box = () => secretBoxFor(config);
   const opts = {
     allowPrivateUrls: config.allowPrivateUrls,
     quota: { endpoints: config.limits.endpointsPerCompany, concurrency: config.limits.concurrencyPerCompany },
   };
-  return newRouter()
+  const router = newRouter();
+  // A path, not "*": the router is mounted at "/", where "*" would reach every route of the app.
+  router.use(base, noStore);
+  router.use(`${base}/*`, noStore);
+  return router
     .openapi(create, async (c) => {
-      const endpoint = await createEndpoint(sql, c.get("companyId"), c.req.valid("json"), opts);
-      return c.json({ data: presentEndpoint(endpoint) }, 201);
+      const b = await box();
+      const endpoint = await createEndpoint(sql, c.get("companyId"), c.req.valid("json"), { ...opts, box: b });
+      return c.json({ data: await presentEndpoint(b, endpoint) }, 201);
     })
     .openapi(list, async (c) => {
       const endpoints = await listEndpoints(sql, c.get("companyId"));
-      return c.json({ data: endpoints.map(presentEndpoint) }, 200);
+      const b = await box();
+      return c.json({ data: await Promise.all(endpoints.map((e) => presentEndpoint(b, e))) }, 200);
     })
     .openapi(show, async (c) => {
       const endpoint = await getEndpoint(sql, c.get("companyId"), c.req.valid("param").id);
-      return c.json({ data: presentEndpoint(endpoint) }, 200);
+      return c.json({ data: await presentEndpoint(await box(), endpoint) }, 200);
     })
     .openapi(update, async (c) => {
       const { id } = c.req.valid("param");
       const endpoint = await updateEndpoint(sql, c.get("companyId"), id, c.req.valid("json"), opts);
-      return c.json({ data: presentEndpoint(endpoint) }, 200);
+      return c.json({ data: await presentEndpoint(await box(), endpoint) }, 200);
     })
     .openapi(disableOne, async (c) => {
       const endpoint = await disableEndpoint(sql, c.get("companyId"), c.req.valid("param").id);
@@ -118,14 +133,8 @@ export function webhookEndpointRoutes({ sql, config }: Deps) {
       return c.json({ data: "ok" as const }, 200);
     })
     .openapi(rotate, async (c) => {
-      const e = await rotateSecret(sql, c.get("companyId"), c.req.valid("param").id);
-      return c.json({
-        data: {
-          id: e.id,
-          secret: e.secret,
-          previous_secret: e.previous_secret,
-          previous_secret_expires_at: isoUtcOrNull(e.previous_secret_expires_at),
-        },
-      }, 200);
+      const b = await box();
+      const endpoint = await rotateSecret(sql, b, c.get("companyId"), c.req.valid("param").id);
+      return c.json({ data: await presentRotation(b, endpoint) }, 200);
     });
 }

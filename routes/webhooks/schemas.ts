@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { EVENT_TYPES } from "../../domain/webhooks/events.ts";
+import { MAX_PREVIOUS_SECRETS } from "../../domain/webhooks/endpoints.ts";
 import type { TimeBound } from "../../domain/webhooks/deliveries.ts";
 import { UUID_RE } from "../../domain/platform/ids.ts";
 import { requiredText } from "../platform/schemas.ts";
@@ -40,6 +41,11 @@ export const EndpointUpdateBody = z.object({ url: url.optional(), ...settings })
 
 const ts = z.string().openapi({ example: "2026-11-21T07:00:00.123Z" });
 
+const PreviousSecret = z.object({
+  secret: z.string(),
+  expires_at: ts.openapi({ description: "When it stops signing and verifying" }),
+}).openapi("WebhookPreviousSecret");
+
 export const Endpoint = z.object({
   id: z.string(),
   company_id: z.string(),
@@ -53,8 +59,14 @@ export const Endpoint = z.object({
   max_concurrency: z.number().int(),
   event_mapping: z.record(z.string(), z.string()).nullable(),
   secret: z.string().openapi({ description: "64 lowercase hex characters" }),
-  previous_secret: z.string().nullable().openapi({ description: "Valid for 24 hours after a rotation" }),
+  previous_secret: z.string().nullable().openapi({
+    description: "The most recent secret rotated away, while it still signs (24 hours after its rotation)",
+  }),
   previous_secret_expires_at: ts.nullable(),
+  previous_secrets: z.array(PreviousSecret).openapi({
+    description:
+      `Every secret rotated away that still signs (as v0) and verifies, newest first; at most ${MAX_PREVIOUS_SECRETS}`,
+  }),
   inserted_at: ts,
   updated_at: ts,
 }).openapi("WebhookEndpoint");

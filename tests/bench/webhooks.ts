@@ -18,6 +18,7 @@ import { connect, ensureDatabase, type Sql } from "../../domain/platform/db.ts";
 import type { Deps } from "../../domain/platform/deps.ts";
 import { setLogLevel } from "../../domain/platform/log.ts";
 import { migrate } from "../../domain/platform/migrate.ts";
+import { secretBoxFor } from "../../domain/platform/secret_box.ts";
 import { startWorker, stopWorker, type Worker } from "../../domain/platform/worker.ts";
 import postgres from "postgres";
 import { describe, summary } from "./figures.ts";
@@ -143,6 +144,7 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
     await createEndpoint(sql, companyId, { url: receiver.url, max_concurrency: 100 }, {
       allowPrivateUrls: true,
       quota,
+      box: await secretBoxFor(config),
     });
 
     // Ceiling: the same worker draining no-op jobs.

@@ -9,6 +9,8 @@ import { startService } from "../service_process.ts";
 
 const root = new URL("../..", import.meta.url).pathname;
 const SECRET_32 = "0123456789abcdef0123456789abcdef";
+/** A SECRET_ENCRYPTION_KEY: 32 bytes as hex. */
+const KEY_32 = "ab".repeat(32);
 /** The development secret that used to be published in the source and signed every token when JWT_SECRET was unset. */
 const OLD_PUBLISHED_SECRET = "dev-only-secret-change-me";
 
@@ -33,17 +35,27 @@ Deno.test("configuration refuses what production must not run with", async (t) =
     assert.throws(() => loadConfig({ APP_ENV: "production" }, { JWT_SECRET: "a".repeat(64) }), /JWT_SECRET/);
   });
 
+  await t.step("APP_ENV=production without SECRET_ENCRYPTION_KEY is refused, naming the variable", () => {
+    assert.throws(() => loadConfig({ APP_ENV: "production", JWT_SECRET: SECRET_32 }), /SECRET_ENCRYPTION_KEY/);
+    // the key generated for development is not offered to production either
+    assert.throws(
+      () => loadConfig({ APP_ENV: "production", JWT_SECRET: SECRET_32 }, { SECRET_ENCRYPTION_KEY: KEY_32 }),
+      /SECRET_ENCRYPTION_KEY/,
+    );
+  });
+
   await t.step("a JWT_SECRET shorter than 32 bytes is refused in every environment", () => {
     for (const APP_ENV of ["production", "development", "test"]) {
       refused({ APP_ENV, JWT_SECRET: "x" });
       refused({ APP_ENV, JWT_SECRET: SECRET_32.slice(1) });
-      assert.equal(loadConfig({ APP_ENV, JWT_SECRET: SECRET_32 }).jwtSecret, SECRET_32);
+      assert.equal(loadConfig({ APP_ENV, JWT_SECRET: SECRET_32, SECRET_ENCRYPTION_KEY: KEY_32 }).jwtSecret, SECRET_32);
     }
   });
 
   await t.step("production turns the sandbox off unless SANDBOX=true is set", () => {
-    assert.equal(loadConfig({ APP_ENV: "production", JWT_SECRET: SECRET_32 }).sandbox, false);
-    assert.equal(loadConfig({ APP_ENV: "production", JWT_SECRET: SECRET_32, SANDBOX: "true" }).sandbox, true);
+    const secrets = { JWT_SECRET: SECRET_32, SECRET_ENCRYPTION_KEY: KEY_32 };
+    assert.equal(loadConfig({ APP_ENV: "production", ...secrets }).sandbox, false);
+    assert.equal(loadConfig({ APP_ENV: "production", ...secrets, SANDBOX: "true" }).sandbox, true);
     assert.equal(loadConfig({ JWT_SECRET: SECRET_32 }).sandbox, true);
     assert.equal(loadConfig({ JWT_SECRET: SECRET_32, SANDBOX: "false" }).sandbox, false);
   });
@@ -54,8 +66,9 @@ Deno.test("configuration refuses what production must not run with", async (t) =
 
   await t.step("production generates no secret file", async () => {
     assert.deepEqual(localSecretsWanted({ APP_ENV: "production" }), []);
-    assert.deepEqual(localSecretsWanted({}), ["JWT_SECRET"]);
-    assert.deepEqual(localSecretsWanted({ JWT_SECRET: SECRET_32 }), []);
+    assert.deepEqual(localSecretsWanted({}), ["JWT_SECRET", "SECRET_ENCRYPTION_KEY"]);
+    assert.deepEqual(localSecretsWanted({ JWT_SECRET: SECRET_32 }), ["SECRET_ENCRYPTION_KEY"]);
+    assert.deepEqual(localSecretsWanted({ JWT_SECRET: SECRET_32, SECRET_ENCRYPTION_KEY: KEY_32 }), []);
     const dir = await freshDir();
     try {
       await assert.rejects(loadConfigWithLocalSecrets({ APP_ENV: "production" }, `${dir}/secrets`), /JWT_SECRET/);
@@ -68,7 +81,10 @@ Deno.test("configuration refuses what production must not run with", async (t) =
 
 Deno.test("in production the sandbox routes do not exist unless SANDBOX=true", async () => {
   for (
-    const [env, served] of [[{ APP_ENV: "production" }, false], [{ APP_ENV: "production", SANDBOX: "true" }, true]]
+    const [env, served] of [
+      [{ APP_ENV: "production", SECRET_ENCRYPTION_KEY: KEY_32 }, false],
+      [{ APP_ENV: "production", SECRET_ENCRYPTION_KEY: KEY_32, SANDBOX: "true" }, true],
+    ]
   ) {
     const ctx = await setup(`production_sandbox_${served}`, { env: env as Record<string, string> });
     try {

@@ -18,6 +18,7 @@ const ENDPOINT_KEYS = [
   "secret",
   "previous_secret",
   "previous_secret_expires_at",
+  "previous_secrets",
   "inserted_at",
   "updated_at",
 ].sort();
@@ -48,6 +49,7 @@ Deno.test("webhook endpoint management", async (t) => {
         event_mapping: e.event_mapping,
         previous_secret: e.previous_secret,
         previous_secret_expires_at: e.previous_secret_expires_at,
+        previous_secrets: e.previous_secrets,
       },
       {
         url: "https://example.com/hooks",
@@ -61,6 +63,7 @@ Deno.test("webhook endpoint management", async (t) => {
         event_mapping: null,
         previous_secret: null,
         previous_secret_expires_at: null,
+        previous_secrets: [],
       },
     );
     assert.match(e.secret, HEX64);

@@ -13,7 +13,7 @@ const OLD_SECRET = "a1".repeat(32);
 const webhooks = new Stripe("sk_test_verification_only").webhooks;
 
 /** A body as the sender renders it, and the header it would carry. */
-async function delivery(opts: { previousSecret?: string; timestamp?: number } = {}) {
+async function delivery(opts: { previousSecrets?: readonly string[]; timestamp?: number } = {}) {
   const body = renderBody(
     {
       event_payload_type: "snapshot",
@@ -38,7 +38,7 @@ Deno.test("a receiver verifying with Stripe's library", async (t) => {
   });
 
   await t.step("still accepts it during a rotation, with v0 beside v1", async () => {
-    const { body, header } = await delivery({ previousSecret: OLD_SECRET });
+    const { body, header } = await delivery({ previousSecrets: [OLD_SECRET] });
     assert.match(header, /,v0=[0-9a-f]{64}$/);
     assert.deepEqual(await webhooks.constructEventAsync(body, header, SECRET), JSON.parse(body));
   });

@@ -1,0 +1,19 @@
+import { loadConfigWithLocalSecrets } from "../../domain/platform/local_secrets.ts";
+import { connect } from "../../domain/platform/db.ts";
+import { secretBoxFor } from "../../domain/platform/secret_box.ts";
+import { sealStoredSecrets } from "../../domain/webhooks/endpoints.ts";
+
+/**
+ * `deno task reseal-secrets`: after SECRET_ENCRYPTION_KEY was rotated, re-seals every stored webhook signing secret
+ * with it, so that SECRET_ENCRYPTION_KEY_PREVIOUS can then be removed (docs/production.md). Run it with the same
+ * environment as the service; running it again finds nothing to do.
+ */
+const config = await loadConfigWithLocalSecrets();
+const sql = connect(config.databaseUrl, { max: 1 });
+try {
+  const box = await secretBoxFor(config);
+  const count = await sealStoredSecrets(sql, box, { reseal: true });
+  console.log(`${count} endpoint(s) re-sealed; every signing secret is now sealed with key ${box.keyId}`);
+} finally {
+  await sql.end();
+}
