@@ -330,6 +330,32 @@ Deno.test("bank accounts", async (t) => {
     assert.deepEqual(ce.body.errors, { owner_document_type: ["must be one of: cc, nit"] });
   });
 
+  await t.step("Colombia: a cc owner has exactly the 10 digits of a person's cc, no fewer, no more", async () => {
+    const CC_DIGITS = 10; // the one format the interface gives for a cc
+    const digits = (n: number) => "1234567890123".slice(0, n);
+    for (const length of [6, CC_DIGITS - 1, CC_DIGITS, CC_DIGITS + 1]) {
+      const number = digits(length);
+      const account = await create(colombia({ owner_document_type: "cc", owner_document_number: number }));
+      const person = await company.post("/api/v1/subject/people", {
+        person: { document_number: number, document_type: "cc", social_name: "Carlos Pérez", fiscal_country: "COL" },
+      });
+      if (length === CC_DIGITS) {
+        assert.equal(account.status, 201, JSON.stringify(account.body));
+        assert.equal(account.body.data.owner_document_number, number);
+        assert.ok([200, 201].includes(person.status), JSON.stringify(person.body));
+      } else {
+        assert.equal(account.status, 422, `${length} digits: ${JSON.stringify(account.body)}`);
+        assert.deepEqual(account.body.errors, { owner_document_number: ["is invalid"] });
+        assert.equal(person.status, 422, `${length} digits: ${JSON.stringify(person.body)}`);
+        assert.deepEqual(person.body.errors, { document_number: ["is invalid"] });
+      }
+    }
+    // written with separators, the account owner's cc is stored bare
+    const dotted = await create(colombia({ owner_document_type: "cc", owner_document_number: "1.234.567.890" }));
+    assert.equal(dotted.status, 201, JSON.stringify(dotted.body));
+    assert.equal(dotted.body.data.owner_document_number, digits(CC_DIGITS));
+  });
+
   await t.step("Colombia: account_number, branch_number, owner_name and the bank are required", async () => {
     const res = await create({ currency: "COP", bank: { name: "Bancolombia" } });
     assert.equal(res.status, 400);

@@ -4,7 +4,7 @@ import { electronicFormatIBAN, isValidBIC, isValidIBAN } from "ibantools";
 import { BLANK, ErrorBag } from "../platform/errors.ts";
 import { UUID_RE } from "../platform/ids.ts";
 import { countryAlpha3 } from "../platform/countries.ts";
-import { isValidCurp } from "../subjects/person_rules.ts";
+import { bareDocument, isValidCc, isValidCurp } from "../subjects/person_rules.ts";
 
 type Text = string | null | undefined;
 
@@ -86,7 +86,6 @@ export const PIX_KEY_TYPES = ["CPF", "CNPJ", "EMAIL", "PHONE", "EVP"] as const;
 
 const oneOf = (values: readonly string[]) => `must be one of: ${values.join(", ")}`;
 const value = (s: string | null | undefined) => (s == null || s === "" ? null : s);
-const digitsOnly = (s: string) => s.replace(/[.\-/\s]/g, "");
 
 /** The country whose rules apply, from the currency and what the endpoint allows. */
 export function countryOfCurrency(currency: string, scope: BankAccountScope): BankCountry | null {
@@ -211,7 +210,7 @@ function checkBrazil(input: BankAccountInput, out: NormalizedBankAccount, bag: E
   checkOwnerDocument(out, bag, {
     types: ["cpf", "cnpj"],
     infer: (n) => (n.length === 11 ? "cpf" : n.length === 14 ? "cnpj" : null),
-    normalise: digitsOnly,
+    normalise: bareDocument,
     valid: { cpf: (n) => /^\d{11}$/.test(n) && isValidCPF(n), cnpj: (n) => /^\d{14}$/.test(n) && isValidCNPJ(n) },
   });
 }
@@ -228,11 +227,11 @@ function checkPix(pix: NonNullable<BankAccountInput["pix_info"]>, out: Normalize
   let message = "is invalid";
   switch (type) {
     case "CPF":
-      normalised = digitsOnly(key);
+      normalised = bareDocument(key);
       if (!/^\d{11}$/.test(normalised) || !isValidCPF(normalised)) normalised = null;
       break;
     case "CNPJ":
-      normalised = digitsOnly(key);
+      normalised = bareDocument(key);
       if (!/^\d{14}$/.test(normalised) || !isValidCNPJ(normalised)) normalised = null;
       break;
     case "EMAIL":
@@ -324,8 +323,8 @@ function checkColombia(input: BankAccountInput, out: NormalizedBankAccount, bag:
   checkOwnerDocument(out, bag, {
     types: ["cc", "nit"],
     infer: () => null,
-    normalise: digitsOnly,
-    valid: { cc: (n) => /^\d{6,10}$/.test(n), nit: isValidNit },
+    normalise: bareDocument,
+    valid: { cc: isValidCc, nit: isValidNit },
   });
 }
 

@@ -5,7 +5,7 @@ import { isoUtc } from "../platform/time.ts";
 import { emitEvent } from "../webhooks/events.ts";
 import { getPerson, type PersonCreateInput, registerPerson } from "../subjects/people.ts";
 import { checkDocumentNumber, type DocumentType } from "../subjects/person_rules.ts";
-import { forwardCleared, recordTransaction } from "./transactions.ts";
+import { moveMoney } from "./transactions.ts";
 
 export type PayerBankAccount = {
   bank?: string | null;
@@ -73,16 +73,16 @@ async function dedicatedAccount(tx: Tx, companyId: string, currency: string): Pr
 
 /** Turns held money of a now-registered payer into the subject's identified payin. */
 async function identify(tx: Tx, companyId: string, subjectId: string, b: BankTransactionRow) {
-  const row = await recordTransaction(tx, companyId, {
+  const row = await moveMoney(tx, companyId, {
     subjectId,
     kind: "payin",
     status: "identified",
     currency: b.currency,
     value: b.value,
-  }, "identified");
+    event: "identified",
+  });
   await tx`update bank_transactions set status = 'identified', transaction_id = ${row.id}, updated_at = now()
            where company_id = ${companyId} and id = ${b.id}`;
-  await forwardCleared(tx, companyId, [row]);
   return row;
 }
 

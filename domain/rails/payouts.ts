@@ -1,8 +1,8 @@
 import type { Tx } from "../platform/db.ts";
 import { ErrorBag } from "../platform/errors.ts";
 import { getBankAccount } from "../bank_accounts/bank_accounts.ts";
-import { forwardCleared, getTransaction, recordTransaction } from "./transactions.ts";
-import { failWire, type WireErrorCode } from "./wires.ts";
+import { moveMoney } from "./transactions.ts";
+import type { WireErrorCode } from "./wires.ts";
 
 export type PayoutInput = {
   subject_id: string;
@@ -24,18 +24,14 @@ export async function sendPayout(tx: Tx, companyId: string, input: PayoutInput) 
     bag.add("bank_account_id", "does not belong to the subject");
     bag.throwIfAny(422);
   }
-  const row = await recordTransaction(tx, companyId, {
+  return await moveMoney(tx, companyId, {
     subjectId: input.subject_id,
     kind: "payout",
     status: "identified",
     currency: input.currency,
     value: input.value,
+    event: "identified",
     bankAccountId: input.bank_account_id,
-  }, "identified");
-  if (row.cleared && input.fail_with) {
-    await failWire(tx, companyId, row.subject_id, input.bank_account_id, row.currency, [row.id], input.fail_with);
-  } else {
-    await forwardCleared(tx, companyId, [row]);
-  }
-  return await getTransaction(tx, companyId, row.id);
+    wireError: input.fail_with,
+  });
 }
