@@ -97,6 +97,13 @@ export function checkEndpointUrl(errors: ErrorBag, raw: string, allowPrivateUrls
   }
 }
 
+/** The settings' rules that depend on configuration (the URL); throws every error at once. */
+export function validateEndpointInput(input: { url?: string | null }, opts: { allowPrivateUrls: boolean }) {
+  const errors = new ErrorBag();
+  if (typeof input.url === "string") checkEndpointUrl(errors, input.url, opts.allowPrivateUrls);
+  errors.throwIfAny(422);
+}
+
 /** Slot rows for the endpoint's concurrency; extra rows beyond a lowered max_concurrency are simply unused. */
 async function ensureSlots(tx: Tx, endpointId: string, maxConcurrency: number) {
   await tx`
@@ -111,9 +118,7 @@ export async function createEndpoint(
   input: EndpointCreateInput,
   opts: { allowPrivateUrls: boolean },
 ): Promise<EndpointRow> {
-  const errors = new ErrorBag();
-  checkEndpointUrl(errors, input.url, opts.allowPrivateUrls);
-  errors.throwIfAny(422);
+  validateEndpointInput(input, opts);
   const id = newId();
   const maxConcurrency = input.max_concurrency ?? 10;
   return await sql.begin(async (tx) => {
@@ -151,9 +156,7 @@ export async function updateEndpoint(
   input: EndpointUpdateInput,
   opts: { allowPrivateUrls: boolean },
 ): Promise<EndpointRow> {
-  const errors = new ErrorBag();
-  if (input.url !== undefined) checkEndpointUrl(errors, input.url, opts.allowPrivateUrls);
-  errors.throwIfAny(422);
+  validateEndpointInput(input, opts);
   const changes: Record<string, unknown> = {};
   for (
     const key of [

@@ -8,9 +8,11 @@ import {
   presentEndpoint,
   rotateSecret,
   updateEndpoint,
+  validateEndpointInput,
 } from "../../domain/webhooks/endpoints.ts";
 import type { Deps } from "../../domain/platform/deps.ts";
 import { newRouter } from "../platform/router.ts";
+import { alsoCheck } from "../platform/validation.ts";
 import { isoUtcOrNull } from "../../domain/platform/time.ts";
 import { errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
 import { Endpoint, EndpointCreateBody, EndpointUpdateBody, RotatedSecret } from "./schemas.ts";
@@ -88,11 +90,14 @@ const rotate = createRoute({
 
 export function webhookEndpointRoutes({ sql, config }: Deps) {
   const opts = { allowPrivateUrls: config.allowPrivateUrls };
+  // the URL rule depends on configuration, so it lives in the domain; a body refused for its shape hears of it too
+  const urlRule = <S extends typeof EndpointCreateBody | typeof EndpointUpdateBody>(schema: S) =>
+    alsoCheck(schema, (body) => validateEndpointInput(body, opts));
   return newRouter()
     .openapi(create, async (c) => {
       const endpoint = await createEndpoint(sql, c.get("companyId"), c.req.valid("json"), opts);
       return c.json({ data: presentEndpoint(endpoint) }, 201);
-    })
+    }, urlRule(EndpointCreateBody))
     .openapi(list, async (c) => {
       const endpoints = await listEndpoints(sql, c.get("companyId"));
       return c.json({ data: endpoints.map(presentEndpoint) }, 200);
@@ -105,7 +110,7 @@ export function webhookEndpointRoutes({ sql, config }: Deps) {
       const { id } = c.req.valid("param");
       const endpoint = await updateEndpoint(sql, c.get("companyId"), id, c.req.valid("json"), opts);
       return c.json({ data: presentEndpoint(endpoint) }, 200);
-    })
+    }, urlRule(EndpointUpdateBody))
     .openapi(disableOne, async (c) => {
       const endpoint = await disableEndpoint(sql, c.get("companyId"), c.req.valid("param").id);
       return c.json({ data: { id: endpoint.id, status: "disabled" as const } }, 200);
