@@ -499,6 +499,70 @@ Deno.test("bank accounts", async (t) => {
     assert.deepEqual((await company.get(url)).body.data, bank.body.data);
   });
 
+  await t.step("update: a bad bank code is reported beside the ISPB it leaves missing", async () => {
+    const created = (await create(brazil())).body.data;
+    const url = `${path}/${created.id}`;
+    // "1" is not a COMPE code, so no ISPB can be looked up for it: both problems are the integrator's to fix
+    const res = await company.put(url, { bank_account: { bank: { code: "1" } } });
+    assert.equal(res.status, 400, JSON.stringify(res.body));
+    assert.deepEqual(res.body, {
+      errors: { bank: { code: ["has invalid format, expected three digits"], ispb: ["can't be blank"] } },
+    });
+    assert.deepEqual((await company.get(url)).body.data.bank, created.bank);
+  });
+
+  await t.step("a bank missing a part still has the formats of the parts given checked", async () => {
+    const brazilian = await create(brazil({ bank: { code: "1", ispb: "607", name: null } }));
+    assert.equal(brazilian.status, 400, JSON.stringify(brazilian.body));
+    assert.deepEqual(brazilian.body.errors, {
+      bank: {
+        code: ["has invalid format, expected three digits"],
+        ispb: ["has invalid format, expected eight digits"],
+        name: ["can't be blank"],
+      },
+    });
+    const mexican = await create(mexico({ bank: { code: "12345" } }));
+    assert.equal(mexican.status, 400, JSON.stringify(mexican.body));
+    assert.deepEqual(mexican.body.errors, {
+      bank: { code: ["has invalid format, expected three or four digits"], name: ["can't be blank"] },
+    });
+    const abroad = await create(international({ bank: { swift: "NOTABIC" } }), "/api/v1/bank_accounts");
+    assert.equal(abroad.status, 400, JSON.stringify(abroad.body));
+    assert.deepEqual(abroad.body.errors, { bank: { swift: ["is invalid"], name: ["can't be blank"] } });
+  });
+
+  await t.step("a body refused for its shape still hears the rules of its country", async () => {
+    const created = await create(mexico({ owner_name: 5, account_number: "123" }));
+    assert.equal(created.status, 422, JSON.stringify(created.body));
+    assert.deepEqual(created.body.errors, {
+      owner_name: ["is invalid"],
+      account_number: ["has invalid format, expected 18 digits (CLABE)"],
+    });
+    const missing = await create({ currency: "COP", nickname: 7, bank: { name: "Bancolombia" } });
+    assert.equal(missing.status, 400, JSON.stringify(missing.body));
+    assert.deepEqual(missing.body.errors, {
+      nickname: ["is invalid"],
+      account_number: ["can't be blank"],
+      branch_number: ["can't be blank"],
+      owner_name: ["can't be blank"],
+      bank: { code: ["can't be blank"] },
+    });
+    const abroad = await create(international({ currency: 840, iban: "DE00 0000" }), "/api/v1/bank_accounts");
+    assert.equal(abroad.status, 422, JSON.stringify(abroad.body));
+    assert.deepEqual(abroad.body.errors, { currency: ["is invalid"] });
+
+    const account = (await create(brazil())).body.data;
+    const url = `${path}/${account.id}`;
+    const update = await company.put(url, { bank_account: { nickname: 42, branch_number: "abc" } });
+    assert.equal(update.status, 422, JSON.stringify(update.body));
+    assert.deepEqual(update.body.errors, { nickname: ["is invalid"], branch_number: ["has invalid format"] });
+    assert.equal((await company.get(url)).body.data.branch_number, account.branch_number);
+    // an unknown account is still a 404 once the body is right; a malformed body is answered first
+    const unknown = `${path}/${crypto.randomUUID()}`;
+    assert.equal((await company.put(unknown, { bank_account: { nickname: 42 } })).status, 422);
+    assert.equal((await company.put(unknown, { bank_account: { nickname: "x" } })).status, 404);
+  });
+
   await t.step("branch_country alpha-2 is accepted on create too", async () => {
     const res = await create(mexico({ branch_country: "mx" }));
     assert.equal(res.status, 201);

@@ -144,7 +144,7 @@ export function alsoCheck<S extends z.ZodType>(
   check: (parts: Partial<z.output<S>>, c: Context<AppEnv>) => unknown,
 ) {
   // the failure path always rejects, so its promise never resolves to a value: Promise<never> says so to Hono
-  return (result: Result, c: Context<AppEnv>): Promise<never> | undefined => {
+  return <T extends Result>(result: T, c: Context<AppEnv>): Promise<never> | undefined => {
     if (result.success || (result.target ?? "json") !== "json") {
       validationHook(result, c);
       return undefined;
@@ -165,7 +165,15 @@ async function rejectWithChecks(
   const bag = new ErrorBag();
   for (const [path, message] of flattenFieldErrors(shape.errors)) bag.add(path, message);
   const parts = (await parsedParts(schema, raw)) ?? {};
-  await bag.collect(() => check(parts), (path) => failed.some((f) => overlaps(f, path)));
+  const checked = async () => {
+    try {
+      await check(parts);
+    } catch (e) {
+      // an unknown id or a file too large: answered once the body's shape is right, as before
+      if (!(e instanceof ApiError) || isFieldError(e)) throw e;
+    }
+  };
+  await bag.collect(checked, (path) => failed.some((f) => overlaps(f, path)));
   bag.throwIfAny();
   throw shape; // not reached: the bag holds at least the shape's errors
 }
