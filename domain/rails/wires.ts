@@ -1,8 +1,13 @@
 import type { Tx } from "../platform/db.ts";
-import { notFound, validationFailed } from "../platform/errors.ts";
+import { ErrorBag, notFound } from "../platform/errors.ts";
 import { newId } from "../platform/ids.ts";
 import { naiveUtc } from "../platform/time.ts";
-import { getBankAccount, patchBankAccount, presentBankAccount } from "../bank_accounts/bank_accounts.ts";
+import {
+  checkBankAccountPatch,
+  getBankAccount,
+  patchBankAccount,
+  presentBankAccount,
+} from "../bank_accounts/bank_accounts.ts";
 import type { BankAccountInput } from "../bank_accounts/rules.ts";
 import { emitEvent } from "../webhooks/events.ts";
 import { batchMembers, fillBatch, openBatch } from "./batches.ts";
@@ -145,9 +150,7 @@ export async function correctWire(
   correction: BankAccountInput,
 ): Promise<WireRow> {
   const wire = await lockWire(tx, companyId, wireId);
-  if (wire.status !== "waiting_correction") {
-    throw validationFailed({ status: ["is not waiting_correction"] }, 422);
-  }
+  await checkCorrection(tx, companyId, wire, correction);
   await patchBankAccount(tx, companyId, wire.bank_account_id, correction);
   const { snapshot } = await destinationSnapshot(tx, companyId, wire.bank_account_id);
   const [saved] = await tx<WireRow[]>`
@@ -158,6 +161,25 @@ export async function correctWire(
              json_build_object('company_id', ${companyId}::text, 'wire_id', ${wireId}::text),
              job_key := ${`retry_wire:${wireId}`}, max_attempts := 5)`;
   return saved;
+}
+
+/** The rules a correction of the wire meets, without writing (an unknown wire is 404). */
+export async function checkWireCorrection(tx: Tx, companyId: string, wireId: string, correction: BankAccountInput) {
+  const [wire] = await tx<WireRow[]>`select * from wires where company_id = ${companyId} and id = ${wireId}`;
+  if (!wire) throw notFound();
+  await checkCorrection(tx, companyId, wire, correction);
+}
+
+/**
+ * Every reason to refuse a correction at once: a wire that does not wait for one, and what the corrected account
+ * breaks of its currency's rules.
+ */
+async function checkCorrection(tx: Tx, companyId: string, wire: WireRow, correction: BankAccountInput) {
+  const errors = new ErrorBag();
+  if (wire.status !== "waiting_correction") errors.add("status", "is not waiting_correction");
+  const account = await getBankAccount(tx, companyId, wire.bank_account_id);
+  await errors.collect(() => checkBankAccountPatch(tx, companyId, account, correction));
+  errors.throwIfAny();
 }
 
 /** The rails accept the corrected wire: it is sent and its transactions with it. */
