@@ -88,15 +88,16 @@ async function detectMime(bytes: Uint8Array, claimed: string): Promise<string | 
 /**
  * Checks a document the way interface.md "Errors" item 4 asks: every failure is a 400 naming the field,
  * an oversized file a 413. `path` prefixes the field names (["documents", 0]) when the document is nested.
+ * A document whose labels or file_type were refused for their shape is still checked on the rest.
  */
 export async function prepareDocument(
-  input: DocumentInput,
+  input: Partial<DocumentInput>,
   path: (string | number)[] = [],
 ): Promise<PreparedDocument> {
   const bag = new ErrorBag();
   const at = (field: string) => [...path, field];
-  const fileType = normalizeMime(input.file_type);
-  const base = { labels: input.labels, fileType };
+  const fileType = input.file_type == null ? null : normalizeMime(input.file_type);
+  const base = { labels: input.labels ?? [], fileType: fileType ?? "" };
 
   if (input.file_data == null || input.file_data === "") {
     if (!input.file_url) {
@@ -119,7 +120,9 @@ export async function prepareDocument(
   const bytes = decodeBase64(input.file_data);
   if (!bytes) bag.add(at("file_data"), "is not valid Base64");
   else if (bytes.length > MAX_FILE_BYTES) throw tooLarge(at("file_data"));
-  else if ((await detectMime(bytes, fileType)) !== fileType) bag.add(at("file_type"), "does not match content");
+  else if (fileType != null && (await detectMime(bytes, fileType)) !== fileType) {
+    bag.add(at("file_type"), "does not match content");
+  }
 
   bag.throwIfAny(400);
   return { ...base, fileName: input.file_name!, fileUrl: null, bytes };
