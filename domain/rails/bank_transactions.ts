@@ -87,17 +87,26 @@ async function identify(tx: Tx, companyId: string, subjectId: string, b: BankTra
 }
 
 /**
+ * The payer's document number as people are stored (null when its type or number is not known), or every
+ * error at once. Fields left out are not judged, so a body whose shape failed can still be checked on the rest.
+ */
+export function checkBankTransaction(input: { payer?: Partial<BankTransactionInput["payer"]> }): string | null {
+  const { document_type: type, document_number: number } = input.payer ?? {};
+  if (type == null || number == null) return null;
+  const doc = checkDocumentNumber(type, number);
+  if ("value" in doc) return doc.value;
+  const bag = new ErrorBag();
+  bag.add(["payer", "document_number"], doc.error);
+  bag.throwIfAny(422);
+  return null;
+}
+
+/**
  * Money arrived at the integrator's account from a payer. A registered payer's money is identified at once;
  * otherwise it waits for the payer to be registered (and the integrator is told about it).
  */
 export async function receiveBankTransaction(tx: Tx, companyId: string, input: BankTransactionInput) {
-  const doc = checkDocumentNumber(input.payer.document_type, input.payer.document_number);
-  if ("error" in doc) {
-    const bag = new ErrorBag();
-    bag.add(["payer", "document_number"], doc.error);
-    bag.throwIfAny(422);
-  }
-  const documentNumber = "value" in doc ? doc.value : input.payer.document_number;
+  const documentNumber = checkBankTransaction(input) ?? input.payer.document_number;
   const bankAccount = input.payer.bank_account ?? {};
   const [row] = await tx<BankTransactionRow[]>`
     insert into bank_transactions ${

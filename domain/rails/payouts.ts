@@ -18,12 +18,7 @@ export type PayoutInput = {
  * The account is the subject's own or one of the company's international accounts.
  */
 export async function sendPayout(tx: Tx, companyId: string, input: PayoutInput) {
-  const account = await getBankAccount(tx, companyId, input.bank_account_id);
-  if (account.subject_id && account.subject_id !== input.subject_id) {
-    const bag = new ErrorBag();
-    bag.add("bank_account_id", "does not belong to the subject");
-    bag.throwIfAny(422);
-  }
+  await checkPayout(tx, companyId, input);
   return await moveMoney(tx, companyId, {
     subjectId: input.subject_id,
     kind: "payout",
@@ -34,4 +29,18 @@ export async function sendPayout(tx: Tx, companyId: string, input: PayoutInput) 
     bankAccountId: input.bank_account_id,
     wireError: input.fail_with,
   });
+}
+
+/**
+ * The account must be the subject's own or one of the company's (an unknown one is 404). Fields left out are
+ * not judged, so a body whose shape failed can still be checked on the rest.
+ */
+export async function checkPayout(tx: Tx, companyId: string, input: Partial<PayoutInput>) {
+  if (!input.bank_account_id) return;
+  const account = await getBankAccount(tx, companyId, input.bank_account_id);
+  if (account.subject_id && input.subject_id && account.subject_id !== input.subject_id) {
+    const bag = new ErrorBag();
+    bag.add("bank_account_id", "does not belong to the subject");
+    bag.throwIfAny(422);
+  }
 }
