@@ -201,6 +201,15 @@ Deno.test("person endpoints", async (t) => {
       document_number: ["is invalid"],
       documents: { "0": { file_data: ["is not valid Base64"] } },
     });
+    // a document without labels does not hide what is wrong with the next one
+    const unlabelled = await register(company, cpfPerson({ documents: [{ ...garbage, labels: [] }, noExtension] }));
+    assert.equal(unlabelled.status, 400, JSON.stringify(unlabelled.body));
+    assert.deepEqual(unlabelled.body.errors, {
+      documents: {
+        "0": { labels: ["can't be blank"], file_data: ["is not valid Base64"] },
+        "1": { file_name: ["must include a file extension"] },
+      },
+    });
     const people = await company.get("/api/v1/subject/people");
     assert.ok(!people.body.data.some((p: { document_number: string }) => p.document_number === CPF.badDigit));
   });

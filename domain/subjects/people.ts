@@ -162,6 +162,7 @@ export async function checkRegistration(input: Partial<PersonCreateInput>) {
   );
   const documents: PreparedDocument[] = [];
   for (const [i, doc] of (input.documents ?? []).entries()) {
+    if (!doc) continue; // refused for its shape: already reported
     const prepared = await bag.collect(() => prepareDocument(doc, ["documents", i]));
     if (prepared) documents.push(prepared);
   }

@@ -112,14 +112,25 @@ type Result =
   | { success: false; error: z.ZodError; data?: unknown; target?: Target };
 
 /**
- * The parts of `raw` that `schema` accepts, parsed: an object that fails as a whole keeps the fields that pass on
- * their own (recursively), so rules on the good fields can still run. Undefined when nothing passes.
+ * The parts of `raw` that `schema` accepts, parsed: an object (or array) that fails as a whole keeps the fields (or
+ * elements) that pass on their own, recursively, so rules on the good parts can still run. Undefined when nothing
+ * passes.
  */
 async function parsedParts(schema: z.ZodType, raw: unknown): Promise<unknown> {
   const whole = await schema.safeParseAsync(raw);
   if (whole.success) return whole.data;
-  let def = schema._zod.def as { type: string; innerType?: z.ZodType; shape?: Record<string, z.ZodType> };
+  let def = schema._zod.def as {
+    type: string;
+    innerType?: z.ZodType;
+    shape?: Record<string, z.ZodType>;
+    element?: z.ZodType;
+  };
   while ((def.type === "optional" || def.type === "nullable") && def.innerType) def = def.innerType._zod.def as never;
+  if (def.type === "array" && def.element && Array.isArray(raw)) {
+    // positions are kept (a refused element is a hole), so errors still name the right element
+    const element = def.element;
+    return await Promise.all(raw.map((item) => parsedParts(element, item)));
+  }
   if (def.type !== "object" || !def.shape || !raw || typeof raw !== "object" || Array.isArray(raw)) return undefined;
   const parts: Record<string, unknown> = {};
   for (const [key, field] of Object.entries(def.shape)) {
