@@ -33,7 +33,7 @@ export async function openBatch(
 
 /**
  * Puts transactions on a batch with their new status, sets the batch's value to the total of everything it now
- * carries, and answers the ids of those transactions, oldest first.
+ * carries, and answers the ids of every transaction it carries, oldest first (what its event lists).
  */
 export async function fillBatch(
   tx: Tx,

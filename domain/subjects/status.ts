@@ -50,7 +50,7 @@ export async function approveSubject(tx: Tx, companyId: string, subjectId: strin
 }
 
 /**
- * Reproves a subject (back office rejecting documents, or the yearly limit reached without them).
+ * Back office reproves a subject (documents rejected); the yearly limit reached without them is `holdSubject`.
  * `reason` is the status_reason; the event carries it only when one was given.
  */
 export async function reproveSubject(
