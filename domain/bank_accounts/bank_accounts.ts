@@ -179,8 +179,27 @@ function mergePatch(current: BankAccountInput, patch: BankAccountInput): BankAcc
 }
 
 /**
- * Updates an account within the caller's transaction: the merged account is checked with the rules of its
- * (possibly new) currency, so an update never leaves an account that registration would refuse.
+ * The account an update would leave, checked with the rules of its (possibly new) currency, so an update never
+ * leaves an account that registration would refuse; throws every error at once. Writes nothing.
+ */
+export async function checkBankAccountPatch(
+  tx: Tx,
+  companyId: string,
+  current: BankAccountRow,
+  patch: BankAccountInput,
+): Promise<NormalizedBankAccount> {
+  const scope: BankAccountScope = current.subject_id ? "subject" : "international";
+  const merged = mergePatch(asInput(current), patch);
+  // interface.md documents updates and wire corrections with bank {code, name} only: a Brazilian code given
+  // without its ISPB takes the directory's (a PIX-only account has none to keep)
+  if (merged.currency?.toUpperCase() === "BRL" && patch.bank?.code && !patch.bank.ispb && merged.bank) {
+    merged.bank = { ...merged.bank, ispb: await directoryIspb(tx, companyId, String(patch.bank.code).trim()) };
+  }
+  return validateBankAccountInput(merged, { scope });
+}
+
+/**
+ * Updates an account within the caller's transaction (see `checkBankAccountPatch`).
  * `subjectId` restricts the lookup to one subject's accounts; undefined means any account of the company.
  */
 export async function patchBankAccount(
@@ -190,23 +209,20 @@ export async function patchBankAccount(
   patch: BankAccountInput,
   opts: { subjectId?: string } = {},
 ): Promise<BankAccountRow> {
+  const current = await lockBankAccount(tx, companyId, id, opts);
+  const account = await checkBankAccountPatch(tx, companyId, current, patch);
+  const fields = await columns(tx, companyId, account);
+  await tx`update bank_accounts set ${tx(fields)}, updated_at = now() where company_id = ${companyId} and id = ${id}`;
+  return await getBankAccount(tx, companyId, id);
+}
+
+async function lockBankAccount(tx: Tx, companyId: string, id: string, opts: { subjectId?: string }) {
   const [locked] = await tx<{ subject_id: string | null }[]>`
     select subject_id from bank_accounts
     where company_id = ${companyId} and id = ${id}
       ${opts.subjectId ? tx`and subject_id = ${opts.subjectId}` : tx``}
     for update`;
   if (!locked) throw notFound();
-  const current = await getBankAccount(tx, companyId, id);
-  const scope: BankAccountScope = current.subject_id ? "subject" : "international";
-  const merged = mergePatch(asInput(current), patch);
-  // clients send updates and wire corrections with bank {code, name} only: a Brazilian code given without its
-  // ISPB takes the directory's (a PIX-only account has none to keep)
-  if (merged.currency?.toUpperCase() === "BRL" && patch.bank?.code && !patch.bank.ispb && merged.bank) {
-    merged.bank = { ...merged.bank, ispb: await directoryIspb(tx, companyId, String(patch.bank.code).trim()) };
-  }
-  const account = validateBankAccountInput(merged, { scope });
-  const fields = await columns(tx, companyId, account);
-  await tx`update bank_accounts set ${tx(fields)}, updated_at = now() where company_id = ${companyId} and id = ${id}`;
   return await getBankAccount(tx, companyId, id);
 }
 
@@ -219,4 +235,16 @@ export async function updateSubjectBankAccount(
   patch: BankAccountInput,
 ): Promise<BankAccountRow> {
   return await sql.begin((tx) => patchBankAccount(tx, companyId, id, patch, { subjectId }));
+}
+
+/** The rules PUT /subject/:id/bank_accounts/:bank_account_id applies, without writing (an unknown account is 404). */
+export async function checkSubjectBankAccountPatch(
+  sql: Sql,
+  companyId: string,
+  subjectId: string,
+  id: string,
+  patch: BankAccountInput,
+) {
+  const current = await getSubjectBankAccount(sql, companyId, subjectId, id);
+  await checkBankAccountPatch(sql, companyId, current, patch);
 }

@@ -4,7 +4,7 @@ import { electronicFormatIBAN, isValidBIC, isValidIBAN } from "ibantools";
 import { BLANK, ErrorBag } from "../platform/errors.ts";
 import { UUID_RE } from "../platform/ids.ts";
 import { countryAlpha3 } from "../platform/countries.ts";
-import { isValidCurp } from "../subjects/person_rules.ts";
+import { bareDocument, isValidCc, isValidCurp } from "../subjects/person_rules.ts";
 
 type Text = string | null | undefined;
 
@@ -86,7 +86,6 @@ export const PIX_KEY_TYPES = ["CPF", "CNPJ", "EMAIL", "PHONE", "EVP"] as const;
 
 const oneOf = (values: readonly string[]) => `must be one of: ${values.join(", ")}`;
 const value = (s: string | null | undefined) => (s == null || s === "" ? null : s);
-const digitsOnly = (s: string) => s.replace(/[.\-/\s]/g, "");
 
 /** The country whose rules apply, from the currency and what the endpoint allows. */
 export function countryOfCurrency(currency: string, scope: BankAccountScope): BankCountry | null {
@@ -164,15 +163,19 @@ const bankField = (input: BankAccountInput, key: "code" | "ispb" | "name" | "swi
 const hasBank = (input: BankAccountInput) =>
   !!input.bank && (["code", "ispb", "name", "swift"] as const).some((k) => bankField(input, k) != null);
 
-/** `bank` missing altogether is one error on `bank`; a bank without some required part names the part. */
-function requireBank(input: BankAccountInput, bag: ErrorBag, parts: ("code" | "ispb" | "name" | "swift")[]) {
+type BankPart = "code" | "ispb" | "name" | "swift";
+
+/**
+ * `bank` missing altogether is one error on `bank`; a bank without some required part names the part. Answers
+ * the parts that were given (null without a bank), so each is still checked when another one is missing.
+ */
+function requireBank(input: BankAccountInput, bag: ErrorBag, parts: BankPart[]) {
   if (!hasBank(input)) {
     bag.add("bank", BLANK);
-    return false;
+    return null;
   }
-  const missing = parts.filter((part) => bankField(input, part) == null);
-  for (const part of missing) bag.add(["bank", part], BLANK);
-  return missing.length === 0;
+  for (const part of parts) if (bankField(input, part) == null) bag.add(["bank", part], BLANK);
+  return { code: bankField(input, "code"), ispb: bankField(input, "ispb"), name: bankField(input, "name") };
 }
 
 function accountType(raw: string | null, allowed: readonly string[], bag: ErrorBag): string | null {
@@ -197,12 +200,12 @@ function checkBrazil(input: BankAccountInput, out: NormalizedBankAccount, bag: E
     if (need(bag, "branch_number", out.branch_number) && !/^\d{1,5}(-?[\dXx])?$/.test(out.branch_number)) {
       bag.add("branch_number", "has invalid format");
     }
-    if (requireBank(input, bag, ["code", "ispb", "name"])) {
-      const code = bankField(input, "code")!;
-      const ispb = bankField(input, "ispb")!;
-      if (!/^\d{3}$/.test(code)) bag.add(["bank", "code"], "has invalid format, expected three digits");
-      if (!/^\d{8}$/.test(ispb)) bag.add(["bank", "ispb"], "has invalid format, expected eight digits");
-      out.bank = { country: "BRA", code, ispb, swift: null, name: bankField(input, "name") };
+    const bank = requireBank(input, bag, ["code", "ispb", "name"]);
+    if (bank) {
+      const { code, ispb, name } = bank;
+      if (code != null && !/^\d{3}$/.test(code)) bag.add(["bank", "code"], "has invalid format, expected three digits");
+      if (ispb != null && !/^\d{8}$/.test(ispb)) bag.add(["bank", "ispb"], "has invalid format, expected eight digits");
+      out.bank = { country: "BRA", code, ispb, swift: null, name };
     }
   }
   if (pixGiven) checkPix(input.pix_info!, out, bag);
@@ -211,7 +214,7 @@ function checkBrazil(input: BankAccountInput, out: NormalizedBankAccount, bag: E
   checkOwnerDocument(out, bag, {
     types: ["cpf", "cnpj"],
     infer: (n) => (n.length === 11 ? "cpf" : n.length === 14 ? "cnpj" : null),
-    normalise: digitsOnly,
+    normalise: bareDocument,
     valid: { cpf: (n) => /^\d{11}$/.test(n) && isValidCPF(n), cnpj: (n) => /^\d{14}$/.test(n) && isValidCNPJ(n) },
   });
 }
@@ -228,11 +231,11 @@ function checkPix(pix: NonNullable<BankAccountInput["pix_info"]>, out: Normalize
   let message = "is invalid";
   switch (type) {
     case "CPF":
-      normalised = digitsOnly(key);
+      normalised = bareDocument(key);
       if (!/^\d{11}$/.test(normalised) || !isValidCPF(normalised)) normalised = null;
       break;
     case "CNPJ":
-      normalised = digitsOnly(key);
+      normalised = bareDocument(key);
       if (!/^\d{14}$/.test(normalised) || !isValidCNPJ(normalised)) normalised = null;
       break;
     case "EMAIL":
@@ -269,13 +272,15 @@ function checkMexico(input: BankAccountInput, out: NormalizedBankAccount, bag: E
   if (need(bag, "account_type", value(input.account_type))) {
     out.account_type = accountType(value(input.account_type), ACCOUNT_TYPES, bag);
   }
-  if (requireBank(input, bag, ["code", "name"])) {
-    const code = bankField(input, "code")!;
-    if (!/^\d{3,4}$/.test(code)) bag.add(["bank", "code"], "has invalid format, expected three or four digits");
-    else if (code.length === 3 && clabeOk && clabeNumber!.slice(0, 3) !== code) {
+  const bank = requireBank(input, bag, ["code", "name"]);
+  if (bank) {
+    const { code, name } = bank;
+    if (code != null && !/^\d{3,4}$/.test(code)) {
+      bag.add(["bank", "code"], "has invalid format, expected three or four digits");
+    } else if (code?.length === 3 && clabeOk && clabeNumber!.slice(0, 3) !== code) {
       bag.add(["bank", "code"], "does not match account_number");
     }
-    out.bank = { country: "MEX", code, ispb: null, swift: null, name: bankField(input, "name") };
+    out.bank = { country: "MEX", code, ispb: null, swift: null, name };
   }
   checkOwnerDocument(out, bag, {
     types: ["curp", "rfc"],
@@ -309,10 +314,11 @@ function checkColombia(input: BankAccountInput, out: NormalizedBankAccount, bag:
     bag.add("branch_number", "has invalid format");
   }
   need(bag, "owner_name", out.owner_name);
-  if (requireBank(input, bag, ["code", "name"])) {
-    const code = bankField(input, "code")!;
-    if (!/^\d{1,10}$/.test(code)) bag.add(["bank", "code"], "has invalid format");
-    out.bank = { country: "COL", code, ispb: null, swift: null, name: bankField(input, "name") };
+  const bank = requireBank(input, bag, ["code", "name"]);
+  if (bank) {
+    const { code, name } = bank;
+    if (code != null && !/^\d{1,10}$/.test(code)) bag.add(["bank", "code"], "has invalid format");
+    out.bank = { country: "COL", code, ispb: null, swift: null, name };
   }
   const rawType = value(input.account_type);
   if (rawType != null) {
@@ -324,8 +330,8 @@ function checkColombia(input: BankAccountInput, out: NormalizedBankAccount, bag:
   checkOwnerDocument(out, bag, {
     types: ["cc", "nit"],
     infer: () => null,
-    normalise: digitsOnly,
-    valid: { cc: (n) => /^\d{6,10}$/.test(n), nit: isValidNit },
+    normalise: bareDocument,
+    valid: { cc: isValidCc, nit: isValidNit },
   });
 }
 
@@ -343,9 +349,9 @@ function checkInternational(input: BankAccountInput, out: NormalizedBankAccount,
   need(bag, "owner_document_number", out.owner_document_number);
   need(bag, "owner_name", out.owner_name);
   if (requireBank(input, bag, ["name", "swift"])) {
-    const swift = bankField(input, "swift")!.replace(/\s+/g, "").toUpperCase();
-    const country = isValidBIC(swift) ? countryAlpha3(swift.slice(4, 6)) : null;
-    if (!country) bag.add(["bank", "swift"], "is invalid");
+    const swift = bankField(input, "swift")?.replace(/\s+/g, "").toUpperCase() ?? null;
+    const country = swift != null && isValidBIC(swift) ? countryAlpha3(swift.slice(4, 6)) : null;
+    if (swift != null && !country) bag.add(["bank", "swift"], "is invalid");
     out.bank = { country: country ?? "", code: null, ispb: null, swift, name: bankField(input, "name") };
   }
   const iban = value(input.iban);

@@ -55,16 +55,49 @@ export function addFieldError(errors: FieldErrors, path: readonly (string | numb
   } else node[last] = [message];
 }
 
+/** Every [path, message] pair of nested field errors. */
+export function flattenFieldErrors(errors: FieldErrors, prefix: string[] = []): [string[], string][] {
+  return Object.entries(errors).flatMap(([key, v]) =>
+    Array.isArray(v)
+      ? v.map((message): [string[], string] => [[...prefix, key], message])
+      : flattenFieldErrors(v, [...prefix, key])
+  );
+}
+
+/** Field errors of a request (400 or 422), as opposed to a missing resource or an error with only a detail. */
+export function isFieldError(error: unknown): error is ApiError & { errors: FieldErrors } {
+  return error instanceof ApiError && (error.status === 400 || error.status === 422) &&
+    typeof error.errors.detail !== "string";
+}
+
 /** Collects field errors, then throws them all at once; rules keep running after the first failure. */
 export class ErrorBag {
   readonly errors: FieldErrors = {};
+  /** A collected check answered 400 without a blank field (a failed document upload): the whole answer is 400. */
+  private badRequest = false;
   add(path: string | readonly (string | number)[], message: string) {
     addFieldError(this.errors, typeof path === "string" ? path.split(".") : path, message);
   }
   get empty() {
     return Object.keys(this.errors).length === 0;
   }
+  /**
+   * Runs a check that throws its field errors (as the domain's validators do) and keeps them here instead, so the
+   * next check still runs. `skip` drops errors at paths already reported in other terms. Answers what the check
+   * returned, or undefined when it failed. Anything else it throws (not found, a bug) goes on up.
+   */
+  async collect<T>(check: () => T | Promise<T>, skip?: (path: string[]) => boolean): Promise<T | undefined> {
+    try {
+      return await check();
+    } catch (error) {
+      if (!isFieldError(error)) throw error;
+      const kept = flattenFieldErrors(error.errors).filter(([path]) => !skip?.(path));
+      for (const [path, message] of kept) this.add(path, message);
+      if (error.status === 400 && kept.length) this.badRequest = true;
+      return undefined;
+    }
+  }
   throwIfAny(status?: 400 | 422) {
-    if (!this.empty) throw validationFailed(this.errors, status);
+    if (!this.empty) throw validationFailed(this.errors, status ?? (this.badRequest ? 400 : undefined));
   }
 }

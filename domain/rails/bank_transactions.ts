@@ -5,7 +5,7 @@ import { isoUtc } from "../platform/time.ts";
 import { emitEvent } from "../webhooks/events.ts";
 import { getPerson, type PersonCreateInput, registerPerson } from "../subjects/people.ts";
 import { checkDocumentNumber, type DocumentType } from "../subjects/person_rules.ts";
-import { forwardCleared, recordTransaction } from "./transactions.ts";
+import { moveMoney } from "./transactions.ts";
 
 export type PayerBankAccount = {
   bank?: string | null;
@@ -73,17 +73,32 @@ async function dedicatedAccount(tx: Tx, companyId: string, currency: string): Pr
 
 /** Turns held money of a now-registered payer into the subject's identified payin. */
 async function identify(tx: Tx, companyId: string, subjectId: string, b: BankTransactionRow) {
-  const row = await recordTransaction(tx, companyId, {
+  const row = await moveMoney(tx, companyId, {
     subjectId,
     kind: "payin",
     status: "identified",
     currency: b.currency,
     value: b.value,
-  }, "identified");
+    event: "identified",
+  });
   await tx`update bank_transactions set status = 'identified', transaction_id = ${row.id}, updated_at = now()
            where company_id = ${companyId} and id = ${b.id}`;
-  await forwardCleared(tx, companyId, [row]);
   return row;
+}
+
+/**
+ * The payer's document number as people are stored (null when its type or number is not known), or every
+ * error at once. Fields left out are not judged, so a body whose shape failed can still be checked on the rest.
+ */
+export function checkBankTransaction(input: { payer?: Partial<BankTransactionInput["payer"]> }): string | null {
+  const { document_type: type, document_number: number } = input.payer ?? {};
+  if (type == null || number == null) return null;
+  const doc = checkDocumentNumber(type, number);
+  if ("value" in doc) return doc.value;
+  const bag = new ErrorBag();
+  bag.add(["payer", "document_number"], doc.error);
+  bag.throwIfAny(422);
+  return null;
 }
 
 /**
@@ -91,13 +106,7 @@ async function identify(tx: Tx, companyId: string, subjectId: string, b: BankTra
  * otherwise it waits for the payer to be registered (and the integrator is told about it).
  */
 export async function receiveBankTransaction(tx: Tx, companyId: string, input: BankTransactionInput) {
-  const doc = checkDocumentNumber(input.payer.document_type, input.payer.document_number);
-  if ("error" in doc) {
-    const bag = new ErrorBag();
-    bag.add(["payer", "document_number"], doc.error);
-    bag.throwIfAny(422);
-  }
-  const documentNumber = "value" in doc ? doc.value : input.payer.document_number;
+  const documentNumber = checkBankTransaction(input) ?? input.payer.document_number;
   const bankAccount = input.payer.bank_account ?? {};
   const [row] = await tx<BankTransactionRow[]>`
     insert into bank_transactions ${

@@ -1,15 +1,16 @@
 import type { Tx } from "../platform/db.ts";
-import { recordTransaction } from "./transactions.ts";
+import { moveMoney } from "./transactions.ts";
 
 export type CardPaymentInput = { subject_id: string; value: string; currency: string; outcome: "approved" | "failed" };
 
 /** The card network's answer to a payment by the subject: approved money counts and may be held like any other. */
 export async function recordCardPayment(tx: Tx, companyId: string, input: CardPaymentInput) {
-  return await recordTransaction(tx, companyId, {
+  return await moveMoney(tx, companyId, {
     subjectId: input.subject_id,
     kind: "card_payment",
     status: input.outcome,
     currency: input.currency,
     value: input.value,
-  }, input.outcome === "approved" ? "payment_approved" : "payment_failed");
+    event: input.outcome === "approved" ? "payment_approved" : "payment_failed",
+  });
 }

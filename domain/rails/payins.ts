@@ -1,5 +1,5 @@
 import type { Tx } from "../platform/db.ts";
-import { forwardCleared, getTransaction, recordTransaction } from "./transactions.ts";
+import { moveMoney } from "./transactions.ts";
 
 export type PayinInput = { subject_id: string; value: string; currency: string; exchange?: boolean | null };
 
@@ -8,14 +8,13 @@ export type PayinInput = { subject_id: string; value: string; currency: string; 
  * conversion was asked for and the money is cleared, it joins the subject's exchange.
  */
 export async function receivePayin(tx: Tx, companyId: string, input: PayinInput) {
-  const row = await recordTransaction(tx, companyId, {
+  return await moveMoney(tx, companyId, {
     subjectId: input.subject_id,
     kind: "payin",
     status: "identified",
     currency: input.currency,
     value: input.value,
+    event: "identified",
     wantsExchange: input.exchange ?? false,
-  }, "identified");
-  await forwardCleared(tx, companyId, [row]);
-  return await getTransaction(tx, companyId, row.id);
+  });
 }

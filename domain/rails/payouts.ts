@@ -1,8 +1,8 @@
 import type { Tx } from "../platform/db.ts";
 import { ErrorBag } from "../platform/errors.ts";
 import { getBankAccount } from "../bank_accounts/bank_accounts.ts";
-import { forwardCleared, getTransaction, recordTransaction } from "./transactions.ts";
-import { failWire, type WireErrorCode } from "./wires.ts";
+import { moveMoney } from "./transactions.ts";
+import type { WireErrorCode } from "./wires.ts";
 
 export type PayoutInput = {
   subject_id: string;
@@ -18,24 +18,29 @@ export type PayoutInput = {
  * The account is the subject's own or one of the company's international accounts.
  */
 export async function sendPayout(tx: Tx, companyId: string, input: PayoutInput) {
-  const account = await getBankAccount(tx, companyId, input.bank_account_id);
-  if (account.subject_id && account.subject_id !== input.subject_id) {
-    const bag = new ErrorBag();
-    bag.add("bank_account_id", "does not belong to the subject");
-    bag.throwIfAny(422);
-  }
-  const row = await recordTransaction(tx, companyId, {
+  await checkPayout(tx, companyId, input);
+  return await moveMoney(tx, companyId, {
     subjectId: input.subject_id,
     kind: "payout",
     status: "identified",
     currency: input.currency,
     value: input.value,
+    event: "identified",
     bankAccountId: input.bank_account_id,
-  }, "identified");
-  if (row.cleared && input.fail_with) {
-    await failWire(tx, companyId, row.subject_id, input.bank_account_id, row.currency, [row.id], input.fail_with);
-  } else {
-    await forwardCleared(tx, companyId, [row]);
+    wireError: input.fail_with,
+  });
+}
+
+/**
+ * The account must be the subject's own or one of the company's (an unknown one is 404). Fields left out are
+ * not judged, so a body whose shape failed can still be checked on the rest.
+ */
+export async function checkPayout(tx: Tx, companyId: string, input: Partial<PayoutInput>) {
+  if (!input.bank_account_id) return;
+  const account = await getBankAccount(tx, companyId, input.bank_account_id);
+  if (account.subject_id && input.subject_id && account.subject_id !== input.subject_id) {
+    const bag = new ErrorBag();
+    bag.add("bank_account_id", "does not belong to the subject");
+    bag.throwIfAny(422);
   }
-  return await getTransaction(tx, companyId, row.id);
 }

@@ -2,8 +2,9 @@ import type { Tx } from "../platform/db.ts";
 import { notFound, validationFailed } from "../platform/errors.ts";
 import { newId } from "../platform/ids.ts";
 import { naiveUtc } from "../platform/time.ts";
+import { bareDocument } from "../subjects/person_rules.ts";
 import { brCode } from "./pix_qr.ts";
-import { changeTransactionStatus, recordTransaction } from "./transactions.ts";
+import { changeTransactionStatus, moveMoney } from "./transactions.ts";
 
 export type PixChargeRow = {
   id: string;
@@ -39,14 +40,15 @@ export type PixChargeInput = { subject_id: string; value: string; refuse_third_p
 /** Issues a dynamic QR code for the subject to pay; the transaction waits (pending) for the payment. */
 export async function createPixCharge(tx: Tx, companyId: string, input: PixChargeInput) {
   const id = newId();
-  await recordTransaction(tx, companyId, {
+  await moveMoney(tx, companyId, {
     id,
     subjectId: input.subject_id,
     kind: "pix_charge",
     status: "pending",
     currency: "BRL" as const,
     value: input.value,
-  }, null);
+    event: null,
+  });
   const [row] = await tx<PixChargeRow[]>`
     insert into pix_charges ${
     tx({
@@ -76,8 +78,6 @@ async function lockPendingCharge(tx: Tx, companyId: string, id: string) {
   return charge;
 }
 
-const bareDocument = (s: string) => s.replace(/[.\-\/\s]/g, "").toUpperCase();
-
 /**
  * The QR code is paid. Paid by the subject (or anyone, when third-party payments are accepted) the money is
  * identified; paid by someone else while third-party payments are refused, the payer is refunded.
@@ -89,8 +89,9 @@ export async function payPixCharge(
   input: { payer_document_number?: string | null },
 ) {
   const charge = await lockPendingCharge(tx, companyId, id);
-  const payer = input.payer_document_number ? bareDocument(input.payer_document_number) : null;
-  const thirdParty = payer !== null && payer !== bareDocument(charge.subject_document);
+  // compared as people are stored: separators dropped, letters (passports, CURPs) upper-cased
+  const payer = input.payer_document_number ? bareDocument(input.payer_document_number).toUpperCase() : null;
+  const thirdParty = payer !== null && payer !== bareDocument(charge.subject_document).toUpperCase();
   const refused = thirdParty && charge.refuse_third_party;
   await tx`update pix_charges set status = ${refused ? "refunded" : "paid"}, payer_document_number = ${payer},
                                   updated_at = now()

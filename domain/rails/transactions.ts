@@ -1,12 +1,18 @@
 import type { Sql, Tx } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
 import { naiveUtc } from "../platform/time.ts";
-import { applyClearance, assessClearance, type Clearance, TRANSACTED_STATUSES } from "../subjects/clearance.ts";
+import {
+  applyClearance,
+  type Clearance,
+  decideClearance,
+  movedThisYear,
+  TRANSACTED_STATUSES,
+} from "../subjects/clearance.ts";
 import { emitEvent, type EventType } from "../webhooks/events.ts";
 import { attachToExchange } from "./exchanges.ts";
 import { assertPerson } from "../subjects/people.ts";
-import { approveSubject, lockSubject } from "../subjects/status.ts";
-import { attachToWire } from "./wires.ts";
+import { approveSubject } from "../subjects/status.ts";
+import { attachToWire, failWire, type WireErrorCode } from "./wires.ts";
 
 /** Currencies of the rate table (sql/0005); a transaction in any other currency is refused. */
 export const CURRENCIES = ["BRL", "MXN", "COP", "CLP", "EUR", "USD"] as const;
@@ -68,57 +74,56 @@ async function usdValueOf(tx: Tx, currency: string, value: string): Promise<stri
   return row.usd_value;
 }
 
-export type NewTransaction = {
+/** Money that moves for a subject: a new transaction, and what the rails must do with it. */
+export type Movement = {
   id?: string;
   subjectId: string;
   kind: TransactionKind;
   status: TransactionStatus;
   currency: string;
   value: string;
+  /** The event telling the integrator of this status ({transaction_id}); none while the money waits (pending). */
+  event: EventType | null;
+  /** A payout's destination: once cleared it leaves in the wire to this account. */
   bankAccountId?: string | null;
+  /** A payin to convert: once cleared it joins its subject's exchange. */
   wantsExchange?: boolean;
+  /** The receiving bank refuses the account data (sandbox): the wire waits for a correction instead. */
+  wireError?: WireErrorCode | null;
 };
 
 /**
- * Stores a transaction of a subject with its clearance decided, emits `event` ({transaction_id}) for it, then
- * the consequences of a hold (subject_reproved, document_required). Money that did not move (pending, failed)
- * does not count towards the yearly total and is cleared only while the subject is approved.
+ * The one way money moves: stores the transaction with its clearance decided once, under the subject's lock, then
+ * settles it (event, consequences of a hold, exchange or wire). Answers the transaction as it ends up.
+ * Money that did not move (pending, failed) does not count towards the yearly total and is cleared only while
+ * the subject is approved.
  */
-export async function recordTransaction(
-  tx: Tx,
-  companyId: string,
-  input: NewTransaction,
-  event: EventType | null,
-): Promise<TransactionRow> {
-  const usdValue = await usdValueOf(tx, input.currency, input.value);
-  const clearance: Clearance = counts(input.status)
-    ? await assessClearance(tx, companyId, input.subjectId, usdValue)
-    : { cleared: (await lockSubject(tx, companyId, input.subjectId)).status === "approved", missing: [] };
+export async function moveMoney(tx: Tx, companyId: string, movement: Movement): Promise<TransactionRow> {
+  const usdValue = await usdValueOf(tx, movement.currency, movement.value);
+  const clearance = await decideClearance(tx, companyId, movement.subjectId, counts(movement.status) ? usdValue : null);
   const [row] = await tx<TransactionRow[]>`
     insert into transactions ${
     tx({
-      id: input.id ?? newId(),
+      id: movement.id ?? newId(),
       company_id: companyId,
-      subject_id: input.subjectId,
-      kind: input.kind,
-      status: input.status,
-      currency: input.currency,
-      value: input.value,
+      subject_id: movement.subjectId,
+      kind: movement.kind,
+      status: movement.status,
+      currency: movement.currency,
+      value: movement.value,
       usd_value: usdValue,
       cleared: clearance.cleared,
-      wants_exchange: input.wantsExchange ?? false,
-      bank_account_id: input.bankAccountId ?? null,
+      wants_exchange: movement.wantsExchange ?? false,
+      bank_account_id: movement.bankAccountId ?? null,
     })
   }
     returning *`;
-  if (event) await emitEvent(tx, companyId, event, { transaction_id: row.id });
-  await applyClearance(tx, companyId, input.subjectId, clearance);
-  return row;
+  return await settle(tx, companyId, row, clearance, movement.event, movement.wireError);
 }
 
 /**
  * Moves a transaction to a new status (a PIX charge paid, refunded or expired). When the new status moves
- * money, clearance is decided now, as for a new transaction.
+ * money, clearance is decided now, as for a new transaction, and the rest follows the same path.
  */
 export async function changeTransactionStatus(
   tx: Tx,
@@ -129,15 +134,31 @@ export async function changeTransactionStatus(
 ): Promise<TransactionRow> {
   const current = await getTransaction(tx, companyId, id);
   const clearance: Clearance = counts(status)
-    ? await assessClearance(tx, companyId, current.subject_id, current.usd_value)
+    ? await decideClearance(tx, companyId, current.subject_id, current.usd_value)
     : { cleared: current.cleared, missing: [] };
   const [row] = await tx<TransactionRow[]>`
     update transactions set status = ${status}, cleared = ${clearance.cleared}, updated_at = now()
     where company_id = ${companyId} and id = ${id}
     returning *`;
-  await emitEvent(tx, companyId, event, { transaction_id: row.id });
-  await applyClearance(tx, companyId, current.subject_id, clearance);
-  return row;
+  return await settle(tx, companyId, row, clearance, event);
+}
+
+/**
+ * What follows a decided transaction, in the order a receiver sees it: its own event, the subject's reproval and
+ * document request when it was held, then the exchange or wire that carries it on.
+ */
+async function settle(
+  tx: Tx,
+  companyId: string,
+  row: TransactionRow,
+  clearance: Clearance,
+  event: EventType | null,
+  wireError?: WireErrorCode | null,
+): Promise<TransactionRow> {
+  if (event) await emitEvent(tx, companyId, event, { transaction_id: row.id });
+  await applyClearance(tx, companyId, row.subject_id, clearance);
+  const forwarded = await forwardCleared(tx, companyId, [row], wireError);
+  return forwarded ? await getTransaction(tx, companyId, row.id) : row;
 }
 
 export async function getTransaction(tx: Tx, companyId: string, id: string): Promise<TransactionRow> {
@@ -148,10 +169,16 @@ export async function getTransaction(tx: Tx, companyId: string, id: string): Pro
 }
 
 /**
- * What a cleared transaction still needs from the rails: a payin asked to be converted joins its subject's open
- * exchange; a payout joins the open wire to its destination account.
+ * What cleared transactions still need from the rails: a payin asked to be converted joins its subject's open
+ * exchange; a payout joins the open wire to its destination account (or, with `wireError`, a wire that waits for
+ * a correction). Answers whether any transaction moved on.
  */
-export async function forwardCleared(tx: Tx, companyId: string, rows: TransactionRow[]) {
+async function forwardCleared(
+  tx: Tx,
+  companyId: string,
+  rows: TransactionRow[],
+  wireError?: WireErrorCode | null,
+): Promise<boolean> {
   const groups = new Map<string, { rows: TransactionRow[]; kind: "exchange" | "wire" }>();
   for (const row of rows) {
     if (!row.cleared || row.status !== "identified") continue;
@@ -167,10 +194,21 @@ export async function forwardCleared(tx: Tx, companyId: string, rows: Transactio
   }
   for (const { rows: group, kind } of groups.values()) {
     const first = group[0];
-    const ids = group.map((r) => r.id);
-    if (kind === "exchange") await attachToExchange(tx, companyId, first.subject_id, first.currency, ids);
-    else await attachToWire(tx, companyId, first.subject_id, first.bank_account_id!, first.currency, ids);
+    const transactionIds = group.map((r) => r.id);
+    if (kind === "exchange") {
+      await attachToExchange(tx, companyId, { subjectId: first.subject_id, currency: first.currency, transactionIds });
+      continue;
+    }
+    const batch = {
+      subjectId: first.subject_id,
+      bankAccountId: first.bank_account_id!,
+      currency: first.currency,
+      transactionIds,
+    };
+    if (wireError) await failWire(tx, companyId, { ...batch, errorCode: wireError });
+    else await attachToWire(tx, companyId, batch);
   }
+  return groups.size > 0;
 }
 
 /** Back office approves the subject, and the money held for it moves on in the same transaction. */
@@ -206,10 +244,7 @@ export async function subjectTransactionValues(sql: Sql, companyId: string, subj
   return await sql<{ currency: string; value: string; usd_value: string; count: number }[]>`
     select currency, sum(value)::numeric(30, 2) as value, sum(usd_value)::numeric(30, 2) as usd_value,
            count(*)::int as count
-    from transactions
-    where company_id = ${companyId} and subject_id = ${subjectId}
-      and status in ${sql(TRANSACTED_STATUSES)}
-      and inserted_at >= date_trunc('year', now() at time zone 'UTC') at time zone 'UTC'
+    from (${movedThisYear(sql, companyId, subjectId)}) as moved
     group by currency
     order by currency`;
 }

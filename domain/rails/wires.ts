@@ -1,10 +1,16 @@
 import type { Tx } from "../platform/db.ts";
-import { notFound, validationFailed } from "../platform/errors.ts";
+import { ErrorBag, notFound } from "../platform/errors.ts";
 import { newId } from "../platform/ids.ts";
 import { naiveUtc } from "../platform/time.ts";
-import { getBankAccount, patchBankAccount, presentBankAccount } from "../bank_accounts/bank_accounts.ts";
+import {
+  checkBankAccountPatch,
+  getBankAccount,
+  patchBankAccount,
+  presentBankAccount,
+} from "../bank_accounts/bank_accounts.ts";
 import type { BankAccountInput } from "../bank_accounts/rules.ts";
 import { emitEvent } from "../webhooks/events.ts";
+import { batchMembers, fillBatch, openBatch } from "./batches.ts";
 
 export const WIRE_ERROR_CODES = ["AC03", "AC14", "CH11", "AG03"] as const;
 export type WireErrorCode = typeof WIRE_ERROR_CODES[number];
@@ -70,66 +76,41 @@ async function destinationSnapshot(tx: Tx, companyId: string, bankAccountId: str
   };
 }
 
-async function wireMembers(tx: Tx, companyId: string, wireId: string) {
-  const rows = await tx<{ id: string }[]>`
-    select id from transactions where company_id = ${companyId} and wire_id = ${wireId} order by id`;
-  return rows.map((r) => r.id);
-}
-
-/** Puts transactions on a wire, sets the wire's value to their total, and answers every transaction it carries. */
-async function assignToWire(tx: Tx, companyId: string, wireId: string, transactionIds: string[], status: string) {
-  await tx`update transactions set wire_id = ${wireId}, status = ${status}, updated_at = now()
-           where company_id = ${companyId} and id in ${tx(transactionIds)}`;
-  await tx`update wires set updated_at = now(), value = (
-             select coalesce(sum(value), 0) from transactions where company_id = ${companyId} and wire_id = ${wireId})
-           where company_id = ${companyId} and id = ${wireId}`;
-  return await wireMembers(tx, companyId, wireId);
-}
+/** Cleared payouts of one subject, in one currency, to one account. */
+export type WireBatch = { subjectId: string; bankAccountId: string; currency: string; transactionIds: string[] };
 
 /**
  * Sends cleared payouts of one subject to one account: they join the day's open wire to that account (one
  * wire carrying the total), or a new one. `wire_created` lists every transaction the wire now carries.
  */
-export async function attachToWire(
-  tx: Tx,
-  companyId: string,
-  subjectId: string,
-  bankAccountId: string,
-  currency: string,
-  transactionIds: string[],
-) {
-  let [wire] = await tx<{ id: string }[]>`
-    select id from wires
-    where company_id = ${companyId} and subject_id = ${subjectId} and bank_account_id = ${bankAccountId}
-      and currency = ${currency} and status = 'sent' and error_code is null
-      and inserted_at >= date_trunc('day', now() at time zone 'UTC') at time zone 'UTC'
-    order by id desc
-    limit 1
-    for update`;
-  if (!wire) {
-    const { snapshot } = await destinationSnapshot(tx, companyId, bankAccountId);
-    [wire] = await tx<{ id: string }[]>`
-      insert into wires (id, company_id, subject_id, bank_account_id, currency, status, to_bank_account)
-      values (${newId()}, ${companyId}, ${subjectId}, ${bankAccountId}, ${currency}, 'sent', ${tx.json(snapshot)})
-      returning id`;
-  }
+export async function attachToWire(tx: Tx, companyId: string, batch: WireBatch) {
+  const { subjectId, bankAccountId, currency } = batch;
+  const wireId = await openBatch(
+    tx,
+    "wires",
+    companyId,
+    // a wire that once waited for a correction is not reopened for new payouts
+    tx`subject_id = ${subjectId} and bank_account_id = ${bankAccountId} and currency = ${currency}
+       and status = 'sent' and error_code is null`,
+    async () => {
+      const { snapshot } = await destinationSnapshot(tx, companyId, bankAccountId);
+      const [created] = await tx<{ id: string }[]>`
+        insert into wires (id, company_id, subject_id, bank_account_id, currency, status, to_bank_account)
+        values (${newId()}, ${companyId}, ${subjectId}, ${bankAccountId}, ${currency}, 'sent', ${tx.json(snapshot)})
+        returning id`;
+      return created.id;
+    },
+  );
   await emitEvent(tx, companyId, "wire_created", {
-    wire_id: wire.id,
-    transaction_ids: await assignToWire(tx, companyId, wire.id, transactionIds, "wired"),
+    wire_id: wireId,
+    transaction_ids: await fillBatch(tx, "wires", companyId, wireId, batch.transactionIds, "wired"),
   });
-  return wire.id;
+  return wireId;
 }
 
 /** The receiving bank refused the account data: the wire waits for the integrator to correct it. */
-export async function failWire(
-  tx: Tx,
-  companyId: string,
-  subjectId: string,
-  bankAccountId: string,
-  currency: string,
-  transactionIds: string[],
-  errorCode: WireErrorCode,
-) {
+export async function failWire(tx: Tx, companyId: string, batch: WireBatch & { errorCode: WireErrorCode }) {
+  const { subjectId, bankAccountId, currency, errorCode } = batch;
   const { snapshot, ownerId } = await destinationSnapshot(tx, companyId, bankAccountId);
   const [wire] = await tx<{ id: string }[]>`
     insert into wires (id, company_id, subject_id, bank_account_id, currency, status, error_code, error_description,
@@ -137,7 +118,7 @@ export async function failWire(
     values (${newId()}, ${companyId}, ${subjectId}, ${bankAccountId}, ${currency}, 'waiting_correction',
             ${errorCode}, ${WIRE_ERRORS[errorCode]}, ${tx.json(snapshot)})
     returning id`;
-  const members = await assignToWire(tx, companyId, wire.id, transactionIds, "waiting_correction");
+  const members = await fillBatch(tx, "wires", companyId, wire.id, batch.transactionIds, "waiting_correction");
   await emitEvent(tx, companyId, "wire_waiting_correction", {
     error_code: errorCode,
     error_description: WIRE_ERRORS[errorCode],
@@ -169,9 +150,7 @@ export async function correctWire(
   correction: BankAccountInput,
 ): Promise<WireRow> {
   const wire = await lockWire(tx, companyId, wireId);
-  if (wire.status !== "waiting_correction") {
-    throw validationFailed({ status: ["is not waiting_correction"] }, 422);
-  }
+  await checkCorrection(tx, companyId, wire, correction);
   await patchBankAccount(tx, companyId, wire.bank_account_id, correction);
   const { snapshot } = await destinationSnapshot(tx, companyId, wire.bank_account_id);
   const [saved] = await tx<WireRow[]>`
@@ -184,6 +163,25 @@ export async function correctWire(
   return saved;
 }
 
+/** The rules a correction of the wire meets, without writing (an unknown wire is 404). */
+export async function checkWireCorrection(tx: Tx, companyId: string, wireId: string, correction: BankAccountInput) {
+  const [wire] = await tx<WireRow[]>`select * from wires where company_id = ${companyId} and id = ${wireId}`;
+  if (!wire) throw notFound();
+  await checkCorrection(tx, companyId, wire, correction);
+}
+
+/**
+ * Every reason to refuse a correction at once: a wire that does not wait for one, and what the corrected account
+ * breaks of its currency's rules.
+ */
+async function checkCorrection(tx: Tx, companyId: string, wire: WireRow, correction: BankAccountInput) {
+  const errors = new ErrorBag();
+  if (wire.status !== "waiting_correction") errors.add("status", "is not waiting_correction");
+  const account = await getBankAccount(tx, companyId, wire.bank_account_id);
+  await errors.collect(() => checkBankAccountPatch(tx, companyId, account, correction));
+  errors.throwIfAny();
+}
+
 /** The rails accept the corrected wire: it is sent and its transactions with it. */
 export async function retryWire(tx: Tx, companyId: string, wireId: string): Promise<boolean> {
   const wire = await lockWire(tx, companyId, wireId);
@@ -193,7 +191,7 @@ export async function retryWire(tx: Tx, companyId: string, wireId: string): Prom
            where company_id = ${companyId} and wire_id = ${wireId}`;
   await emitEvent(tx, companyId, "wire_created", {
     wire_id: wireId,
-    transaction_ids: await wireMembers(tx, companyId, wireId),
+    transaction_ids: await batchMembers(tx, "wires", companyId, wireId),
   });
   return true;
 }

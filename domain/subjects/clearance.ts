@@ -1,12 +1,24 @@
 import type { Tx } from "../platform/db.ts";
 import { type MandatoryDocument, missingMandatoryDocuments } from "./documents.ts";
-import { lockSubject, type ReprovalItem, reproveSubject, requestDocuments, type RequiredDocument } from "./status.ts";
+import { holdSubject, lockSubject, type ReprovalItem, type RequiredDocument } from "./status.ts";
 
 /** Yearly (calendar year, UTC) amount a subject may transact before the mandatory documents are needed. */
 export const YEARLY_LIMIT_USD = "20000.00";
 
 /** Transaction statuses that moved money, so they count towards the yearly total. */
 export const TRANSACTED_STATUSES = ["identified", "approved", "exchanged", "wired", "waiting_correction"] as const;
+
+/**
+ * The money a subject moved this calendar year (UTC): its transactions (`currency`, `value`, `usd_value`) in a
+ * status that moved money. The one definition behind the clearance limit and the transaction_values answer.
+ */
+export function movedThisYear(tx: Tx, companyId: string, subjectId: string) {
+  return tx`
+    select currency, value, usd_value from transactions
+    where company_id = ${companyId} and subject_id = ${subjectId}
+      and status in ${tx(TRANSACTED_STATUSES)}
+      and inserted_at >= date_trunc('year', now() at time zone 'UTC') at time zone 'UTC'`;
+}
 
 const ITEM_OF: Record<MandatoryDocument, ReprovalItem> = {
   identity: "identity_document_missing",
@@ -22,24 +34,24 @@ const REQUIRED_OF: Record<MandatoryDocument, RequiredDocument> = {
 export type Clearance = { cleared: boolean; missing: MandatoryDocument[] };
 
 /**
- * Whether money of `usdValue` for the subject may move now. Locks the subject (one decision at a time per
- * subject). A subject that is not approved keeps everything held; an approved one is held when this amount
- * takes the year's total over the limit while a mandatory document is missing (`missing` then says which).
+ * Whether money for the subject may move now. Locks the subject for the rest of the transaction (one decision
+ * at a time per subject, and the consequences of a hold need no second lock). A subject that is not approved
+ * keeps everything held. `usdValue` is the amount that moves now, or null for money that does not move yet
+ * (pending, failed): that is cleared while the subject is approved and does not count. Moving money is held
+ * when it takes the year's total over the limit while a mandatory document is missing (`missing` says which).
  */
-export async function assessClearance(
+export async function decideClearance(
   tx: Tx,
   companyId: string,
   subjectId: string,
-  usdValue: string,
+  usdValue: string | null,
 ): Promise<Clearance> {
   const person = await lockSubject(tx, companyId, subjectId);
   if (person.status !== "approved") return { cleared: false, missing: [] };
+  if (usdValue === null) return { cleared: true, missing: [] };
   const [{ over }] = await tx<{ over: boolean }[]>`
     select coalesce(sum(usd_value), 0) + ${usdValue}::numeric > ${YEARLY_LIMIT_USD}::numeric as over
-    from transactions
-    where company_id = ${companyId} and subject_id = ${subjectId}
-      and status in ${tx(TRANSACTED_STATUSES)}
-      and inserted_at >= date_trunc('year', now() at time zone 'UTC') at time zone 'UTC'`;
+    from (${movedThisYear(tx, companyId, subjectId)}) as moved`;
   if (!over) return { cleared: true, missing: [] };
   const labels = await tx<{ label: string }[]>`
     select distinct unnest(labels) as label from documents
@@ -51,10 +63,10 @@ export async function assessClearance(
 /** The consequences of a held transaction: the subject is reproved and asked for what is missing. */
 export async function applyClearance(tx: Tx, companyId: string, subjectId: string, clearance: Clearance) {
   if (!clearance.missing.length) return;
-  const required = clearance.missing.map((m) => REQUIRED_OF[m]);
-  await reproveSubject(tx, companyId, subjectId, {
+  const requiredDocuments = clearance.missing.map((m) => REQUIRED_OF[m]);
+  await holdSubject(tx, companyId, subjectId, {
     items: clearance.missing.map((m) => ITEM_OF[m]),
-    reason: `Yearly transacted amount over ${YEARLY_LIMIT_USD} USD; missing documents: ${required.join(", ")}`,
+    reason: `Yearly transacted amount over ${YEARLY_LIMIT_USD} USD; missing documents: ${requiredDocuments.join(", ")}`,
+    requiredDocuments,
   });
-  await requestDocuments(tx, companyId, subjectId, required);
 }

@@ -124,7 +124,13 @@ async function detectMime(bytes: Uint8Array, claimed: string): Promise<string | 
 }
 
 /** A type off the list and a name with control or bidi characters are invalid values (422), not upload failures. */
-function checkTypeAndName(bag: ErrorBag, at: (field: string) => (string | number)[], input: DocumentInput) {
+function checkTypeAndName(
+  bag: ErrorBag,
+  at: (field: string) => (string | number)[],
+  input: Partial<DocumentInput>,
+) {
+  // a file_type refused for its shape was reported by the request schema already
+  if (input.file_type == null) return false;
   const fileType = normalizeMime(input.file_type);
   if (!ALLOWED.has(fileType)) bag.add(at("file_type"), `must be one of: ${ALLOWED_FILE_TYPES.join(", ")}`);
   if (input.file_name && UNSAFE_NAME_CHARS.test(input.file_name)) {
@@ -138,10 +144,10 @@ function checkTypeAndName(bag: ErrorBag, at: (field: string) => (string | number
  * file_name, bad Base64, a file_type the bytes are not) is a 400 naming the field, an oversized file a 413. A file_type
  * off the allowed list or a file_name with control or bidi characters is an invalid value: 422, unless an upload
  * failure comes with it (400, every error listed). `path` prefixes the field names (["documents", 0]) when the
- * document is nested.
+ * document is nested. A document whose labels or file_type were refused for their shape is still checked on the rest.
  */
 export async function prepareDocument(
-  input: DocumentInput,
+  input: Partial<DocumentInput>,
   path: (string | number)[] = [],
 ): Promise<PreparedDocument> {
   const at = (field: string) => [...path, field];
@@ -151,8 +157,8 @@ export async function prepareDocument(
     uploadFailed = true;
     bag.add(at(field), message);
   };
-  const fileType = normalizeMime(input.file_type);
-  const base = { labels: input.labels, fileType };
+  const fileType = input.file_type == null ? null : normalizeMime(input.file_type);
+  const base = { labels: input.labels ?? [], fileType: fileType ?? "" };
   const allowed = checkTypeAndName(bag, at, input);
 
   if (input.file_data == null || input.file_data === "") {
@@ -176,7 +182,9 @@ export async function prepareDocument(
   const bytes = decodeBase64(input.file_data);
   if (!bytes) fail("file_data", "is not valid Base64");
   else if (bytes.length > MAX_FILE_BYTES) throw tooLarge(at("file_data"));
-  else if (allowed && (await detectMime(bytes, fileType)) !== fileType) fail("file_type", "does not match content");
+  else if (allowed && fileType != null && (await detectMime(bytes, fileType)) !== fileType) {
+    fail("file_type", "does not match content");
+  }
 
   bag.throwIfAny(uploadFailed ? 400 : 422);
   return { ...base, fileName: input.file_name!, fileUrl: null, bytes };

@@ -142,19 +142,40 @@ function editableValues(input: Partial<Record<Editable, string | null | undefine
 }
 
 /**
+ * Everything a registration must satisfy besides its shape: the rules across fields and the content of each
+ * document, all reported at once (a bad CPF and a bad file in one answer). Fields left out are not judged, so a
+ * body whose shape failed can still be checked on the rest. Answers the normalised document number and the
+ * documents ready to store.
+ */
+export async function checkRegistration(input: Partial<PersonCreateInput>) {
+  const bag = new ErrorBag();
+  const absent = (["document_type", "document_number", "fiscal_country"] as const).filter((k) => input[k] == null);
+  const documentNumber = checkPerson(
+    {
+      ...input,
+      document_type: input.document_type ?? "cpf",
+      document_number: input.document_number ?? "",
+      fiscal_country: input.fiscal_country ?? "",
+    },
+    bag,
+    new Set(absent),
+  );
+  const documents: PreparedDocument[] = [];
+  for (const [i, doc] of (input.documents ?? []).entries()) {
+    if (!doc) continue; // refused for its shape: already reported
+    const prepared = await bag.collect(() => prepareDocument(doc, ["documents", i]));
+    if (prepared) documents.push(prepared);
+  }
+  bag.throwIfAny();
+  return { documentNumber, documents };
+}
+
+/**
  * POST /subject/people: registers a person, or updates the one with the same document pair (same id).
  * Null fields count as absent here; only PUT clears fields.
  */
 export async function registerPerson(sql: Sql, companyId: string, input: PersonCreateInput) {
-  const bag = new ErrorBag();
-  const documentNumber = checkPerson(input, bag);
-  const documents: PreparedDocument[] = [];
-  // cheap rules first: a bad CPF should not wait for a 15 MB file to be decoded
-  bag.throwIfAny();
-  for (const [i, doc] of (input.documents ?? []).entries()) {
-    documents.push(await prepareDocument(doc, ["documents", i]));
-  }
-
+  const { documentNumber, documents } = await checkRegistration(input);
   const fields = editableValues(input, false);
   const row = {
     id: newId(),
@@ -182,16 +203,22 @@ export async function registerPerson(sql: Sql, companyId: string, input: PersonC
   return { person, created: saved.created };
 }
 
+/** The rules across fields, on the person an update would leave; throws every error at once. */
+function checkPatch(current: PersonRow, patch: PersonUpdateInput) {
+  const fields = editableValues(patch, true);
+  const bag = new ErrorBag();
+  checkPerson({ ...current, ...fields, fiscal_country: fields.fiscal_country ?? current.fiscal_country }, bag);
+  bag.throwIfAny();
+  return fields;
+}
+
 /** PUT /subject/people/:id: given fields change, omitted ones stay, null clears. */
 export async function updatePerson(sql: Sql, companyId: string, id: string, patch: PersonUpdateInput) {
   return await sql.begin(async (tx) => {
     const [current] = await tx<PersonRow[]>`
       select * from people where company_id = ${companyId} and id = ${id} for update`;
     if (!current) throw notFound();
-    const fields = editableValues(patch, true);
-    const bag = new ErrorBag();
-    checkPerson({ ...current, ...fields, fiscal_country: fields.fiscal_country ?? current.fiscal_country }, bag);
-    bag.throwIfAny();
+    const fields = checkPatch(current, patch);
     const keys = Object.keys(fields) as Editable[];
     if (keys.length) {
       await tx`update people set ${tx(fields, keys)}, updated_at = now()
@@ -199,6 +226,13 @@ export async function updatePerson(sql: Sql, companyId: string, id: string, patc
     }
     return await getPerson(tx, companyId, id);
   });
+}
+
+/** The rules PUT /subject/people/:id applies, without writing (an unknown person is 404). */
+export async function checkPersonPatch(sql: Sql, companyId: string, id: string, patch: PersonUpdateInput) {
+  const [current] = await sql<PersonRow[]>`select * from people where company_id = ${companyId} and id = ${id}`;
+  if (!current) throw notFound();
+  checkPatch(current, patch);
 }
 
 /**

@@ -65,13 +65,22 @@ export function isValidCurp(curp: string): boolean {
 /** RFC of a person: 4 letters, birth date YYMMDD, 3-character homoclave. The check digit is not enforced. */
 export const RFC_PF_RE = /^[A-ZÑ&]{4}\d{2}(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])[A-Z\d]{2}[A\d]$/;
 
+/** A document number without the dots, dashes, slashes and spaces people write in it ("529.982.247-25"). */
+export const bareDocument = (s: string) => s.replace(/[.\-/\s]/g, "");
+
+/**
+ * Colombian cédula de ciudadanía: exactly 10 digits, for a person and for the owner of a Colombian bank account
+ * alike (the interface names one format for `cc`; 6 to 9 digits is the `ce`).
+ */
+export const isValidCc = (n: string) => /^\d{10}$/.test(n);
+
 /** The document number after normalisation (CURP upper-cased), or an error message. */
 export function checkDocumentNumber(type: DocumentType, raw: string): { value: string } | { error: string } {
   const value = type === "curp" || type === "passport" ? raw.toUpperCase() : raw;
   const ok = {
     cpf: () => /^\d{11}$/.test(value) && isValidCPF(value),
     curp: () => isValidCurp(value),
-    cc: () => /^\d{10}$/.test(value),
+    cc: () => isValidCc(value),
     ce: () => /^\d{6,9}$/.test(value),
     passport: () => /^[A-Z0-9]{5,20}$/.test(value),
   }[type]();

@@ -50,7 +50,7 @@ export async function approveSubject(tx: Tx, companyId: string, subjectId: strin
 }
 
 /**
- * Reproves a subject (back office rejecting documents, or the yearly limit reached without them).
+ * Back office reproves a subject (documents rejected); the yearly limit reached without them is `holdSubject`.
  * `reason` is the status_reason; the event carries it only when one was given.
  */
 export async function reproveSubject(
@@ -60,13 +60,7 @@ export async function reproveSubject(
   input: { items: readonly string[]; reason?: string | null },
 ) {
   await lockSubject(tx, companyId, subjectId);
-  const reason = input.reason || `reproved: ${input.items.join(", ")}`;
-  await setStatus(tx, companyId, subjectId, { status: "reproved", reason, items: input.items });
-  await emitEvent(tx, companyId, "subject_reproved", {
-    subject_id: subjectId,
-    items: [...input.items],
-    ...(input.reason ? { reason: input.reason } : {}),
-  });
+  await markReproved(tx, companyId, subjectId, input);
 }
 
 /** Asks for more documents without changing the approval status. */
@@ -77,6 +71,39 @@ export async function requestDocuments(
   requiredDocuments: readonly string[],
 ) {
   await lockSubject(tx, companyId, subjectId);
+  await askForDocuments(tx, companyId, subjectId, requiredDocuments);
+}
+
+/**
+ * Money was held because the yearly limit was reached without the mandatory documents: the subject is reproved
+ * and asked for what is missing. The caller (clearance) already holds the subject's lock from its decision.
+ */
+export async function holdSubject(
+  tx: Tx,
+  companyId: string,
+  subjectId: string,
+  hold: { items: readonly ReprovalItem[]; reason: string; requiredDocuments: readonly RequiredDocument[] },
+) {
+  await markReproved(tx, companyId, subjectId, hold);
+  await askForDocuments(tx, companyId, subjectId, hold.requiredDocuments);
+}
+
+async function markReproved(
+  tx: Tx,
+  companyId: string,
+  subjectId: string,
+  input: { items: readonly string[]; reason?: string | null },
+) {
+  const reason = input.reason || `reproved: ${input.items.join(", ")}`;
+  await setStatus(tx, companyId, subjectId, { status: "reproved", reason, items: input.items });
+  await emitEvent(tx, companyId, "subject_reproved", {
+    subject_id: subjectId,
+    items: [...input.items],
+    ...(input.reason ? { reason: input.reason } : {}),
+  });
+}
+
+async function askForDocuments(tx: Tx, companyId: string, subjectId: string, requiredDocuments: readonly string[]) {
   await emitEvent(tx, companyId, "document_required", {
     subject_id: subjectId,
     required_documents: [...requiredDocuments],

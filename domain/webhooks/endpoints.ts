@@ -138,15 +138,20 @@ export function checkEndpointUrl(errors: ErrorBag, raw: string, allowPrivateUrls
   }
 }
 
+/** The settings' rules that depend on configuration (the URL); throws every error at once. */
+export function validateEndpointInput(input: { url?: string | null }, opts: { allowPrivateUrls: boolean }) {
+  const errors = new ErrorBag();
+  if (typeof input.url === "string") checkEndpointUrl(errors, input.url, opts.allowPrivateUrls);
+  errors.throwIfAny(422);
+}
+
 export async function createEndpoint(
   sql: Sql,
   companyId: string,
   input: EndpointCreateInput,
   opts: { allowPrivateUrls: boolean; quota: EndpointQuota; box: SecretBox },
 ): Promise<EndpointRow> {
-  const errors = new ErrorBag();
-  checkEndpointUrl(errors, input.url, opts.allowPrivateUrls);
-  errors.throwIfAny(422);
+  validateEndpointInput(input, opts);
   const id = newId();
   const maxConcurrency = input.max_concurrency ?? 10;
   const sealedSecret = await opts.box.seal(newSecret(), sealContext(id));
@@ -186,9 +191,7 @@ export async function updateEndpoint(
   input: EndpointUpdateInput,
   opts: { allowPrivateUrls: boolean; quota: EndpointQuota },
 ): Promise<EndpointRow> {
-  const errors = new ErrorBag();
-  if (input.url !== undefined) checkEndpointUrl(errors, input.url, opts.allowPrivateUrls);
-  errors.throwIfAny(422);
+  validateEndpointInput(input, opts);
   const changes: Record<string, unknown> = {};
   for (
     const key of [

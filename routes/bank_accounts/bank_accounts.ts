@@ -1,13 +1,16 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import {
+  checkSubjectBankAccountPatch,
   createBankAccount,
   getSubjectBankAccount,
   listSubjectBankAccounts,
   presentBankAccount,
   updateSubjectBankAccount,
+  validateBankAccountInput,
 } from "../../domain/bank_accounts/bank_accounts.ts";
 import type { Deps } from "../../domain/platform/deps.ts";
 import { newRouter } from "../platform/router.ts";
+import { alsoCheck } from "../platform/validation.ts";
 import { BankAccount, BankAccountBody, SubjectBankAccountParams } from "./schemas.ts";
 import { errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
 
@@ -63,12 +66,23 @@ const createInternational = createRoute({
 });
 
 export function bankAccountRoutes({ sql }: Deps) {
+  // which fields a country requires and their formats are the domain's: a body refused for its shape hears of them
+  const countryRules = (scope: "subject" | "international") =>
+    alsoCheck(BankAccountBody, (body) => validateBankAccountInput(body.bank_account ?? {}, { scope }));
+  const updateRules = alsoCheck(BankAccountBody, (body, c) =>
+    checkSubjectBankAccountPatch(
+      sql,
+      c.get("companyId"),
+      c.req.param("id")!,
+      c.req.param("bank_account_id")!,
+      body.bank_account ?? {},
+    ));
   return newRouter()
     .openapi(create, async (c) => {
       const { id } = c.req.valid("param");
       const row = await createBankAccount(sql, c.get("companyId"), id, c.req.valid("json").bank_account);
       return c.json({ data: presentBankAccount(row, { onCreate: true }) }, 201);
-    })
+    }, countryRules("subject"))
     .openapi(list, async (c) => {
       const rows = await listSubjectBankAccounts(sql, c.get("companyId"), c.req.valid("param").id);
       return c.json({ data: rows.map((r) => presentBankAccount(r)) }, 200);
@@ -78,7 +92,7 @@ export function bankAccountRoutes({ sql }: Deps) {
       const patch = c.req.valid("json").bank_account;
       const row = await updateSubjectBankAccount(sql, c.get("companyId"), id, bank_account_id, patch);
       return c.json({ data: presentBankAccount(row) }, 200);
-    })
+    }, updateRules)
     .openapi(detail, async (c) => {
       const { id, bank_account_id } = c.req.valid("param");
       const row = await getSubjectBankAccount(sql, c.get("companyId"), id, bank_account_id);
@@ -87,5 +101,5 @@ export function bankAccountRoutes({ sql }: Deps) {
     .openapi(createInternational, async (c) => {
       const row = await createBankAccount(sql, c.get("companyId"), null, c.req.valid("json").bank_account);
       return c.json({ data: presentBankAccount(row, { onCreate: true }) }, 201);
-    });
+    }, countryRules("international"));
 }

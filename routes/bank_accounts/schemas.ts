@@ -3,8 +3,8 @@ import { uuid } from "../platform/schemas.ts";
 
 /**
  * Only the shape is checked here (strings where strings go, objects where objects go); which fields each country
- * requires and what they must look like lives in domain/bank_rules.ts, so the wire correction can apply the same
- * rules. `null` and "" count as absent.
+ * requires and what they must look like lives in domain/bank_accounts/rules.ts, so the wire correction can apply
+ * the same rules (the routes run them even when this shape fails). `null` and "" count as absent.
  */
 const text = (max = 255) => z.string().trim().max(max).nullish();
 

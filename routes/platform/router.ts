@@ -1,7 +1,7 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { validationHook } from "./validation.ts";
+import { type AppEnv, validationHook } from "./validation.ts";
 
-export type AppEnv = { Variables: { companyId: string; requestId: string } };
+export type { AppEnv };
 
 /** A router whose request validation failures become ApiErrors (one error path for the whole API). */
 export function newRouter() {

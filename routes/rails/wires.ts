@@ -1,7 +1,8 @@
 import { createRoute, type z } from "@hono/zod-openapi";
-import { correctWire, presentWire } from "../../domain/rails/wires.ts";
+import { checkWireCorrection, correctWire, presentWire } from "../../domain/rails/wires.ts";
 import type { Deps } from "../../domain/platform/deps.ts";
 import { newRouter } from "../platform/router.ts";
+import { alsoCheck } from "../platform/validation.ts";
 import { BankAccountBody } from "../bank_accounts/schemas.ts";
 import { errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
 import { Wire } from "./wire_schemas.ts";
@@ -16,10 +17,17 @@ const correct = createRoute({
 });
 
 export function wireRoutes({ sql }: Deps) {
-  return newRouter().openapi(correct, async (c) => {
-    const { id } = c.req.valid("param");
-    const body = c.req.valid("json");
-    const wire = await sql.begin((tx) => correctWire(tx, c.get("companyId"), id, body.bank_account));
-    return c.json(presentWire(wire) as z.infer<typeof Wire>, 200);
-  });
+  return newRouter().openapi(
+    correct,
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const body = c.req.valid("json");
+      const wire = await sql.begin((tx) => correctWire(tx, c.get("companyId"), id, body.bank_account));
+      return c.json(presentWire(wire) as z.infer<typeof Wire>, 200);
+    },
+    alsoCheck(
+      BankAccountBody,
+      (body, c) => checkWireCorrection(sql, c.get("companyId"), c.req.param("id")!, body.bank_account ?? {}),
+    ),
+  );
 }

@@ -1,12 +1,17 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { presentBankTransaction, receiveBankTransaction } from "../../domain/rails/bank_transactions.ts";
+import {
+  checkBankTransaction,
+  presentBankTransaction,
+  receiveBankTransaction,
+} from "../../domain/rails/bank_transactions.ts";
 import { recordCardPayment } from "../../domain/rails/card_payments.ts";
 import { receivePayin } from "../../domain/rails/payins.ts";
-import { sendPayout } from "../../domain/rails/payouts.ts";
+import { checkPayout, sendPayout } from "../../domain/rails/payouts.ts";
 import { createPixCharge, expirePixCharge, payPixCharge, presentPixCharge } from "../../domain/rails/pix_charges.ts";
 import { presentTransaction } from "../../domain/rails/transactions.ts";
 import type { Deps } from "../../domain/platform/deps.ts";
 import { newRouter } from "../platform/router.ts";
+import { alsoCheck } from "../platform/validation.ts";
 import { emptyBodyAsObject } from "../platform/optional_body.ts";
 import { errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
 import {
@@ -89,7 +94,7 @@ export function sandboxPaymentRoutes({ sql }: Deps) {
     .openapi(payout, async (c) => {
       const row = await sql.begin((tx) => sendPayout(tx, c.get("companyId"), c.req.valid("json")));
       return c.json({ data: presentTransaction(row) }, 201);
-    })
+    }, alsoCheck(PayoutBody, (body, c) => checkPayout(sql, c.get("companyId"), body)))
     .openapi(cardPayment, async (c) => {
       const row = await sql.begin((tx) => recordCardPayment(tx, c.get("companyId"), c.req.valid("json")));
       return c.json({ data: presentTransaction(row) }, 201);
@@ -114,5 +119,5 @@ export function sandboxPaymentRoutes({ sql }: Deps) {
       return c.json({
         data: { ...presentBankTransaction(row), status: row.status, transaction_id: row.transaction_id },
       }, 201);
-    });
+    }, alsoCheck(BankTransactionBody, (body) => checkBankTransaction(body)));
 }

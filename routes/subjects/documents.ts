@@ -2,6 +2,8 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { uploadDocument } from "../../domain/subjects/document_uploads.ts";
 import type { Deps } from "../../domain/platform/deps.ts";
 import { newRouter } from "../platform/router.ts";
+import { alsoCheck } from "../platform/validation.ts";
+import { prepareDocument } from "../../domain/subjects/documents.ts";
 import { ErrorBody, errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
 import { DocumentUploadBody } from "./document_schemas.ts";
 import { DocumentSummary } from "./schemas.ts";
@@ -23,5 +25,5 @@ export function documentRoutes({ sql }: Deps) {
   return newRouter().openapi(upload, async (c) => {
     const doc = await uploadDocument(sql, c.get("companyId"), c.req.valid("param").id, c.req.valid("json").document);
     return c.json({ data: doc }, 201);
-  });
+  }, alsoCheck(DocumentUploadBody, (body) => prepareDocument(body.document ?? {})));
 }

@@ -1,8 +1,16 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { registerPayer } from "../../domain/rails/bank_transactions.ts";
-import { getPerson, listPeople, presentPerson, updatePerson } from "../../domain/subjects/people.ts";
+import {
+  checkPersonPatch,
+  checkRegistration,
+  getPerson,
+  listPeople,
+  presentPerson,
+  updatePerson,
+} from "../../domain/subjects/people.ts";
 import type { Deps } from "../../domain/platform/deps.ts";
 import { newRouter } from "../platform/router.ts";
+import { alsoCheck } from "../platform/validation.ts";
 import { errorResponses, IdParam, jsonBody, jsonResponse, uuid } from "../platform/schemas.ts";
 import { Person, PersonCreateBody, PersonUpdateBody } from "./schemas.ts";
 
@@ -54,16 +62,23 @@ export function peopleRoutes({ sql }: Deps) {
     .openapi(create, async (c) => {
       const { person, created } = await registerPayer(sql, c.get("companyId"), c.req.valid("json").person);
       return c.json({ data: presentPerson(person) }, created ? 201 : 200);
-    })
+    }, alsoCheck(PersonCreateBody, (body) => checkRegistration(body.person ?? {})))
     .openapi(list, async (c) => {
       const people = await listPeople(sql, c.get("companyId"), c.req.valid("query").last_id);
       return c.json({ data: people.map((p) => presentPerson(p)) }, 200);
     })
-    .openapi(update, async (c) => {
-      const { id } = c.req.valid("param");
-      const person = await updatePerson(sql, c.get("companyId"), id, c.req.valid("json").person);
-      return c.json({ data: presentPerson(person) }, 200);
-    })
+    .openapi(
+      update,
+      async (c) => {
+        const { id } = c.req.valid("param");
+        const person = await updatePerson(sql, c.get("companyId"), id, c.req.valid("json").person);
+        return c.json({ data: presentPerson(person) }, 200);
+      },
+      alsoCheck(
+        PersonUpdateBody,
+        (body, c) => checkPersonPatch(sql, c.get("companyId"), c.req.param("id")!, body.person ?? {}),
+      ),
+    )
     .openapi(detail, async (c) => {
       const person = await getPerson(sql, c.get("companyId"), c.req.valid("param").id);
       return c.json({ data: presentPerson(person, { detail: true }) }, 200);

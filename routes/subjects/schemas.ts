@@ -1,12 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import {
-  checkPerson,
-  DOCUMENT_TYPES,
-  type DocumentType,
-  FISCAL_COUNTRIES,
-  toAlpha3,
-} from "../../domain/subjects/person_rules.ts";
-import { ErrorBag } from "../../domain/platform/errors.ts";
+import { DOCUMENT_TYPES, FISCAL_COUNTRIES, toAlpha3 } from "../../domain/subjects/person_rules.ts";
 import { decimalString, optionalText, requiredText } from "../platform/schemas.ts";
 import { DocumentInput } from "./document_schemas.ts";
 
@@ -55,37 +48,6 @@ export const PersonCreate = z.object({
   ...optionalFields,
   documents: z.array(DocumentInput).max(20).nullish(),
 })
-  // The cross-field rules also run when single fields failed, so one answer lists every error. When nothing
-  // else failed the domain applies them (registerPerson), on the values as they will be stored.
-  .superRefine((person, ctx) => {
-    const failed = new Set(
-      (ctx as unknown as { issues: { path: PropertyKey[] }[] }).issues.map((i) => String(i.path[0])),
-    );
-    const p = person as Record<string, unknown>;
-    const text = (key: string) => typeof p[key] === "string" ? (p[key] as string) : undefined;
-    for (const key of Object.keys(p)) if (p[key] !== null && p[key] !== undefined && !text(key)) failed.add(key);
-    const bag = new ErrorBag();
-    checkPerson(
-      {
-        document_type: (text("document_type")?.trim().toLowerCase() ?? "") as DocumentType,
-        document_number: text("document_number") ?? "",
-        fiscal_country: toAlpha3(text("fiscal_country") ?? ""),
-        rfc_pf: text("rfc_pf")?.trim().toUpperCase(),
-        net_monthly_average_income: text("net_monthly_average_income")?.trim(),
-        address_state: text("address_state")?.trim().toUpperCase(),
-        address_country: text("address_country")?.trim(),
-      },
-      bag,
-      new Set([...failed, ...["document_type", "document_number", "fiscal_country"].filter((k) => !text(k))]),
-    );
-    for (const [field, messages] of Object.entries(bag.errors)) {
-      for (const message of messages as string[]) ctx.addIssue({ code: "custom", path: [field], message });
-    }
-  }, {
-    when: (payload: { issues: unknown[]; value: unknown }) =>
-      payload.issues.length > 0 && typeof payload.value === "object" && payload.value !== null &&
-      !Array.isArray(payload.value),
-  } as never)
   .openapi("PersonCreate");
 
 export const PersonCreateBody = z.object({ person: PersonCreate });
@@ -101,7 +63,10 @@ export const PersonUpdate = z.object({
   for (const key of ["document_number", "document_type"] as const) {
     if (p[key] !== undefined) ctx.addIssue({ code: "custom", path: [key], message: "cannot be changed" });
   }
-}).openapi("PersonUpdate");
+}, {
+  // said even when other fields failed: one answer lists every error
+  when: (payload: { value: unknown }) => typeof payload.value === "object" && payload.value !== null,
+} as never).openapi("PersonUpdate");
 
 export const PersonUpdateBody = z.object({ person: PersonUpdate });
 

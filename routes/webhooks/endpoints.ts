@@ -9,11 +9,13 @@ import {
   presentRotation,
   rotateSecret,
   updateEndpoint,
+  validateEndpointInput,
 } from "../../domain/webhooks/endpoints.ts";
 import type { MiddlewareHandler } from "hono";
 import type { Deps } from "../../domain/platform/deps.ts";
 import { secretBoxFor } from "../../domain/platform/secret_box.ts";
 import { newRouter } from "../platform/router.ts";
+import { alsoCheck } from "../platform/validation.ts";
 import { errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
 import { Endpoint, EndpointCreateBody, EndpointUpdateBody, RotatedSecret } from "./schemas.ts";
 
@@ -100,6 +102,9 @@ export function webhookEndpointRoutes({ sql, config }: Deps) {
     allowPrivateUrls: config.allowPrivateUrls,
     quota: { endpoints: config.limits.endpointsPerCompany, concurrency: config.limits.concurrencyPerCompany },
   };
+  // the URL rule depends on configuration, so it lives in the domain; a body refused for its shape hears of it too
+  const urlRule = <S extends typeof EndpointCreateBody | typeof EndpointUpdateBody>(schema: S) =>
+    alsoCheck(schema, (body) => validateEndpointInput(body, opts));
   const router = newRouter();
   // A path, not "*": the router is mounted at "/", where "*" would reach every route of the app.
   router.use(base, noStore);
@@ -109,7 +114,7 @@ export function webhookEndpointRoutes({ sql, config }: Deps) {
       const b = await box();
       const endpoint = await createEndpoint(sql, c.get("companyId"), c.req.valid("json"), { ...opts, box: b });
       return c.json({ data: await presentEndpoint(b, endpoint) }, 201);
-    })
+    }, urlRule(EndpointCreateBody))
     .openapi(list, async (c) => {
       const endpoints = await listEndpoints(sql, c.get("companyId"));
       const b = await box();
@@ -123,7 +128,7 @@ export function webhookEndpointRoutes({ sql, config }: Deps) {
       const { id } = c.req.valid("param");
       const endpoint = await updateEndpoint(sql, c.get("companyId"), id, c.req.valid("json"), opts);
       return c.json({ data: await presentEndpoint(await box(), endpoint) }, 200);
-    })
+    }, urlRule(EndpointUpdateBody))
     .openapi(disableOne, async (c) => {
       const endpoint = await disableEndpoint(sql, c.get("companyId"), c.req.valid("param").id);
       return c.json({ data: { id: endpoint.id, status: "disabled" as const } }, 200);

@@ -33,7 +33,10 @@ const settings = {
   event_mapping: eventMapping.optional(),
 };
 
-/** Shape only; whether http or a private host is allowed depends on configuration (domain/webhook_endpoints.ts). */
+/**
+ * Shape only; whether http or a private host is allowed depends on configuration (domain/webhooks/endpoints.ts),
+ * and the routes run that rule even when this shape fails.
+ */
 const url = requiredText(2048).openapi({ example: "https://example.com/webhooks" });
 
 export const EndpointCreateBody = z.object({ url, ...settings }).openapi("WebhookEndpointCreate");

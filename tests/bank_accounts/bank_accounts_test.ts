@@ -330,6 +330,32 @@ Deno.test("bank accounts", async (t) => {
     assert.deepEqual(ce.body.errors, { owner_document_type: ["must be one of: cc, nit"] });
   });
 
+  await t.step("Colombia: a cc owner has exactly the 10 digits of a person's cc, no fewer, no more", async () => {
+    const CC_DIGITS = 10; // the one format the interface gives for a cc
+    const digits = (n: number) => "1234567890123".slice(0, n);
+    for (const length of [6, CC_DIGITS - 1, CC_DIGITS, CC_DIGITS + 1]) {
+      const number = digits(length);
+      const account = await create(colombia({ owner_document_type: "cc", owner_document_number: number }));
+      const person = await company.post("/api/v1/subject/people", {
+        person: { document_number: number, document_type: "cc", social_name: "Carlos Pérez", fiscal_country: "COL" },
+      });
+      if (length === CC_DIGITS) {
+        assert.equal(account.status, 201, JSON.stringify(account.body));
+        assert.equal(account.body.data.owner_document_number, number);
+        assert.ok([200, 201].includes(person.status), JSON.stringify(person.body));
+      } else {
+        assert.equal(account.status, 422, `${length} digits: ${JSON.stringify(account.body)}`);
+        assert.deepEqual(account.body.errors, { owner_document_number: ["is invalid"] });
+        assert.equal(person.status, 422, `${length} digits: ${JSON.stringify(person.body)}`);
+        assert.deepEqual(person.body.errors, { document_number: ["is invalid"] });
+      }
+    }
+    // written with separators, the account owner's cc is stored bare
+    const dotted = await create(colombia({ owner_document_type: "cc", owner_document_number: "1.234.567.890" }));
+    assert.equal(dotted.status, 201, JSON.stringify(dotted.body));
+    assert.equal(dotted.body.data.owner_document_number, digits(CC_DIGITS));
+  });
+
   await t.step("Colombia: account_number, branch_number, owner_name and the bank are required", async () => {
     const res = await create({ currency: "COP", bank: { name: "Bancolombia" } });
     assert.equal(res.status, 400);
@@ -471,6 +497,70 @@ Deno.test("bank accounts", async (t) => {
     assert.equal(blank.status, 400);
     assert.deepEqual(blank.body.errors, { owner_name: ["can't be blank"] });
     assert.deepEqual((await company.get(url)).body.data, bank.body.data);
+  });
+
+  await t.step("update: a bad bank code is reported beside the ISPB it leaves missing", async () => {
+    const created = (await create(brazil())).body.data;
+    const url = `${path}/${created.id}`;
+    // "1" is not a COMPE code, so no ISPB can be looked up for it: both problems are the integrator's to fix
+    const res = await company.put(url, { bank_account: { bank: { code: "1" } } });
+    assert.equal(res.status, 400, JSON.stringify(res.body));
+    assert.deepEqual(res.body, {
+      errors: { bank: { code: ["has invalid format, expected three digits"], ispb: ["can't be blank"] } },
+    });
+    assert.deepEqual((await company.get(url)).body.data.bank, created.bank);
+  });
+
+  await t.step("a bank missing a part still has the formats of the parts given checked", async () => {
+    const brazilian = await create(brazil({ bank: { code: "1", ispb: "607", name: null } }));
+    assert.equal(brazilian.status, 400, JSON.stringify(brazilian.body));
+    assert.deepEqual(brazilian.body.errors, {
+      bank: {
+        code: ["has invalid format, expected three digits"],
+        ispb: ["has invalid format, expected eight digits"],
+        name: ["can't be blank"],
+      },
+    });
+    const mexican = await create(mexico({ bank: { code: "12345" } }));
+    assert.equal(mexican.status, 400, JSON.stringify(mexican.body));
+    assert.deepEqual(mexican.body.errors, {
+      bank: { code: ["has invalid format, expected three or four digits"], name: ["can't be blank"] },
+    });
+    const abroad = await create(international({ bank: { swift: "NOTABIC" } }), "/api/v1/bank_accounts");
+    assert.equal(abroad.status, 400, JSON.stringify(abroad.body));
+    assert.deepEqual(abroad.body.errors, { bank: { swift: ["is invalid"], name: ["can't be blank"] } });
+  });
+
+  await t.step("a body refused for its shape still hears the rules of its country", async () => {
+    const created = await create(mexico({ owner_name: 5, account_number: "123" }));
+    assert.equal(created.status, 422, JSON.stringify(created.body));
+    assert.deepEqual(created.body.errors, {
+      owner_name: ["is invalid"],
+      account_number: ["has invalid format, expected 18 digits (CLABE)"],
+    });
+    const missing = await create({ currency: "COP", nickname: 7, bank: { name: "Bancolombia" } });
+    assert.equal(missing.status, 400, JSON.stringify(missing.body));
+    assert.deepEqual(missing.body.errors, {
+      nickname: ["is invalid"],
+      account_number: ["can't be blank"],
+      branch_number: ["can't be blank"],
+      owner_name: ["can't be blank"],
+      bank: { code: ["can't be blank"] },
+    });
+    const abroad = await create(international({ currency: 840, iban: "DE00 0000" }), "/api/v1/bank_accounts");
+    assert.equal(abroad.status, 422, JSON.stringify(abroad.body));
+    assert.deepEqual(abroad.body.errors, { currency: ["is invalid"] });
+
+    const account = (await create(brazil())).body.data;
+    const url = `${path}/${account.id}`;
+    const update = await company.put(url, { bank_account: { nickname: 42, branch_number: "abc" } });
+    assert.equal(update.status, 422, JSON.stringify(update.body));
+    assert.deepEqual(update.body.errors, { nickname: ["is invalid"], branch_number: ["has invalid format"] });
+    assert.equal((await company.get(url)).body.data.branch_number, account.branch_number);
+    // an unknown account is still a 404 once the body is right; a malformed body is answered first
+    const unknown = `${path}/${crypto.randomUUID()}`;
+    assert.equal((await company.put(unknown, { bank_account: { nickname: 42 } })).status, 422);
+    assert.equal((await company.put(unknown, { bank_account: { nickname: "x" } })).status, 404);
   });
 
   await t.step("branch_country alpha-2 is accepted on create too", async () => {

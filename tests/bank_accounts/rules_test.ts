@@ -281,14 +281,16 @@ Deno.test("Colombia: labels for account types, cc or NIT owners", async (t) => {
     );
   });
 
-  await t.step("cc is 6 to 10 digits; other document types are refused", () => {
+  await t.step("cc is exactly 10 digits, as for a person; other document types are refused", () => {
     assert.equal(
-      accepted(colombia({ owner_document_type: "cc", owner_document_number: "1.234.567" })).owner_document_number,
-      "1234567",
+      accepted(colombia({ owner_document_type: "cc", owner_document_number: "1.234.567.890" })).owner_document_number,
+      "1234567890",
     );
-    assert.deepEqual(refused(colombia({ owner_document_type: "cc", owner_document_number: "12345" })).errors, {
-      owner_document_number: ["is invalid"],
-    });
+    for (const short of ["1234567", "123456789", "12345678901"]) {
+      assert.deepEqual(refused(colombia({ owner_document_type: "cc", owner_document_number: short })).errors, {
+        owner_document_number: ["is invalid"],
+      }, short);
+    }
     assert.deepEqual(refused(colombia({ owner_document_type: "cpf", owner_document_number: CPF })).errors, {
       owner_document_type: ["must be one of: cc, nit"],
     });

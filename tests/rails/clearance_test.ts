@@ -122,6 +122,39 @@ Deno.test("clearance: over 20,000 USD without documents holds money until the su
   }
 });
 
+Deno.test("payments arriving together are judged one at a time against the yearly limit", async () => {
+  const ctx = await setup("rails_clearance_race");
+  const company = await newCompany(ctx);
+  try {
+    const person = await registerPerson(company);
+    const limit = 20_000;
+    const each = 6_000; // USD, whose rate is 1
+    const payments = 4;
+    const results = await Promise.all(
+      Array.from(
+        { length: payments },
+        () => company.post("/api/sandbox/payins", { subject_id: person.id, value: `${each}.00`, currency: "USD" }),
+      ),
+    );
+    const cleared = results.map((r) => assertCreated(r).cleared);
+    const fitUnderLimit = Math.floor(limit / each);
+    assert.equal(cleared.filter(Boolean).length, fitUnderLimit, JSON.stringify(cleared));
+    assert.equal(cleared.filter((c) => !c).length, payments - fitUnderLimit);
+    // the subject is reproved and asked for documents once, by the payment that crossed the limit
+    assert.equal((await eventsOf(ctx, company, "subject_reproved")).length, 1);
+    assert.equal((await eventsOf(ctx, company, "document_required")).length, 1);
+    const values = (await company.get(`/api/v1/subject/${person.id}/transaction_values`)).body.data;
+    assert.deepEqual(values, [{
+      currency: "USD",
+      value: `${each * payments}.00`,
+      usd_value: `${each * payments}.00`,
+      count: payments,
+    }]);
+  } finally {
+    await ctx.close();
+  }
+});
+
 Deno.test("a back-office reproval holds money too, until approval", async () => {
   const ctx = await setup("rails_clearance_reprove");
   const company = await newCompany(ctx);

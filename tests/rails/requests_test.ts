@@ -143,6 +143,35 @@ Deno.test("rails routes name the fields they refuse", async (t) => {
       );
     });
 
+    await t.step("a field refused for its shape does not hide what the rails say of the others", async () => {
+      assert.deepEqual(
+        await post("/api/sandbox/bank_transactions", {
+          value: "abc",
+          currency: "BRL",
+          payer: { document_number: "12345678900", document_type: "cpf", name: "X" },
+        }),
+        [422, { errors: { value: ["has invalid format"], payer: { document_number: ["is invalid"] } } }],
+      );
+      const other = await registerPerson(company);
+      const account = await registerBrlAccount(company, other.id);
+      assert.deepEqual(
+        await post("/api/sandbox/payouts", {
+          subject_id: person.id,
+          bank_account_id: account.id,
+          value: "1.00",
+          currency: "ARS",
+        }),
+        [422, {
+          errors: {
+            currency: ["must be one of: BRL, MXN, COP, CLP, EUR, USD"],
+            bank_account_id: ["does not belong to the subject"],
+          },
+        }],
+      );
+      const [{ count }] = await ctx.sql`select count(*)::int from transactions where company_id = ${company.id}`;
+      assert.equal(count, 0, "nothing moved");
+    });
+
     await t.step("malformed ids and bodies: 400", async () => {
       const res = await company.get("/api/v1/subject/nope/transactions");
       assert.deepEqual([res.status, res.body], [400, { errors: { id: ["is invalid"] } }]);

@@ -61,6 +61,12 @@ Deno.test("wire correction: waiting_correction, corrected account, retried by th
       const missing = await company.put(`/api/v1/wires/${wireId}/update_bank_account`, { account_number: "1" });
       assert.equal(missing.status, 400);
       assert.ok(typeof missing.body.errors.detail === "string");
+      // a field of the wrong type does not hide what the account's rules say of the others
+      const mixed = await company.put(`/api/v1/wires/${wireId}/update_bank_account`, {
+        bank_account: { ...correction.bank_account, owner_name: 5, account_number: "abc" },
+      });
+      assert.equal(mixed.status, 422, JSON.stringify(mixed.body));
+      assert.deepEqual(mixed.body.errors, { owner_name: ["is invalid"], account_number: ["has invalid format"] });
       const [wire] = await ctx.sql`select status from wires where id = ${wireId}`;
       assert.equal(wire.status, "waiting_correction");
     });
@@ -114,6 +120,15 @@ Deno.test("wire correction: waiting_correction, corrected account, retried by th
     await t.step("a wire that no longer waits for correction refuses another one: 422", async () => {
       const again = await company.put(`/api/v1/wires/${wireId}/update_bank_account`, correction);
       assert.deepEqual([again.status, again.body], [422, { errors: { status: ["is not waiting_correction"] } }]);
+      // a bad account is listed with the wire's state, not hidden behind it
+      const both = await company.put(`/api/v1/wires/${wireId}/update_bank_account`, {
+        bank_account: { ...correction.bank_account, branch_number: "abc" },
+      });
+      assert.equal(both.status, 422, JSON.stringify(both.body));
+      assert.deepEqual(both.body.errors, {
+        status: ["is not waiting_correction"],
+        branch_number: ["has invalid format"],
+      });
       const sent = assertCreated(
         await company.post("/api/sandbox/payouts", {
           subject_id: person.id,

@@ -358,6 +358,30 @@ Deno.test("document upload", async (t) => {
     assert.deepEqual(res.body.errors.file_type, ["can't be blank"]);
   });
 
+  await t.step(
+    "missing labels do not hide a bad file name, Base64 garbage or a file_type of the wrong type",
+    async () => {
+      const res = await upload({ file_type: "image/png", file_name: "selfie", file_data: "@@@@" });
+      assert.equal(res.status, 400, JSON.stringify(res.body));
+      assert.deepEqual(res.body.errors, {
+        labels: ["can't be blank"],
+        file_name: ["must include a file extension"],
+        file_data: ["is not valid Base64"],
+      });
+      const wrongType = await upload({
+        labels: ["rg-photo"],
+        file_type: 5,
+        file_name: "selfie",
+        file_data: b64(files.png),
+      });
+      assert.equal(wrongType.status, 400, JSON.stringify(wrongType.body));
+      assert.deepEqual(wrongType.body.errors, {
+        file_type: ["is invalid"],
+        file_name: ["must include a file extension"],
+      });
+    },
+  );
+
   await t.step("a file over 15 MB is a 413; a body over 22 MB is refused before it is read", async () => {
     const big = new Uint8Array(15 * 1024 * 1024 + 1);
     big.set(files.pdf);

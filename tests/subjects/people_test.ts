@@ -150,6 +150,70 @@ Deno.test("person endpoints", async (t) => {
     assert.deepEqual([blank.status, blank.body.errors], [400, { social_name: ["can't be blank"] }]);
   });
 
+  await t.step(
+    "PUT lists a wrong field beside the rules it would break and the document it cannot change",
+    async () => {
+      const created = await register(company, cpfPerson({ document_number: CPF.valid[2] }));
+      const url = `/api/v1/subject/people/${created.body.data.id}`;
+      const brlMax = "10000000.00"; // a CPF's income is in BRL
+      const states =
+        "AC, AL, AP, AM, BA, CE, DF, ES, GO, MA, MT, MS, MG, PA, PB, PR, PE, PI, RJ, RN, RS, RO, RR, SC, SP, SE, TO";
+      const res = await company.put(url, {
+        person: { email: "bad", net_monthly_average_income: "10000000.01", address_state: "XX", document_type: "cc" },
+      });
+      assert.equal(res.status, 422, JSON.stringify(res.body));
+      assert.deepEqual(res.body.errors, {
+        email: ["has invalid format"],
+        net_monthly_average_income: [`must be less than or equal to ${brlMax}`],
+        address_state: [`must be one of: ${states}`],
+        document_type: ["cannot be changed"],
+      });
+      const blank = await company.put(url, { person: { social_name: "", net_monthly_average_income: "10000000.01" } });
+      assert.equal(blank.status, 400, JSON.stringify(blank.body));
+      assert.deepEqual(blank.body.errors, {
+        social_name: ["can't be blank"],
+        net_monthly_average_income: [`must be less than or equal to ${brlMax}`],
+      });
+      assert.equal((await company.get(url)).body.data.email, null);
+    },
+  );
+
+  await t.step("registration lists a bad document number, a missing name and every bad document together", async () => {
+    const garbage = { labels: ["cpf-number"], file_type: "image/png", file_name: "cpf.png", file_data: "@@@@" };
+    const noExtension = { labels: ["rg-photo"], file_type: "text/plain", file_name: "rg", file_data: "aGVsbG8=" };
+    const res = await register(
+      company,
+      cpfPerson({ document_number: CPF.badDigit, social_name: "", documents: [garbage, noExtension] }),
+    );
+    // a failed document is a 400 (as is a missing field), whatever else is wrong
+    assert.equal(res.status, 400, JSON.stringify(res.body));
+    assert.deepEqual(res.body.errors, {
+      document_number: ["is invalid"],
+      social_name: ["can't be blank"],
+      documents: {
+        "0": { file_data: ["is not valid Base64"] },
+        "1": { file_name: ["must include a file extension"] },
+      },
+    });
+    const onlyDocument = await register(company, cpfPerson({ document_number: CPF.badDigit, documents: [garbage] }));
+    assert.equal(onlyDocument.status, 400, JSON.stringify(onlyDocument.body));
+    assert.deepEqual(onlyDocument.body.errors, {
+      document_number: ["is invalid"],
+      documents: { "0": { file_data: ["is not valid Base64"] } },
+    });
+    // a document without labels does not hide what is wrong with the next one
+    const unlabelled = await register(company, cpfPerson({ documents: [{ ...garbage, labels: [] }, noExtension] }));
+    assert.equal(unlabelled.status, 400, JSON.stringify(unlabelled.body));
+    assert.deepEqual(unlabelled.body.errors, {
+      documents: {
+        "0": { labels: ["can't be blank"], file_data: ["is not valid Base64"] },
+        "1": { file_name: ["must include a file extension"] },
+      },
+    });
+    const people = await company.get("/api/v1/subject/people");
+    assert.ok(!people.body.data.some((p: { document_number: string }) => p.document_number === CPF.badDigit));
+  });
+
   await ctx.close();
 });
 

@@ -128,6 +128,28 @@ Deno.test("webhook endpoint management", async (t) => {
     assert.deepEqual(tooMany.body.errors.max_concurrency, ["must be less than or equal to 100"]);
   });
 
+  await t.step("a bad url, unknown event types and a zero max_concurrency are listed together", async () => {
+    const expected = {
+      url: ["has invalid format"],
+      enabled_events: [`must be one of: *, ${EVENT_TYPES.join(", ")}`],
+      max_concurrency: ["must be greater than or equal to 1"],
+    };
+    const res = await company.post(BASE, { url: "ftp://x", enabled_events: ["nope"], max_concurrency: 0 });
+    assert.equal(res.status, 422, JSON.stringify(res.body));
+    assert.deepEqual(res.body, { errors: expected });
+
+    const created = (await company.post(BASE, { url: "https://example.com/all-errors" })).body.data;
+    const update = await company.put(`${BASE}/${created.id}`, {
+      url: "ftp://x",
+      enabled_events: ["nope"],
+      max_concurrency: 0,
+    });
+    assert.equal(update.status, 422, JSON.stringify(update.body));
+    assert.deepEqual(update.body, { errors: expected });
+    const unchanged = await company.get(`${BASE}/${created.id}`);
+    assert.equal(unchanged.body.data.url, "https://example.com/all-errors");
+  });
+
   await t.step("every known event type and * are accepted", async () => {
     const res = await company.post(BASE, { url: "https://example.com/all", enabled_events: [...EVENT_TYPES, "*"] });
     assert.equal(res.status, 201);
@@ -264,6 +286,14 @@ Deno.test("without WEBHOOK_ALLOW_PRIVATE_URLS, endpoints must be public https UR
     const update = await company.put(`${BASE}/${res.body.data.id}`, { url: "https://10.0.0.1/in" });
     assert.equal(update.status, 422);
     assert.ok(update.body.errors.url);
+  });
+
+  await t.step("a private URL is listed with the shape errors of the same body", async () => {
+    const res = await company.post(BASE, { url: "http://hooks.example.com/in", delivery_mode: "fifo" });
+    assert.equal(res.status, 422, JSON.stringify(res.body));
+    assert.deepEqual(res.body, {
+      errors: { url: ["must be an https URL"], delivery_mode: ["must be one of: parallel, sequential"] },
+    });
   });
 
   await ctx.close();
