@@ -1,5 +1,6 @@
 import { createApp } from "./routes/app.ts";
 import { identifyRegisteredPayers } from "./domain/rails/bank_transactions.ts";
+import { pruneIdempotencyKeys } from "./domain/platform/idempotency.ts";
 import { releaseDeadLeases, wakeStalledEndpoints } from "./domain/webhooks/recovery.ts";
 import { taskList } from "./jobs/index.ts";
 import type { Config } from "./domain/platform/config.ts";
@@ -78,7 +79,7 @@ export async function start(config: Config) {
     worker = await startWorker(url, config.workerConcurrency, taskList(deps), {
       processId: deps.processId,
       onDeadProcesses: (ids) => releaseDeadLeases(sql, ids),
-      onSweep: () => Promise.all([wakeStalledEndpoints(sql), identifyRegisteredPayers(sql)]),
+      onSweep: () => Promise.all([wakeStalledEndpoints(sql), identifyRegisteredPayers(sql), pruneIdempotencyKeys(sql)]),
     });
   }
 

@@ -1,3 +1,4 @@
+import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { ensureCompany } from "../domain/companies/companies.ts";
 import { requireCompany } from "./platform/auth.ts";
@@ -8,6 +9,7 @@ import { newRouter } from "./platform/router.ts";
 import { securityHeaders } from "./platform/headers.ts";
 import { limitInFlight } from "./platform/in_flight.ts";
 import { readBody } from "./platform/read_body.ts";
+import { documentIdempotencyKey, idempotentPosts } from "./platform/idempotency.ts";
 import { allowedMethods } from "./platform/methods.ts";
 import { log } from "../domain/platform/log.ts";
 import { operationsRoutes } from "./operations.ts";
@@ -60,14 +62,10 @@ export function createApp(deps: Deps) {
     app.use("/api/sandbox/*", limitPerCompany({ perSecond: limits.sandboxPerSecond, burst: limits.sandboxBurst }));
   }
   let methodsOf: (path: string) => string[] = () => []; // set below, once every route is registered
-  app.use(
-    "*",
-    readBody({
-      maxBytes: MAX_BODY_BYTES,
-      timeoutMs: deps.config.bodyTimeoutMs,
-      when: (c) => methodsOf(c.req.path).includes(c.req.method),
-    }),
-  );
+  const routed = (c: Context) => methodsOf(c.req.path).includes(c.req.method);
+  app.use("*", readBody({ maxBytes: MAX_BODY_BYTES, timeoutMs: deps.config.bodyTimeoutMs, when: routed }));
+  // after the token (the key is the company's) and the body read (a replay must be the same bytes)
+  app.use("/api/*", idempotentPosts(deps.sql, { when: routed }));
 
   app.route("/", operationsRoutes(deps));
   app.route("/", docsRoutes());
@@ -87,6 +85,7 @@ export function createApp(deps: Deps) {
     description: "HS256; `sub` your company id, `iss` and `aud` this service's (`payments-api` by default), " +
       "`iat` and `exp` at most JWT_MAX_TTL_SECONDS (30 days by default) apart.",
   });
+  documentIdempotencyKey(app.openAPIRegistry);
   app.doc31("/openapi.json", {
     openapi: "3.1.0",
     info: { title: "Payments integrator API", version: "1.0.0" },

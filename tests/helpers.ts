@@ -1,6 +1,7 @@
 import { createApp } from "../routes/app.ts";
 import { taskList } from "../jobs/index.ts";
 import { identifyRegisteredPayers } from "../domain/rails/bank_transactions.ts";
+import { pruneIdempotencyKeys } from "../domain/platform/idempotency.ts";
 import { releaseDeadLeases, wakeStalledEndpoints } from "../domain/webhooks/recovery.ts";
 import { signToken, type TokenSettings } from "../domain/platform/tokens.ts";
 import { type Config, loadConfig } from "../domain/platform/config.ts";
@@ -75,7 +76,7 @@ export async function setup(
     worker = await startWorker(url, config.workerConcurrency, taskList(deps), {
       processId: deps.processId,
       onDeadProcesses: (ids) => releaseDeadLeases(sql, ids),
-      onSweep: () => Promise.all([wakeStalledEndpoints(sql), identifyRegisteredPayers(sql)]),
+      onSweep: () => Promise.all([wakeStalledEndpoints(sql), identifyRegisteredPayers(sql), pruneIdempotencyKeys(sql)]),
     });
   }
   const app = createApp(deps);
