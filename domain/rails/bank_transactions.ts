@@ -1,4 +1,4 @@
-import type { Sql, Tx } from "../platform/db.ts";
+import type { Sql, TransactionSql, Tx } from "../platform/db.ts";
 import { ErrorBag } from "../platform/errors.ts";
 import { newId } from "../platform/ids.ts";
 import { isoUtc } from "../platform/time.ts";
@@ -72,7 +72,7 @@ async function dedicatedAccount(tx: Tx, companyId: string, currency: string): Pr
 }
 
 /** Turns held money of a now-registered payer into the subject's identified payin. */
-async function identify(tx: Tx, companyId: string, subjectId: string, b: BankTransactionRow) {
+async function identify(tx: TransactionSql, companyId: string, subjectId: string, b: BankTransactionRow) {
   const row = await recordTransaction(tx, companyId, {
     subjectId,
     kind: "payin",
@@ -90,7 +90,7 @@ async function identify(tx: Tx, companyId: string, subjectId: string, b: BankTra
  * Money arrived at the integrator's account from a payer. A registered payer's money is identified at once;
  * otherwise it waits for the payer to be registered (and the integrator is told about it).
  */
-export async function receiveBankTransaction(tx: Tx, companyId: string, input: BankTransactionInput) {
+export async function receiveBankTransaction(tx: TransactionSql, companyId: string, input: BankTransactionInput) {
   const doc = checkDocumentNumber(input.payer.document_type, input.payer.document_number);
   if ("error" in doc) {
     const bag = new ErrorBag();

@@ -1,4 +1,4 @@
-import type { Tx } from "../platform/db.ts";
+import type { TransactionSql } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
 import { emitEvent } from "../webhooks/events.ts";
 
@@ -8,7 +8,7 @@ import { emitEvent } from "../webhooks/events.ts";
  * the exchange now serves. The exchange carries their total.
  */
 export async function attachToExchange(
-  tx: Tx,
+  tx: TransactionSql,
   companyId: string,
   subjectId: string,
   currency: string,

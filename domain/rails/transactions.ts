@@ -1,4 +1,4 @@
-import type { Sql, Tx } from "../platform/db.ts";
+import type { Sql, TransactionSql, Tx } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
 import { naiveUtc } from "../platform/time.ts";
 import { applyClearance, assessClearance, type Clearance, TRANSACTED_STATUSES } from "../subjects/clearance.ts";
@@ -85,7 +85,7 @@ export type NewTransaction = {
  * does not count towards the yearly total and is cleared only while the subject is approved.
  */
 export async function recordTransaction(
-  tx: Tx,
+  tx: TransactionSql,
   companyId: string,
   input: NewTransaction,
   event: EventType | null,
@@ -121,7 +121,7 @@ export async function recordTransaction(
  * money, clearance is decided now, as for a new transaction.
  */
 export async function changeTransactionStatus(
-  tx: Tx,
+  tx: TransactionSql,
   companyId: string,
   id: string,
   status: TransactionStatus,
@@ -151,7 +151,7 @@ export async function getTransaction(tx: Tx, companyId: string, id: string): Pro
  * What a cleared transaction still needs from the rails: a payin asked to be converted joins its subject's open
  * exchange; a payout joins the open wire to its destination account.
  */
-export async function forwardCleared(tx: Tx, companyId: string, rows: TransactionRow[]) {
+export async function forwardCleared(tx: TransactionSql, companyId: string, rows: TransactionRow[]) {
   const groups = new Map<string, { rows: TransactionRow[]; kind: "exchange" | "wire" }>();
   for (const row of rows) {
     if (!row.cleared || row.status !== "identified") continue;
@@ -174,13 +174,13 @@ export async function forwardCleared(tx: Tx, companyId: string, rows: Transactio
 }
 
 /** Back office approves the subject, and the money held for it moves on in the same transaction. */
-export async function approveAndRelease(tx: Tx, companyId: string, subjectId: string) {
+export async function approveAndRelease(tx: TransactionSql, companyId: string, subjectId: string) {
   await approveSubject(tx, companyId, subjectId);
   await releaseHeldTransactions(tx, companyId, subjectId);
 }
 
 /** Once a subject is approved again, its held money moves on: grouped into one exchange or wire per destination. */
-async function releaseHeldTransactions(tx: Tx, companyId: string, subjectId: string) {
+async function releaseHeldTransactions(tx: TransactionSql, companyId: string, subjectId: string) {
   const released = await tx<TransactionRow[]>`
     update transactions set cleared = true, updated_at = now()
     where company_id = ${companyId} and subject_id = ${subjectId} and not cleared

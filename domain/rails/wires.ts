@@ -1,10 +1,11 @@
-import type { Tx } from "../platform/db.ts";
+import type { TransactionSql, Tx } from "../platform/db.ts";
 import { notFound, validationFailed } from "../platform/errors.ts";
 import { newId } from "../platform/ids.ts";
 import { naiveUtc } from "../platform/time.ts";
 import { getBankAccount, patchBankAccount, presentBankAccount } from "../bank_accounts/bank_accounts.ts";
 import type { BankAccountInput } from "../bank_accounts/rules.ts";
 import { emitEvent } from "../webhooks/events.ts";
+import { TASKS } from "../webhooks/queue.ts";
 
 export const WIRE_ERROR_CODES = ["AC03", "AC14", "CH11", "AG03"] as const;
 export type WireErrorCode = typeof WIRE_ERROR_CODES[number];
@@ -91,7 +92,7 @@ async function assignToWire(tx: Tx, companyId: string, wireId: string, transacti
  * wire carrying the total), or a new one. `wire_created` lists every transaction the wire now carries.
  */
 export async function attachToWire(
-  tx: Tx,
+  tx: TransactionSql,
   companyId: string,
   subjectId: string,
   bankAccountId: string,
@@ -122,7 +123,7 @@ export async function attachToWire(
 
 /** The receiving bank refused the account data: the wire waits for the integrator to correct it. */
 export async function failWire(
-  tx: Tx,
+  tx: TransactionSql,
   companyId: string,
   subjectId: string,
   bankAccountId: string,
@@ -163,7 +164,7 @@ async function lockWire(tx: Tx, companyId: string, wireId: string): Promise<Wire
  * accepts it.
  */
 export async function correctWire(
-  tx: Tx,
+  tx: TransactionSql,
   companyId: string,
   wireId: string,
   correction: BankAccountInput,
@@ -178,14 +179,14 @@ export async function correctWire(
     update wires set status = 'waiting_confirmation', to_bank_account = ${tx.json(snapshot)}, updated_at = now()
     where company_id = ${companyId} and id = ${wireId}
     returning *`;
-  await tx`select graphile_worker.add_job('retry_wire',
+  await tx`select graphile_worker.add_job(${TASKS.retryWire},
              json_build_object('company_id', ${companyId}::text, 'wire_id', ${wireId}::text),
-             job_key := ${`retry_wire:${wireId}`}, max_attempts := 5)`;
+             job_key := ${`${TASKS.retryWire}:${wireId}`}, max_attempts := 5)`;
   return saved;
 }
 
 /** The rails accept the corrected wire: it is sent and its transactions with it. */
-export async function retryWire(tx: Tx, companyId: string, wireId: string): Promise<boolean> {
+export async function retryWire(tx: TransactionSql, companyId: string, wireId: string): Promise<boolean> {
   const wire = await lockWire(tx, companyId, wireId);
   if (wire.status !== "waiting_confirmation") return false;
   await tx`update wires set status = 'sent', updated_at = now() where company_id = ${companyId} and id = ${wireId}`;

@@ -1,4 +1,4 @@
-import type { Tx } from "../platform/db.ts";
+import type { TransactionSql, Tx } from "../platform/db.ts";
 import { type MandatoryDocument, missingMandatoryDocuments } from "./documents.ts";
 import { lockSubject, type ReprovalItem, reproveSubject, requestDocuments, type RequiredDocument } from "./status.ts";
 
@@ -49,7 +49,7 @@ export async function assessClearance(
 }
 
 /** The consequences of a held transaction: the subject is reproved and asked for what is missing. */
-export async function applyClearance(tx: Tx, companyId: string, subjectId: string, clearance: Clearance) {
+export async function applyClearance(tx: TransactionSql, companyId: string, subjectId: string, clearance: Clearance) {
   if (!clearance.missing.length) return;
   const required = clearance.missing.map((m) => REQUIRED_OF[m]);
   await reproveSubject(tx, companyId, subjectId, {

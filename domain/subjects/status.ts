@@ -1,4 +1,4 @@
-import type { Tx } from "../platform/db.ts";
+import type { TransactionSql, Tx } from "../platform/db.ts";
 import { notFound } from "../platform/errors.ts";
 import { newId } from "../platform/ids.ts";
 import { emitEvent } from "../webhooks/events.ts";
@@ -43,7 +43,7 @@ export async function setStatus(
 }
 
 /** Back office approves the registration. The rails release the money held meanwhile (`approveAndRelease`). */
-export async function approveSubject(tx: Tx, companyId: string, subjectId: string) {
+export async function approveSubject(tx: TransactionSql, companyId: string, subjectId: string) {
   await lockSubject(tx, companyId, subjectId);
   await setStatus(tx, companyId, subjectId, { status: "approved", reason: "" });
   await emitEvent(tx, companyId, "subject_approved", { subject_id: subjectId });
@@ -54,7 +54,7 @@ export async function approveSubject(tx: Tx, companyId: string, subjectId: strin
  * `reason` is the status_reason; the event carries it only when one was given.
  */
 export async function reproveSubject(
-  tx: Tx,
+  tx: TransactionSql,
   companyId: string,
   subjectId: string,
   input: { items: readonly string[]; reason?: string | null },
@@ -71,7 +71,7 @@ export async function reproveSubject(
 
 /** Asks for more documents without changing the approval status. */
 export async function requestDocuments(
-  tx: Tx,
+  tx: TransactionSql,
   companyId: string,
   subjectId: string,
   requiredDocuments: readonly string[],

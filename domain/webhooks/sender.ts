@@ -1,3 +1,6 @@
+import { renderBody } from "./body.ts";
+import { type EndpointRow, validPreviousSecret } from "./endpoints.ts";
+import { signPayload } from "./signature.ts";
 import { assertPublicDestination, BlockedDestination } from "./url_guard.ts";
 
 /** Names the service to receivers (and in their logs). */
@@ -5,7 +8,10 @@ export const USER_AGENT = "payments-api-webhooks/1.0";
 /** What is kept of a receiver's answer. */
 export const MAX_RESPONSE_BYTES = 16 * 1024;
 
+/** One attempt as the receiver answered it: what is recorded, and what decides the record's next state. */
 export type SendResult = { ok: boolean; httpStatus: number; responseBody: string; durationMs: number };
+
+type SendOptions = { timeoutMs: number; allowPrivateUrls: boolean; signal?: AbortSignal };
 
 let client: Deno.HttpClient | null = null;
 
@@ -27,7 +33,7 @@ export async function sendWebhook(
   url: string,
   body: string,
   headers: Record<string, string>,
-  opts: { timeoutMs: number; allowPrivateUrls: boolean; signal?: AbortSignal },
+  opts: SendOptions,
 ): Promise<SendResult> {
   const started = performance.now();
   const timeout = AbortSignal.timeout(opts.timeoutMs);
@@ -65,6 +71,19 @@ export async function sendWebhook(
     if (opts.signal?.aborted) return failed("aborted: the worker is shutting down");
     return failed(err instanceof Error ? err.message : String(err));
   }
+}
+
+/** Renders one delivery for its endpoint, signs it with the endpoint's secrets and POSTs it. Never throws. */
+export async function sendDelivery(
+  endpoint: EndpointRow,
+  delivery: { id: string; type: string; data: Record<string, unknown> },
+  opts: SendOptions,
+): Promise<SendResult> {
+  const body = renderBody(endpoint, delivery);
+  const signature = await signPayload(body, endpoint.secret, {
+    previousSecret: validPreviousSecret(endpoint)?.secret,
+  });
+  return await sendWebhook(endpoint.url, body, { "service-signature": signature }, opts);
 }
 
 /** The first `limit` bytes of the body as text; the rest is not read. */
