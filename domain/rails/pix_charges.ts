@@ -1,4 +1,4 @@
-import type { TransactionSql, Tx } from "../platform/db.ts";
+import type { TransactionSql } from "../platform/db.ts";
 import { notFound, validationFailed } from "../platform/errors.ts";
 import { newId } from "../platform/ids.ts";
 import { naiveUtc } from "../platform/time.ts";
@@ -63,7 +63,7 @@ export async function createPixCharge(tx: TransactionSql, companyId: string, inp
   return row;
 }
 
-async function lockPendingCharge(tx: Tx, companyId: string, id: string) {
+async function lockPendingCharge(tx: TransactionSql, companyId: string, id: string) {
   const [charge] = await tx<(PixChargeRow & { subject_document: string })[]>`
     select c.*, p.document_number as subject_document
     from pix_charges c join people p on p.id = c.subject_id

@@ -81,7 +81,7 @@ export async function createSubscription(
   return row;
 }
 
-async function lockSubscription(tx: Tx, companyId: string, id: string) {
+async function lockSubscription(tx: TransactionSql, companyId: string, id: string) {
   const [row] = await tx<SubscriptionRow[]>`
     select * from subscriptions where company_id = ${companyId} and id = ${id} for update`;
   if (!row) throw notFound();

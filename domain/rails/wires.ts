@@ -150,7 +150,7 @@ export async function failWire(
   return wire.id;
 }
 
-async function lockWire(tx: Tx, companyId: string, wireId: string): Promise<WireRow> {
+async function lockWire(tx: TransactionSql, companyId: string, wireId: string): Promise<WireRow> {
   const [wire] = await tx<WireRow[]>`
     select * from wires where company_id = ${companyId} and id = ${wireId} for update`;
   if (!wire) throw notFound();

@@ -1,4 +1,4 @@
-import type { TransactionSql, Tx } from "../platform/db.ts";
+import type { TransactionSql } from "../platform/db.ts";
 import { type MandatoryDocument, missingMandatoryDocuments } from "./documents.ts";
 import { lockSubject, type ReprovalItem, reproveSubject, requestDocuments, type RequiredDocument } from "./status.ts";
 
@@ -27,7 +27,7 @@ export type Clearance = { cleared: boolean; missing: MandatoryDocument[] };
  * takes the year's total over the limit while a mandatory document is missing (`missing` then says which).
  */
 export async function assessClearance(
-  tx: Tx,
+  tx: TransactionSql,
   companyId: string,
   subjectId: string,
   usdValue: string,

@@ -22,7 +22,7 @@ export type RequiredDocument = typeof REQUIRED_DOCUMENTS[number];
  * Locks the person for the rest of the transaction: status changes and the yearly total of one subject
  * are decided one at a time. Another company's id is not found.
  */
-export async function lockSubject(tx: Tx, companyId: string, subjectId: string) {
+export async function lockSubject(tx: TransactionSql, companyId: string, subjectId: string) {
   const [person] = await tx<{ id: string; status: "approved" | "reproved" | "waiting_approval" }[]>`
     select id, status from people where company_id = ${companyId} and id = ${subjectId} for update`;
   if (!person) throw notFound();
