@@ -6,11 +6,11 @@ type BodySettings = Pick<
 >;
 
 /**
- * The JSON body one endpoint receives for one delivery record (decisions §10):
+ * The JSON body one endpoint receives for one delivery record (README, "Webhooks"):
  * - snapshot (default): `{id, type, data}`, `id` being the delivery record id;
  * - thin: `{id, type}`;
  * - wrap_in_notification: `{notification: {type, ...data}}` (thin: `{notification: {id, type}}`), the format of
- *   the earlier webhook generation (interface.md "Versioning" 3);
+ *   the earlier webhook generation;
  * - inject_secret_in_body adds `secret`, inside `notification` when wrapped;
  * - event_mapping renames the outbound `type` only (the record keeps the real type).
  */

@@ -25,7 +25,7 @@ type AttemptRow = {
   inserted_at: Date;
 };
 
-/** The delivery record of interface.md; `company_id` and `attempts` on the detail endpoint only. */
+/** The delivery record as the events API shows it; `company_id` and `attempts` on the detail endpoint only. */
 export function presentDelivery(d: DeliveryRow, attempts?: AttemptRow[]) {
   return {
     id: d.id,

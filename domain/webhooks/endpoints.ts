@@ -53,7 +53,7 @@ export function validPreviousSecret(e: Pick<EndpointRow, "previous_secret" | "pr
     : null;
 }
 
-/** The endpoint object of interface.md, secret included (create, show, update and list all carry it). */
+/** The endpoint object as the API shows it, secret included (create, show, update and list all carry it). */
 export function presentEndpoint(e: EndpointRow) {
   const previous = validPreviousSecret(e);
   return {
@@ -139,7 +139,7 @@ export async function getEndpoint(sql: Tx, companyId: string, id: string): Promi
   return row;
 }
 
-/** Every endpoint of the company, oldest first, disabled ones included (decisions §10). */
+/** Every endpoint of the company, oldest first, disabled ones included. */
 export function listEndpoints(sql: Sql, companyId: string): Promise<EndpointRow[]> {
   return sql<EndpointRow[]>`select * from webhook_endpoints where company_id = ${companyId} order by id`;
 }

@@ -3,7 +3,7 @@ import { newId } from "../platform/ids.ts";
 import { slotLimit } from "./dispatch.ts";
 import { drainJobsFor } from "./queue.ts";
 
-/** Every event type of interface.md "Events". */
+/** Every event type an endpoint can enable. */
 export const EVENT_TYPES = [
   "identified",
   "exchange_created",

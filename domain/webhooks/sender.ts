@@ -17,7 +17,7 @@ let client: Deno.HttpClient | null = null;
 
 /**
  * No connection reuse: a pooled keep-alive connection that the receiver resets makes fetch send the POST again on
- * its own, so the receiver would see two arrivals for one recorded attempt (stack-facts).
+ * its own, so the receiver would see two arrivals for one recorded attempt.
  */
 function httpClient(): Deno.HttpClient {
   return client ??= Deno.createHttpClient({ poolMaxIdlePerHost: 0 });

@@ -1,5 +1,5 @@
 /**
- * The `service-signature` header of webhook deliveries (interface.md "Authentication" 3-4):
+ * The `service-signature` header of webhook deliveries (README, "Webhooks"):
  * `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" with the secret>[,v0=<same with the previous secret>]`.
  *
  * The sender uses `signPayload`; receivers (and our tests) use `verifySignature`. Only Web Crypto, so the module
