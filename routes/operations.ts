@@ -49,13 +49,12 @@ const metricsRoute = createRoute({
 /** Jobs waiting in graphile-worker, by task: the delivery backlog an operator watches. */
 async function queueDepth(sql: Sql) {
   const rows = await sql<{ task: string; ready: string; scheduled: string; locked: string }[]>`
-    select t.identifier as task,
-           count(*) filter (where j.locked_at is null and j.run_at <= now()) as ready,
-           count(*) filter (where j.locked_at is null and j.run_at > now()) as scheduled,
-           count(*) filter (where j.locked_at is not null) as locked
-    from graphile_worker._private_jobs j
-    join graphile_worker._private_tasks t on t.id = j.task_id
-    group by t.identifier`;
+    select task_identifier as task,
+           count(*) filter (where locked_at is null and run_at <= now()) as ready,
+           count(*) filter (where locked_at is null and run_at > now()) as scheduled,
+           count(*) filter (where locked_at is not null) as locked
+    from graphile_worker.jobs
+    group by task_identifier`;
   return rows.flatMap((r) => [
     { labels: { task: r.task, state: "ready" }, value: Number(r.ready) },
     { labels: { task: r.task, state: "scheduled" }, value: Number(r.scheduled) },

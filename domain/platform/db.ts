@@ -1,9 +1,15 @@
 import postgres from "postgres";
 import { log } from "./log.ts";
 
+/** The pool: each statement commits on its own; `sql.begin` opens a transaction. */
 export type Sql = postgres.Sql;
-/** A transaction handle; functions that write take it first so callers can add events atomically. */
-export type Tx = postgres.TransactionSql | postgres.Sql;
+/**
+ * Inside `sql.begin`. A function that must commit together with its caller's change (one that writes an event, or
+ * calls something that does) takes this, so passing the pool is a compile error rather than a half-done write.
+ */
+export type TransactionSql = postgres.TransactionSql;
+/** Either: for reads and single statements that are whole on their own but may also join a caller's transaction. */
+export type Tx = TransactionSql | Sql;
 
 export function connect(url: string, options: { max?: number } = {}): Sql {
   return postgres(url, {

@@ -1,4 +1,4 @@
-import type { Sql, Tx } from "../platform/db.ts";
+import type { Sql, TransactionSql } from "../platform/db.ts";
 import { ErrorBag } from "../platform/errors.ts";
 import { newId } from "../platform/ids.ts";
 import { isoUtc } from "../platform/time.ts";
@@ -63,7 +63,7 @@ export function presentBankTransaction(b: BankTransactionRow) {
 }
 
 /** The integrator's dedicated receiving account in a currency, opened on first use. */
-async function dedicatedAccount(tx: Tx, companyId: string, currency: string): Promise<string> {
+async function dedicatedAccount(tx: TransactionSql, companyId: string, currency: string): Promise<string> {
   await tx`insert into dedicated_accounts (id, company_id, currency) values (${newId()}, ${companyId}, ${currency})
            on conflict (company_id, currency) do nothing`;
   const [row] = await tx<{ id: string }[]>`
@@ -72,7 +72,7 @@ async function dedicatedAccount(tx: Tx, companyId: string, currency: string): Pr
 }
 
 /** Turns held money of a now-registered payer into the subject's identified payin. */
-async function identify(tx: Tx, companyId: string, subjectId: string, b: BankTransactionRow) {
+async function identify(tx: TransactionSql, companyId: string, subjectId: string, b: BankTransactionRow) {
   const row = await moveMoney(tx, companyId, {
     subjectId,
     kind: "payin",
@@ -105,7 +105,7 @@ export function checkBankTransaction(input: { payer?: Partial<BankTransactionInp
  * Money arrived at the integrator's account from a payer. A registered payer's money is identified at once;
  * otherwise it waits for the payer to be registered (and the integrator is told about it).
  */
-export async function receiveBankTransaction(tx: Tx, companyId: string, input: BankTransactionInput) {
+export async function receiveBankTransaction(tx: TransactionSql, companyId: string, input: BankTransactionInput) {
   const documentNumber = checkBankTransaction(input) ?? input.payer.document_number;
   const bankAccount = input.payer.bank_account ?? {};
   const [row] = await tx<BankTransactionRow[]>`

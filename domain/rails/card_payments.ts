@@ -1,10 +1,10 @@
-import type { Tx } from "../platform/db.ts";
+import type { TransactionSql } from "../platform/db.ts";
 import { moveMoney } from "./transactions.ts";
 
 export type CardPaymentInput = { subject_id: string; value: string; currency: string; outcome: "approved" | "failed" };
 
 /** The card network's answer to a payment by the subject: approved money counts and may be held like any other. */
-export async function recordCardPayment(tx: Tx, companyId: string, input: CardPaymentInput) {
+export async function recordCardPayment(tx: TransactionSql, companyId: string, input: CardPaymentInput) {
   return await moveMoney(tx, companyId, {
     subjectId: input.subject_id,
     kind: "card_payment",

@@ -1,4 +1,4 @@
-import type { Tx } from "../platform/db.ts";
+import type { TransactionSql } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
 import { emitEvent } from "../webhooks/events.ts";
 import { fillBatch, openBatch } from "./batches.ts";
@@ -9,7 +9,7 @@ import { fillBatch, openBatch } from "./batches.ts";
  * the exchange now serves. The exchange carries their total.
  */
 export async function attachToExchange(
-  tx: Tx,
+  tx: TransactionSql,
   companyId: string,
   batch: { subjectId: string; currency: string; transactionIds: string[] },
 ) {

@@ -1,4 +1,4 @@
-import type { Tx } from "../platform/db.ts";
+import type { TransactionSql } from "../platform/db.ts";
 import { moveMoney } from "./transactions.ts";
 
 export type PayinInput = { subject_id: string; value: string; currency: string; exchange?: boolean | null };
@@ -7,7 +7,7 @@ export type PayinInput = { subject_id: string; value: string; currency: string; 
  * Funds for a subject arrived in the integrator's dedicated account: the transaction is identified and, when a
  * conversion was asked for and the money is cleared, it joins the subject's exchange.
  */
-export async function receivePayin(tx: Tx, companyId: string, input: PayinInput) {
+export async function receivePayin(tx: TransactionSql, companyId: string, input: PayinInput) {
   return await moveMoney(tx, companyId, {
     subjectId: input.subject_id,
     kind: "payin",

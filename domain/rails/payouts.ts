@@ -1,4 +1,4 @@
-import type { Tx } from "../platform/db.ts";
+import type { TransactionSql, Tx } from "../platform/db.ts";
 import { ErrorBag } from "../platform/errors.ts";
 import { getBankAccount } from "../bank_accounts/bank_accounts.ts";
 import { moveMoney } from "./transactions.ts";
@@ -17,7 +17,7 @@ export type PayoutInput = {
  * in the wire to that account; `fail_with` plays the receiving bank refusing the account data.
  * The account is the subject's own or one of the company's international accounts.
  */
-export async function sendPayout(tx: Tx, companyId: string, input: PayoutInput) {
+export async function sendPayout(tx: TransactionSql, companyId: string, input: PayoutInput) {
   await checkPayout(tx, companyId, input);
   return await moveMoney(tx, companyId, {
     subjectId: input.subject_id,

@@ -1,4 +1,4 @@
-import type { Tx } from "../platform/db.ts";
+import type { TransactionSql } from "../platform/db.ts";
 import { notFound, validationFailed } from "../platform/errors.ts";
 import { newId } from "../platform/ids.ts";
 import { naiveUtc } from "../platform/time.ts";
@@ -38,7 +38,7 @@ export function presentPixCharge(p: PixChargeRow) {
 export type PixChargeInput = { subject_id: string; value: string; refuse_third_party?: boolean | null };
 
 /** Issues a dynamic QR code for the subject to pay; the transaction waits (pending) for the payment. */
-export async function createPixCharge(tx: Tx, companyId: string, input: PixChargeInput) {
+export async function createPixCharge(tx: TransactionSql, companyId: string, input: PixChargeInput) {
   const id = newId();
   await moveMoney(tx, companyId, {
     id,
@@ -65,7 +65,7 @@ export async function createPixCharge(tx: Tx, companyId: string, input: PixCharg
   return row;
 }
 
-async function lockPendingCharge(tx: Tx, companyId: string, id: string) {
+async function lockPendingCharge(tx: TransactionSql, companyId: string, id: string) {
   const [charge] = await tx<(PixChargeRow & { subject_document: string })[]>`
     select c.*, p.document_number as subject_document
     from pix_charges c join people p on p.id = c.subject_id
@@ -83,7 +83,7 @@ async function lockPendingCharge(tx: Tx, companyId: string, id: string) {
  * identified; paid by someone else while third-party payments are refused, the payer is refunded.
  */
 export async function payPixCharge(
-  tx: Tx,
+  tx: TransactionSql,
   companyId: string,
   id: string,
   input: { payer_document_number?: string | null },
@@ -102,7 +102,7 @@ export async function payPixCharge(
 }
 
 /** The QR code was not paid by its date. */
-export async function expirePixCharge(tx: Tx, companyId: string, id: string) {
+export async function expirePixCharge(tx: TransactionSql, companyId: string, id: string) {
   await lockPendingCharge(tx, companyId, id);
   const [row] = await tx<PixChargeRow[]>`
     update pix_charges set status = 'expired', updated_at = now()

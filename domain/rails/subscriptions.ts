@@ -1,4 +1,4 @@
-import type { Tx } from "../platform/db.ts";
+import type { TransactionSql, Tx } from "../platform/db.ts";
 import { notFound, validationFailed } from "../platform/errors.ts";
 import { newId } from "../platform/ids.ts";
 import { naiveUtc } from "../platform/time.ts";
@@ -56,7 +56,11 @@ const presentInvoice = (i: InvoiceRow) => ({
 const brief = (s: SubscriptionRow) => ({ id: s.id, status: s.status, subject_id: s.subject_id });
 
 /** An automatic PIX subscription whose QR code awaits the payer's authorization. */
-export async function createSubscription(tx: Tx, companyId: string, input: { subject_id: string; cycles: number }) {
+export async function createSubscription(
+  tx: TransactionSql,
+  companyId: string,
+  input: { subject_id: string; cycles: number },
+) {
   await lockSubject(tx, companyId, input.subject_id);
   const id = newId();
   const [row] = await tx<SubscriptionRow[]>`
@@ -77,7 +81,7 @@ export async function createSubscription(tx: Tx, companyId: string, input: { sub
   return row;
 }
 
-async function lockSubscription(tx: Tx, companyId: string, id: string) {
+async function lockSubscription(tx: TransactionSql, companyId: string, id: string) {
   const [row] = await tx<SubscriptionRow[]>`
     select * from subscriptions where company_id = ${companyId} and id = ${id} for update`;
   if (!row) throw notFound();
@@ -92,7 +96,7 @@ function refuse(status: string): never {
  * The next invoice of the subscription is paid. The first one activates the subscription; the one that
  * completes the cycles completes it.
  */
-export async function payInvoice(tx: Tx, companyId: string, id: string) {
+export async function payInvoice(tx: TransactionSql, companyId: string, id: string) {
   const sub = await lockSubscription(tx, companyId, id);
   if (sub.status === "canceled" || sub.status === "completed") refuse(sub.status);
   const cycle = sub.paid_cycles + 1;
@@ -120,7 +124,7 @@ async function setStatus(tx: Tx, companyId: string, sub: SubscriptionRow, status
 
 /** Cancelled by the merchant (the integrator) or by the payer in their bank app. */
 export async function cancelSubscription(
-  tx: Tx,
+  tx: TransactionSql,
   companyId: string,
   id: string,
   input: { by_payer?: boolean | null; reason?: string | null },

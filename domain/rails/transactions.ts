@@ -1,4 +1,4 @@
-import type { Sql, Tx } from "../platform/db.ts";
+import type { Sql, TransactionSql } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
 import { naiveUtc } from "../platform/time.ts";
 import {
@@ -67,7 +67,7 @@ export function presentTransaction(t: TransactionRow) {
 const counts = (status: TransactionStatus) => (TRANSACTED_STATUSES as readonly string[]).includes(status);
 
 /** USD value of an amount by the rate table, rounded to cents in NUMERIC (never a float). */
-async function usdValueOf(tx: Tx, currency: string, value: string): Promise<string> {
+async function usdValueOf(tx: TransactionSql, currency: string, value: string): Promise<string> {
   const [row] = await tx<{ usd_value: string }[]>`
     select round(${value}::numeric * usd_per_unit, 2)::numeric(30, 2) as usd_value
     from usd_rates where currency = ${currency}`;
@@ -98,7 +98,7 @@ export type Movement = {
  * Money that did not move (pending, failed) does not count towards the yearly total and is cleared only while
  * the subject is approved.
  */
-export async function moveMoney(tx: Tx, companyId: string, movement: Movement): Promise<TransactionRow> {
+export async function moveMoney(tx: TransactionSql, companyId: string, movement: Movement): Promise<TransactionRow> {
   const usdValue = await usdValueOf(tx, movement.currency, movement.value);
   const clearance = await decideClearance(tx, companyId, movement.subjectId, counts(movement.status) ? usdValue : null);
   const [row] = await tx<TransactionRow[]>`
@@ -126,7 +126,7 @@ export async function moveMoney(tx: Tx, companyId: string, movement: Movement): 
  * money, clearance is decided now, as for a new transaction, and the rest follows the same path.
  */
 export async function changeTransactionStatus(
-  tx: Tx,
+  tx: TransactionSql,
   companyId: string,
   id: string,
   status: TransactionStatus,
@@ -148,7 +148,7 @@ export async function changeTransactionStatus(
  * document request when it was held, then the exchange or wire that carries it on.
  */
 async function settle(
-  tx: Tx,
+  tx: TransactionSql,
   companyId: string,
   row: TransactionRow,
   clearance: Clearance,
@@ -161,7 +161,7 @@ async function settle(
   return forwarded ? await getTransaction(tx, companyId, row.id) : row;
 }
 
-export async function getTransaction(tx: Tx, companyId: string, id: string): Promise<TransactionRow> {
+export async function getTransaction(tx: TransactionSql, companyId: string, id: string): Promise<TransactionRow> {
   const [row] = await tx<TransactionRow[]>`
     select * from transactions where company_id = ${companyId} and id = ${id}`;
   if (!row) throw new Error(`transaction ${id} vanished`);
@@ -174,7 +174,7 @@ export async function getTransaction(tx: Tx, companyId: string, id: string): Pro
  * a correction). Answers whether any transaction moved on.
  */
 async function forwardCleared(
-  tx: Tx,
+  tx: TransactionSql,
   companyId: string,
   rows: TransactionRow[],
   wireError?: WireErrorCode | null,
@@ -212,13 +212,13 @@ async function forwardCleared(
 }
 
 /** Back office approves the subject, and the money held for it moves on in the same transaction. */
-export async function approveAndRelease(tx: Tx, companyId: string, subjectId: string) {
+export async function approveAndRelease(tx: TransactionSql, companyId: string, subjectId: string) {
   await approveSubject(tx, companyId, subjectId);
   await releaseHeldTransactions(tx, companyId, subjectId);
 }
 
 /** Once a subject is approved again, its held money moves on: grouped into one exchange or wire per destination. */
-async function releaseHeldTransactions(tx: Tx, companyId: string, subjectId: string) {
+async function releaseHeldTransactions(tx: TransactionSql, companyId: string, subjectId: string) {
   const released = await tx<TransactionRow[]>`
     update transactions set cleared = true, updated_at = now()
     where company_id = ${companyId} and subject_id = ${subjectId} and not cleared

@@ -1,4 +1,4 @@
-import type { Tx } from "../platform/db.ts";
+import type { TransactionSql, Tx } from "../platform/db.ts";
 import { ErrorBag, notFound } from "../platform/errors.ts";
 import { newId } from "../platform/ids.ts";
 import { naiveUtc } from "../platform/time.ts";
@@ -11,6 +11,7 @@ import {
 import type { BankAccountInput } from "../bank_accounts/rules.ts";
 import { emitEvent } from "../webhooks/events.ts";
 import { batchMembers, fillBatch, openBatch } from "./batches.ts";
+import { TASKS } from "../webhooks/queue.ts";
 
 export const WIRE_ERROR_CODES = ["AC03", "AC14", "CH11", "AG03"] as const;
 export type WireErrorCode = typeof WIRE_ERROR_CODES[number];
@@ -83,7 +84,7 @@ export type WireBatch = { subjectId: string; bankAccountId: string; currency: st
  * Sends cleared payouts of one subject to one account: they join the day's open wire to that account (one
  * wire carrying the total), or a new one. `wire_created` lists every transaction the wire now carries.
  */
-export async function attachToWire(tx: Tx, companyId: string, batch: WireBatch) {
+export async function attachToWire(tx: TransactionSql, companyId: string, batch: WireBatch) {
   const { subjectId, bankAccountId, currency } = batch;
   const wireId = await openBatch(
     tx,
@@ -109,7 +110,7 @@ export async function attachToWire(tx: Tx, companyId: string, batch: WireBatch) 
 }
 
 /** The receiving bank refused the account data: the wire waits for the integrator to correct it. */
-export async function failWire(tx: Tx, companyId: string, batch: WireBatch & { errorCode: WireErrorCode }) {
+export async function failWire(tx: TransactionSql, companyId: string, batch: WireBatch & { errorCode: WireErrorCode }) {
   const { subjectId, bankAccountId, currency, errorCode } = batch;
   const { snapshot, ownerId } = await destinationSnapshot(tx, companyId, bankAccountId);
   const [wire] = await tx<{ id: string }[]>`
@@ -130,7 +131,7 @@ export async function failWire(tx: Tx, companyId: string, batch: WireBatch & { e
   return wire.id;
 }
 
-async function lockWire(tx: Tx, companyId: string, wireId: string): Promise<WireRow> {
+async function lockWire(tx: TransactionSql, companyId: string, wireId: string): Promise<WireRow> {
   const [wire] = await tx<WireRow[]>`
     select * from wires where company_id = ${companyId} and id = ${wireId} for update`;
   if (!wire) throw notFound();
@@ -144,7 +145,7 @@ async function lockWire(tx: Tx, companyId: string, wireId: string): Promise<Wire
  * accepts it.
  */
 export async function correctWire(
-  tx: Tx,
+  tx: TransactionSql,
   companyId: string,
   wireId: string,
   correction: BankAccountInput,
@@ -157,9 +158,9 @@ export async function correctWire(
     update wires set status = 'waiting_confirmation', to_bank_account = ${tx.json(snapshot)}, updated_at = now()
     where company_id = ${companyId} and id = ${wireId}
     returning *`;
-  await tx`select graphile_worker.add_job('retry_wire',
+  await tx`select graphile_worker.add_job(${TASKS.retryWire},
              json_build_object('company_id', ${companyId}::text, 'wire_id', ${wireId}::text),
-             job_key := ${`retry_wire:${wireId}`}, max_attempts := 5)`;
+             job_key := ${`${TASKS.retryWire}:${wireId}`}, max_attempts := 5)`;
   return saved;
 }
 
@@ -183,7 +184,7 @@ async function checkCorrection(tx: Tx, companyId: string, wire: WireRow, correct
 }
 
 /** The rails accept the corrected wire: it is sent and its transactions with it. */
-export async function retryWire(tx: Tx, companyId: string, wireId: string): Promise<boolean> {
+export async function retryWire(tx: TransactionSql, companyId: string, wireId: string): Promise<boolean> {
   const wire = await lockWire(tx, companyId, wireId);
   if (wire.status !== "waiting_confirmation") return false;
   await tx`update wires set status = 'sent', updated_at = now() where company_id = ${companyId} and id = ${wireId}`;

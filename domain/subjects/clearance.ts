@@ -1,4 +1,4 @@
-import type { Tx } from "../platform/db.ts";
+import type { TransactionSql, Tx } from "../platform/db.ts";
 import { type MandatoryDocument, missingMandatoryDocuments } from "./documents.ts";
 import { holdSubject, lockSubject, type ReprovalItem, type RequiredDocument } from "./status.ts";
 
@@ -41,7 +41,7 @@ export type Clearance = { cleared: boolean; missing: MandatoryDocument[] };
  * when it takes the year's total over the limit while a mandatory document is missing (`missing` says which).
  */
 export async function decideClearance(
-  tx: Tx,
+  tx: TransactionSql,
   companyId: string,
   subjectId: string,
   usdValue: string | null,
@@ -61,7 +61,7 @@ export async function decideClearance(
 }
 
 /** The consequences of a held transaction: the subject is reproved and asked for what is missing. */
-export async function applyClearance(tx: Tx, companyId: string, subjectId: string, clearance: Clearance) {
+export async function applyClearance(tx: TransactionSql, companyId: string, subjectId: string, clearance: Clearance) {
   if (!clearance.missing.length) return;
   const requiredDocuments = clearance.missing.map((m) => REQUIRED_OF[m]);
   await holdSubject(tx, companyId, subjectId, {

@@ -1,4 +1,4 @@
-import type { Sql, Tx } from "../platform/db.ts";
+import type { Sql, TransactionSql, Tx } from "../platform/db.ts";
 import { ErrorBag, notFound } from "../platform/errors.ts";
 import { newId } from "../platform/ids.ts";
 import { naiveUtc } from "../platform/time.ts";
@@ -185,17 +185,21 @@ export async function registerPerson(sql: Sql, companyId: string, input: PersonC
     ...fields,
   };
   const updates = Object.keys(fields) as Editable[];
-  const write = async (tx: Tx) => {
+  const upsert = async (tx: Tx) => {
     const [saved] = await tx<(PersonRow & { created: boolean })[]>`
       insert into people ${tx(row)}
       on conflict (company_id, document_type, document_number)
       do update set ${tx(fields, updates)}, updated_at = now()
       returning *, (xmax = 0) as created`;
-    for (const doc of documents) await insertDocument(tx, companyId, saved.id, doc);
-    if (documents.length) await reviewAfterDocuments(tx, companyId, saved.id);
     return saved;
   };
-  const saved = documents.length ? await sql.begin(write) : await write(sql);
+  // one statement needs no transaction; documents and the status change they may bring go with the person
+  const saved = !documents.length ? await upsert(sql) : await sql.begin(async (tx) => {
+    const saved = await upsert(tx);
+    for (const doc of documents) await insertDocument(tx, companyId, saved.id, doc);
+    await reviewAfterDocuments(tx, companyId, saved.id);
+    return saved;
+  });
   // a new person without documents is complete as returned; otherwise read it back with its documents
   const person = saved.created && !documents.length
     ? { ...saved, documents: [] }
@@ -239,7 +243,7 @@ export async function checkPersonPatch(sql: Sql, companyId: string, id: string, 
  * A reproved person whose documents now cover the mandatory set goes to back-office review
  * (docs/clearance.md, Documents arrive). Returns the new status when it changed.
  */
-export async function reviewAfterDocuments(tx: Tx, companyId: string, personId: string) {
+export async function reviewAfterDocuments(tx: TransactionSql, companyId: string, personId: string) {
   // Two uploads that together complete the set must not each miss the other's document: the row lock makes
   // them take turns, and the next statement sees what the first one committed. NO KEY UPDATE, not UPDATE,
   // because each upload already holds the KEY SHARE lock its document's foreign key took on this row.

@@ -1,4 +1,4 @@
-import type { Tx } from "../platform/db.ts";
+import type { TransactionSql } from "../platform/db.ts";
 import { notFound } from "../platform/errors.ts";
 import { newId } from "../platform/ids.ts";
 import { emitEvent } from "../webhooks/events.ts";
@@ -22,7 +22,7 @@ export type RequiredDocument = typeof REQUIRED_DOCUMENTS[number];
  * Locks the person for the rest of the transaction: status changes and the yearly total of one subject
  * are decided one at a time. Another company's id is not found.
  */
-export async function lockSubject(tx: Tx, companyId: string, subjectId: string) {
+export async function lockSubject(tx: TransactionSql, companyId: string, subjectId: string) {
   const [person] = await tx<{ id: string; status: "approved" | "reproved" | "waiting_approval" }[]>`
     select id, status from people where company_id = ${companyId} and id = ${subjectId} for update`;
   if (!person) throw notFound();
@@ -31,7 +31,7 @@ export async function lockSubject(tx: Tx, companyId: string, subjectId: string) 
 
 /** Every change of a person's status goes through here, so the status log holds the whole history. */
 export async function setStatus(
-  tx: Tx,
+  tx: TransactionSql,
   companyId: string,
   subjectId: string,
   change: { status: string; reason: string; items?: readonly string[] },
@@ -43,7 +43,7 @@ export async function setStatus(
 }
 
 /** Back office approves the registration. The rails release the money held meanwhile (`approveAndRelease`). */
-export async function approveSubject(tx: Tx, companyId: string, subjectId: string) {
+export async function approveSubject(tx: TransactionSql, companyId: string, subjectId: string) {
   await lockSubject(tx, companyId, subjectId);
   await setStatus(tx, companyId, subjectId, { status: "approved", reason: "" });
   await emitEvent(tx, companyId, "subject_approved", { subject_id: subjectId });
@@ -54,7 +54,7 @@ export async function approveSubject(tx: Tx, companyId: string, subjectId: strin
  * `reason` is the status_reason; the event carries it only when one was given.
  */
 export async function reproveSubject(
-  tx: Tx,
+  tx: TransactionSql,
   companyId: string,
   subjectId: string,
   input: { items: readonly string[]; reason?: string | null },
@@ -65,7 +65,7 @@ export async function reproveSubject(
 
 /** Asks for more documents without changing the approval status. */
 export async function requestDocuments(
-  tx: Tx,
+  tx: TransactionSql,
   companyId: string,
   subjectId: string,
   requiredDocuments: readonly string[],
@@ -79,7 +79,7 @@ export async function requestDocuments(
  * and asked for what is missing. The caller (clearance) already holds the subject's lock from its decision.
  */
 export async function holdSubject(
-  tx: Tx,
+  tx: TransactionSql,
   companyId: string,
   subjectId: string,
   hold: { items: readonly ReprovalItem[]; reason: string; requiredDocuments: readonly RequiredDocument[] },
@@ -89,7 +89,7 @@ export async function holdSubject(
 }
 
 async function markReproved(
-  tx: Tx,
+  tx: TransactionSql,
   companyId: string,
   subjectId: string,
   input: { items: readonly string[]; reason?: string | null },
@@ -103,7 +103,12 @@ async function markReproved(
   });
 }
 
-async function askForDocuments(tx: Tx, companyId: string, subjectId: string, requiredDocuments: readonly string[]) {
+async function askForDocuments(
+  tx: TransactionSql,
+  companyId: string,
+  subjectId: string,
+  requiredDocuments: readonly string[],
+) {
   await emitEvent(tx, companyId, "document_required", {
     subject_id: subjectId,
     required_documents: [...requiredDocuments],

@@ -1,7 +1,7 @@
-import type { Sql, Tx } from "../platform/db.ts";
+import type { Sql } from "../platform/db.ts";
 import { notFound, unprocessable } from "../platform/errors.ts";
 import { isoUtc, pgTimestamptz } from "../platform/time.ts";
-import { drainJobs } from "./events.ts";
+import { wakeEndpoints } from "./queue.ts";
 
 export const DEFAULT_PER_PAGE = 20;
 
@@ -25,7 +25,7 @@ type AttemptRow = {
   inserted_at: Date;
 };
 
-/** The delivery record; `company_id` and `attempts` on the detail endpoint only. */
+/** The delivery record as the events API shows it; `company_id` and `attempts` on the detail endpoint only. */
 export function presentDelivery(d: DeliveryRow, attempts?: AttemptRow[]) {
   return {
     id: d.id,
@@ -145,9 +145,4 @@ export async function retryDelivery(sql: Sql, companyId: string, id: string) {
       where company_id = ${companyId} and id = ${id}`;
     await wakeEndpoints(tx, [row.endpoint_id]);
   });
-}
-
-/** Enqueues a drain job per endpoint, in the caller's transaction. */
-export async function wakeEndpoints(tx: Tx, endpointIds: string[], runAt?: Date) {
-  if (endpointIds.length) await tx`select count(*) from graphile_worker.add_jobs(${drainJobs(tx, endpointIds, runAt)})`;
 }

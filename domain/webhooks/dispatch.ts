@@ -1,30 +1,108 @@
 import type postgres from "postgres";
-import type { Sql } from "../platform/db.ts";
+import type { Sql, Tx } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
-import { DELIVER_TASK } from "./events.ts";
 import type { EndpointRow } from "./endpoints.ts";
+import { addDrainJobs } from "./queue.ts";
+import type { SendResult } from "./sender.ts";
 
 /**
  * How deliveries are handed to workers, across every process sharing the database.
  *
- * A `deliver_webhook` job drains one endpoint: it claims a concurrency slot of the endpoint together with the next
- * deliverable record, attempts it, then records the attempt and in the same statement hands its slot to the next
- * due record, until nothing is due (the slot is freed) or every slot is taken. Jobs are wake-up calls, not units of
- * work: emitEvent, a failed attempt (at its next due time), acknowledge and retry each add one; a job that finds
- * nothing to do ends at once, and a queued job whose record another drainer already leased is deleted unrun.
+ * A drain job (domain/webhooks/queue.ts) runs the drain loop (domain/webhooks/drain.ts) for one endpoint: it claims
+ * a concurrency slot of the endpoint together with the next deliverable record, attempts it, then records the
+ * attempt and in the same statement hands its slot to the next due record, until nothing is due (the slot is
+ * freed) or every slot is taken. emitEvent, a failed attempt (at its next due time), acknowledge and retry each add
+ * a drain job; a queued job whose record another drainer already leased is deleted unrun.
  *
  * Why no wake-up is lost: a job that finds every slot taken ends, trusting the holders. A holder that frees its
  * slot (a committed statement) claims once more afterwards, so that claim starts after the job looked and sees the
  * record the job was woken for. A crashed holder's leases carry its process id (`leased_by`): the recovery sweep
- * frees them as soon as the process is found dead (domain/webhook_recovery.ts), and they run out anyway.
+ * frees them as soon as the process is found dead (domain/webhooks/recovery.ts), and they run out anyway.
  *
- * - parallel: slots 0..max_concurrency-1; the claim takes the pending record due first, skipping records in flight.
- * - sequential: slot 0 only; the claim takes the oldest pending record (by id, i.e. event order) and only if it is
- *   due, so a failing head holds the rest until it succeeds, is acknowledged or fails for good.
+ * Which record is next and whether it may start now is decided in one place, `fillSlots`, for both the first
+ * claim and the hand-over after an attempt.
  */
 
 /** Attempts per schedule (docs/webhooks.md, Retries and the schedule). */
 export const MAX_ATTEMPTS = 10;
+
+/** Slack beyond the request timeout before a lease (slot and record) counts as abandoned by a crashed worker. */
+const LEASE_SLACK_MS = 30_000;
+
+/** How long a drainer holds a slot and its record for one attempt made with this request timeout. */
+export function leaseMsFor(timeoutMs: number): number {
+  return timeoutMs + LEASE_SLACK_MS;
+}
+
+/** Who leases, for how long: `owner` is the worker process (worker_processes.id), whose crash frees its leases. */
+export type Lease = { leaseMs: number; owner: string };
+
+/** How many slots of the endpoint row `ep` may be in use: none once it is disabled, one when it is sequential. */
+export function slotLimit(sql: Tx, ep: string): postgres.Fragment {
+  const e = sql(ep);
+  return sql`case when ${e}.status <> 'active' then 0 when ${e}.delivery_mode = 'sequential' then 1
+    else ${e}.max_concurrency end`;
+}
+
+/** A slot or a record may be leased when nobody holds it, or its holder let the lease run out (a crash). */
+export function leaseFree(sql: Tx, row: string): postgres.Fragment {
+  const r = sql(row);
+  return sql`(${r}.leased_until is null or ${r}.leased_until < now())`;
+}
+
+/**
+ * The CTEs that fill slots, given a CTE `gate` (idx, endpoint_id, slot, delivery_mode, attempted, still_pending):
+ * one row per slot held and to be filled, `attempted` being the record the slot just carried (null on a first
+ * claim; still pending in this statement's snapshot) and `still_pending` whether it stays pending after this
+ * attempt. They end in `paired` (idx, next_id) and `taken` (idx, id, type, event_id, company_id, lease_token).
+ *
+ * - parallel: the pending records due first that nobody holds, one per slot, skipping those another drainer is
+ *   locking right now;
+ * - sequential: the oldest pending record (by id, i.e. event order), and only when it is due and nobody holds it,
+ *   so a failing head holds the rest until it succeeds, is acknowledged or fails for good.
+ *
+ * A record leased here has its queued wake-up job deleted: there is nothing left for that job to do.
+ */
+function fillSlots(sql: Tx, lease: postgres.Fragment, owner: string): postgres.Fragment {
+  return sql`
+    wanted as (
+      select endpoint_id, delivery_mode, count(*)::int as k, bool_or(still_pending) as head_held,
+        coalesce(array_agg(attempted) filter (where attempted is not null), '{}') as attempted
+      from gate group by endpoint_id, delivery_mode
+    ), next as (
+      select w.endpoint_id, n.id, n.rn from wanted w cross join lateral (
+        select c.id, row_number() over (order by c.next_attempt_at, c.id) as rn from (
+          select d.id, d.next_attempt_at from webhook_deliveries d
+          where w.delivery_mode = 'parallel' and d.endpoint_id = w.endpoint_id and d.status = 'pending'
+            and d.next_attempt_at <= now() and ${leaseFree(sql, "d")} and d.id <> all(w.attempted)
+          order by d.next_attempt_at, d.id limit w.k
+          for update skip locked
+        ) c
+        union all
+        select h.id, 1 from (
+          select d.id, d.next_attempt_at, d.leased_until from webhook_deliveries d
+          where w.delivery_mode = 'sequential' and not w.head_held
+            and d.endpoint_id = w.endpoint_id and d.status = 'pending' and d.id <> all(w.attempted)
+          order by d.id limit 1
+        ) h
+        where h.next_attempt_at <= now() and ${leaseFree(sql, "h")}
+      ) n
+    ), paired as (
+      select g.idx, n.id as next_id
+      from (select idx, endpoint_id, row_number() over (partition by endpoint_id order by slot) as rn from gate) g
+      join next n on n.endpoint_id = g.endpoint_id and n.rn = g.rn
+    ), taken as (
+      update webhook_deliveries d set lease_token = gen_random_uuid(), leased_until = ${lease}, leased_by = ${owner}
+      from paired p where d.id = p.next_id
+      returning p.idx, d.id, d.type, d.event_id, d.company_id, d.wake_job_id, d.lease_token
+    ), cancelled_job as (
+      select graphile_worker.complete_jobs(array_agg(wake_job_id)) from taken where wake_job_id is not null
+      having count(*) > 0
+    )`;
+}
+
+/** A lease of `ms` milliseconds from now, as SQL. */
+const leaseUntil = (sql: Tx, ms: number) => sql`now() + ${ms} * interval '1 millisecond'`;
 
 export type ClaimedDelivery = {
   id: string;
@@ -42,54 +120,15 @@ type ClaimRow = EndpointRow & {
   delivery_type: string | null;
   event_data: Record<string, unknown> | null;
   slot: number | null;
+  lease_token: string | null;
 };
 
-/**
- * The CTEs `next_parallel`, `head` and `next` choosing the record to lease next, given CTEs `ep` (the endpoint) and
- * `gate` (a row when a slot is held), leaving out `exclude` (the record just attempted, still pending in this
- * statement's snapshot). `headAllowed` is false while that record stays the head of a sequential endpoint.
- */
-function nextCtes(sql: Sql, endpointId: string, exclude: string | null, headAllowed: postgres.Fragment) {
-  const other = exclude ? sql`and d.id <> ${exclude}` : sql``;
-  return sql`
-    next_parallel as (
-      select d.id from webhook_deliveries d
-      where (select delivery_mode from ep) = 'parallel' and exists (select 1 from gate)
-        and d.endpoint_id = ${endpointId} and d.status = 'pending' and d.next_attempt_at <= now()
-        and (d.leased_until is null or d.leased_until < now()) ${other}
-      order by d.next_attempt_at, d.id limit 1
-      for update skip locked
-    ), head as (
-      select d.id, d.next_attempt_at, d.leased_until from webhook_deliveries d
-      where (select delivery_mode from ep) = 'sequential' and exists (select 1 from gate) and ${headAllowed}
-        and d.endpoint_id = ${endpointId} and d.status = 'pending' ${other}
-      order by d.id limit 1
-    ), next as (
-      select id from next_parallel
-      union all
-      select id from head where next_attempt_at <= now() and (leased_until is null or leased_until < now())
-    )`;
-}
-
-/** Leases the chosen record with `token`, and deletes the drain job added for it if it is still queued. */
-function takeCte(sql: Sql, token: string, lease: postgres.Fragment, owner: string) {
-  return sql`
-    taken as (
-      update webhook_deliveries d set lease_token = ${token}, leased_until = ${lease}, leased_by = ${owner}
-      from next where d.id = next.id
-      returning d.id, d.type, d.event_id, d.company_id, d.wake_job_id
-    ), cancelled_job as (
-      select graphile_worker.complete_jobs(array[wake_job_id]) from taken where wake_job_id is not null
-    )`;
-}
-
-function toClaim(row: ClaimRow | undefined, token: string): Claim | null {
-  if (!row) return null;
-  const { delivery_id, delivery_type, event_data, slot, cancelled_jobs: _, ...endpoint } = row;
+function toClaim(row: ClaimRow): Claim {
+  const { delivery_id, delivery_type, event_data, slot, lease_token, cancelled_jobs: _, ...endpoint } = row;
   return {
     endpoint,
-    delivery: delivery_id && slot !== null
-      ? { id: delivery_id, type: delivery_type!, data: event_data ?? {}, slot, token }
+    delivery: delivery_id && slot !== null && lease_token
+      ? { id: delivery_id, type: delivery_type!, data: event_data ?? {}, slot, token: lease_token }
       : null,
   };
 }
@@ -102,42 +141,37 @@ function toClaim(row: ClaimRow | undefined, token: string): Claim | null {
  * an attempt made again, which at-least-once delivery allows. Events and their records, written by the producers'
  * transactions, stay synchronous.
  */
-export async function claimNext(
-  sql: Sql,
-  endpointId: string,
-  opts: { leaseMs: number; owner: string },
-): Promise<Claim | null> {
-  const token = newId();
-  const lease = sql`now() + ${opts.leaseMs} * interval '1 millisecond'`;
+export async function claimNext(sql: Sql, endpointId: string, opts: Lease): Promise<Claim | null> {
+  const lease = leaseUntil(sql, opts.leaseMs);
   const [row] = await sql<ClaimRow[]>`
     with ep as (
       select * from webhook_endpoints where id = ${endpointId}
     ), commit_mode as (
       select set_config('synchronous_commit', 'off', true)
-    ), gate as (
+    ), free_slot as (
       select s.slot from webhook_slots s
-      where s.endpoint_id = ${endpointId}
-        and s.slot < (select case when status <> 'active' then 0 when delivery_mode = 'sequential' then 1
-          else max_concurrency end from ep)
-        and (s.leased_until is null or s.leased_until < now())
+      where s.endpoint_id = ${endpointId} and s.slot < (select ${slotLimit(sql, "ep")} from ep)
+        and ${leaseFree(sql, "s")}
       order by s.slot limit 1
       for update skip locked
-    ), ${nextCtes(sql, endpointId, null, sql`true`)}, ${takeCte(sql, token, lease, opts.owner)}, taken_slot as (
-      update webhook_slots s set delivery_id = next.id, leased_until = ${lease}, leased_by = ${opts.owner}
-      from next, gate where s.endpoint_id = ${endpointId} and s.slot = gate.slot
+    ), gate as (
+      select 0 as idx, ep.id as endpoint_id, f.slot, ep.delivery_mode, null::uuid as attempted, false as still_pending
+      from ep cross join free_slot f
+    ), ${fillSlots(sql, lease, opts.owner)}, taken_slot as (
+      update webhook_slots s set delivery_id = p.next_id, leased_until = ${lease}, leased_by = ${opts.owner}
+      from paired p join gate g on g.idx = p.idx
+      where s.endpoint_id = g.endpoint_id and s.slot = g.slot
       returning s.slot
     )
-    select ep.*, taken.id as delivery_id, taken.type as delivery_type, e.data as event_data, taken_slot.slot,
+    select ep.*, t.id as delivery_id, t.type as delivery_type, e.data as event_data, t.lease_token, taken_slot.slot,
       (select count(*) from cancelled_job) as cancelled_jobs
     from ep
     cross join commit_mode
-    left join taken on true
+    left join taken t on true
     left join taken_slot on true
-    left join events e on e.id = taken.event_id and e.company_id = taken.company_id`;
-  return toClaim(row, token);
+    left join events e on e.id = t.event_id and e.company_id = t.company_id`;
+  return row ? toClaim(row) : null;
 }
-
-export type AttemptOutcome = { ok: boolean; httpStatus: number; responseBody: string; durationMs: number };
 
 export type Recorded = {
   /** The record's status after this attempt; null when its lease had been lost (the attempt is still stored). */
@@ -146,9 +180,8 @@ export type Recorded = {
   next: Claim | null;
 };
 
-type RecordItem = { endpointId: string; delivery: ClaimedDelivery; outcome: AttemptOutcome };
-/** `owner`: the worker process (worker_processes.id) that leases the next records; a crash frees its leases. */
-type RecordOptions = { retrySchedule: number[]; leaseMs: number; owner: string };
+type RecordItem = { endpointId: string; delivery: ClaimedDelivery; result: SendResult };
+type RecordOptions = Lease & { retrySchedule: number[] };
 
 /**
  * Stores the attempt, moves the record on (succeeded; failed after the tenth attempt of its schedule; else pending
@@ -163,7 +196,7 @@ export function recordAndClaimNext(
   sql: Sql,
   endpointId: string,
   delivery: ClaimedDelivery,
-  outcome: AttemptOutcome,
+  result: SendResult,
   opts: RecordOptions,
 ): Promise<Recorded> {
   const key = `${opts.owner}|${opts.leaseMs}|${opts.retrySchedule.join(",")}`;
@@ -171,7 +204,7 @@ export function recordAndClaimNext(
   if (!byOpts) batchers.set(sql, byOpts = new Map());
   let batcher = byOpts.get(key);
   if (!batcher) byOpts.set(key, batcher = new RecordBatcher(sql, opts));
-  return batcher.submit({ endpointId, delivery, outcome });
+  return batcher.submit({ endpointId, delivery, result });
 }
 
 const batchers = new WeakMap<Sql, Map<string, RecordBatcher>>();
@@ -210,16 +243,17 @@ class RecordBatcher {
   }
 }
 
-type RecordRow = ClaimRow & { idx: number; delivery_status: string | null; next_token: string | null };
+type RecordRow = ClaimRow & { idx: number; delivery_status: string | null; retry_jobs: string };
 
 /** One statement for a batch of attempts; results in the order of `items`. */
-async function recordBatch(
-  sql: Sql,
-  items: RecordItem[],
-  opts: RecordOptions,
-): Promise<Recorded[]> {
-  const lease = sql`now() + ${opts.leaseMs} * interval '1 millisecond'`;
+async function recordBatch(sql: Sql, items: RecordItem[], opts: RecordOptions): Promise<Recorded[]> {
+  const lease = leaseUntil(sql, opts.leaseMs);
   const giveUp = sql`d.status <> 'pending' or d.schedule_attempts + 1 >= ${MAX_ATTEMPTS}`;
+  // A failed attempt that stays pending wakes its endpoint again when it is due.
+  const retries = addDrainJobs(
+    sql,
+    sql`select endpoint_id, next_attempt_at from updated where next_attempt_at is not null`,
+  );
   const rows = await sql<RecordRow[]>`
     with commit_mode as (
       select set_config('synchronous_commit', 'off', true)
@@ -230,10 +264,10 @@ async function recordBatch(
         ${items.map((i) => i.delivery.id)}::uuid[],
         ${items.map((i) => i.delivery.token)}::uuid[],
         ${items.map((i) => i.delivery.slot)}::int[],
-        ${items.map((i) => String(i.outcome.ok))}::text[]::bool[],
-        ${items.map((i) => i.outcome.httpStatus)}::int[],
-        ${items.map((i) => i.outcome.responseBody)}::text[],
-        ${items.map((i) => Math.round(i.outcome.durationMs))}::int[],
+        ${items.map((i) => String(i.result.ok))}::text[]::bool[],
+        ${items.map((i) => i.result.httpStatus)}::int[],
+        ${items.map((i) => i.result.responseBody)}::text[],
+        ${items.map((i) => Math.round(i.result.durationMs))}::int[],
         ${items.map(() => newId())}::uuid[]
       ) as r(idx, endpoint_id, delivery_id, token, slot, ok, http_status, response_body, duration_ms, attempt_id)
     ), attempt as (
@@ -255,50 +289,16 @@ async function recordBatch(
       from r where d.id = r.delivery_id and d.lease_token = r.token
       returning r.idx, d.status, d.next_attempt_at, d.endpoint_id
     ), retry_job as (
-      select graphile_worker.add_job(${DELIVER_TASK}, json_build_object('endpoint_id', endpoint_id),
-        run_at := next_attempt_at)
-      from updated where next_attempt_at is not null
+      select count(*) from ${retries} where exists (select 1 from updated where next_attempt_at is not null)
     ), ep as (
       select * from webhook_endpoints where id in (select endpoint_id from r)
     ), gate as (
-      -- The slots that stay taken: their endpoint is still active and the slot within its limit.
-      select r.idx, r.endpoint_id, r.slot, r.delivery_id, u.status as new_status, ep.delivery_mode
+      -- The slots that stay taken: their attempt was recorded, their endpoint still allows them.
+      select r.idx, r.endpoint_id, r.slot, ep.delivery_mode, r.delivery_id as attempted,
+        u.status = 'pending' as still_pending
       from r join updated u on u.idx = r.idx join ep on ep.id = r.endpoint_id
-      where ep.status = 'active'
-        and r.slot < case when ep.delivery_mode = 'sequential' then 1 else ep.max_concurrency end
-    ), wanted as (
-      select endpoint_id, count(*)::int as k from gate where delivery_mode = 'parallel' group by endpoint_id
-    ), next_parallel as (
-      select w.endpoint_id, c.id, row_number() over (partition by w.endpoint_id order by c.next_attempt_at, c.id) as rn
-      from wanted w cross join lateral (
-        select d.id, d.next_attempt_at from webhook_deliveries d
-        where d.endpoint_id = w.endpoint_id and d.status = 'pending' and d.next_attempt_at <= now()
-          and (d.leased_until is null or d.leased_until < now())
-        order by d.next_attempt_at, d.id limit w.k
-        for update skip locked
-      ) c
-    ), next_sequential as (
-      -- The head of a sequential endpoint, unless the record just attempted is still pending (and so still the head).
-      select g.endpoint_id, h.id, 1::bigint as rn
-      from gate g cross join lateral (
-        select d.id, d.next_attempt_at, d.leased_until from webhook_deliveries d
-        where d.endpoint_id = g.endpoint_id and d.status = 'pending' and d.id <> g.delivery_id
-        order by d.id limit 1
-      ) h
-      where g.delivery_mode = 'sequential' and g.new_status <> 'pending'
-        and h.next_attempt_at <= now() and (h.leased_until is null or h.leased_until < now())
-    ), paired as (
-      select g.idx, n.id as next_id
-      from (select idx, endpoint_id, row_number() over (partition by endpoint_id order by slot) as rn from gate) g
-      join (select * from next_parallel union all select * from next_sequential) n
-        on n.endpoint_id = g.endpoint_id and n.rn = g.rn
-    ), taken as (
-      update webhook_deliveries d set lease_token = gen_random_uuid(), leased_until = ${lease}, leased_by = ${opts.owner}
-      from paired p where d.id = p.next_id
-      returning p.idx, d.id, d.type, d.event_id, d.company_id, d.wake_job_id, d.lease_token
-    ), cancelled_job as (
-      select graphile_worker.complete_jobs(array_agg(wake_job_id)) from taken where wake_job_id is not null
-    ), moved_slot as (
+      where r.slot < ${slotLimit(sql, "ep")}
+    ), ${fillSlots(sql, lease, opts.owner)}, moved_slot as (
       update webhook_slots s set
         delivery_id = p.next_id,
         leased_until = case when p.next_id is not null then ${lease} end,
@@ -307,7 +307,7 @@ async function recordBatch(
       where s.endpoint_id = r.endpoint_id and s.slot = r.slot and s.delivery_id = r.delivery_id
     )
     select ep.*, r.idx, u.status as delivery_status, t.id as delivery_id, t.type as delivery_type,
-      t.lease_token as next_token, e.data as event_data, r.slot,
+      t.lease_token, e.data as event_data, r.slot,
       (select count(*) from retry_job) as retry_jobs, (select count(*) from cancelled_job) as cancelled_jobs
     from r
     cross join commit_mode
@@ -316,12 +316,8 @@ async function recordBatch(
     left join taken t on t.idx = r.idx
     left join events e on e.id = t.event_id and e.company_id = t.company_id`;
   const results: Recorded[] = items.map(() => ({ status: null, next: null }));
-  for (const row of rows) {
-    const { idx, delivery_status, next_token, retry_jobs: _, ...claimRow } = row as RecordRow & { retry_jobs: string };
-    results[idx] = {
-      status: delivery_status,
-      next: claimRow.id ? toClaim(claimRow, next_token ?? "") : null,
-    };
+  for (const { idx, delivery_status, retry_jobs: _, ...claimRow } of rows) {
+    results[idx] = { status: delivery_status, next: claimRow.id ? toClaim(claimRow) : null };
   }
   return results;
 }

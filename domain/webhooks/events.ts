@@ -1,5 +1,7 @@
-import type { Sql, Tx } from "../platform/db.ts";
+import type { TransactionSql } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
+import { slotLimit } from "./dispatch.ts";
+import { drainJobsFor } from "./queue.ts";
 
 /** Every event type (docs/webhooks.md, Bodies). */
 export const EVENT_TYPES = [
@@ -23,9 +25,6 @@ export const EVENT_TYPES = [
 ] as const;
 export type EventType = typeof EVENT_TYPES[number];
 
-/** The graphile-worker task that delivers webhooks (jobs/deliver_webhook.ts). */
-export const DELIVER_TASK = "deliver_webhook";
-
 /**
  * Drain jobs already added per endpoint by the current transaction. Each job can keep one delivery in flight, so a
  * transaction adds one per event up to what the endpoint may run at once (1 when sequential), and no more.
@@ -37,21 +36,18 @@ const wokenInTx = new WeakMap<object, Map<string, number>>();
  * the event, its delivery records and their jobs commit or roll back together with that change.
  *
  * Fan-out: one delivery record per ACTIVE endpoint of the company that enables the type, due at once, plus a
- * `deliver_webhook` job that drains the endpoint (jobs/deliver_webhook.ts). Given a plain connection instead of
- * a transaction, it opens one, so the event never exists without its deliveries.
+ * drain job that wakes the endpoint (domain/webhooks/queue.ts). It takes a transaction, never the pool: the event
+ * never exists without its deliveries, nor they without the change that caused them.
  */
 export async function emitEvent(
-  tx: Tx,
+  tx: TransactionSql,
   companyId: string,
   type: EventType,
   data: Record<string, unknown>,
 ): Promise<{ id: string }> {
-  if (typeof (tx as Sql).begin === "function") {
-    return await (tx as Sql).begin((inner) => emitEvent(inner, companyId, type, data));
-  }
   const id = newId();
-  const endpoints = await tx<{ id: string; delivery_mode: string; max_concurrency: number }[]>`
-    select id, delivery_mode, max_concurrency from webhook_endpoints
+  const endpoints = await tx<{ id: string; slots: number }[]>`
+    select id, ${slotLimit(tx, "webhook_endpoints")} as slots from webhook_endpoints
     where company_id = ${companyId} and status = 'active' and enabled_events && array['*', ${type}]::text[]
     order by id`;
   const json = tx.json(data as never);
@@ -65,14 +61,13 @@ export async function emitEvent(
   const wake: string[] = [];
   for (const e of endpoints) {
     const added = woken.get(e.id) ?? 0;
-    if (added < (e.delivery_mode === "sequential" ? 1 : e.max_concurrency)) {
+    if (added < e.slots) {
       wake.push(e.id);
       woken.set(e.id, added + 1);
     }
   }
   const wakeJobs = wake.length
-    ? tx`select id, (payload->>'endpoint_id')::uuid as endpoint_id
-        from graphile_worker.add_jobs(${drainJobs(tx, wake)})`
+    ? tx`select id, (payload->>'endpoint_id')::uuid as endpoint_id from ${drainJobsFor(tx, wake)}`
     : tx`select null::bigint as id, null::uuid as endpoint_id where false`;
   await tx`
     with event as (
@@ -87,13 +82,4 @@ export async function emitEvent(
     cross join event
     left join jobs on jobs.endpoint_id = d.endpoint_id`;
   return { id };
-}
-
-/** An array of graphile-worker job specs, one `deliver_webhook` drain job per endpoint, due now or at `runAt`. */
-export function drainJobs(tx: Tx, endpointIds: string[], runAt?: Date) {
-  return tx`array(
-    select row(${DELIVER_TASK}, json_build_object('endpoint_id', e), null, ${runAt ?? null}::timestamptz,
-      null, null, null, null)::graphile_worker.job_spec
-    from unnest(${endpointIds}::uuid[]) e
-  )`;
 }

@@ -1,5 +1,6 @@
 import type { Sql } from "../platform/db.ts";
-import { wakeEndpoints } from "./deliveries.ts";
+import { leaseFree } from "./dispatch.ts";
+import { wakeEndpoints } from "./queue.ts";
 
 /** A due record that no job has picked up for this long is woken again by the sweep. */
 const STALLED_AFTER_SECONDS = 30;
@@ -36,7 +37,7 @@ export async function wakeStalledEndpoints(sql: Sql): Promise<number> {
     join webhook_endpoints e on e.id = d.endpoint_id and e.status = 'active'
     where d.status = 'pending'
       and d.next_attempt_at < now() - ${STALLED_AFTER_SECONDS} * interval '1 second'
-      and (d.leased_until is null or d.leased_until < now())`;
+      and ${leaseFree(sql, "d")}`;
   if (stalled.length) await wakeEndpoints(sql, stalled.map((r) => r.endpoint_id));
   return stalled.length;
 }

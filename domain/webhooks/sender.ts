@@ -1,6 +1,10 @@
 import http from "node:http";
 import https from "node:https";
 import type { LookupFunction } from "node:net";
+import type { SecretBox } from "../platform/secret_box.ts";
+import { renderBody } from "./body.ts";
+import { type EndpointRow, openSecrets } from "./endpoints.ts";
+import { signPayload } from "./signature.ts";
 import { BlockedDestination, checkedAddresses, isIpLiteral, type Resolver, systemResolver } from "./url_guard.ts";
 
 /** Names the service to receivers (and in their logs). */
@@ -8,6 +12,7 @@ export const USER_AGENT = "payments-api-webhooks/1.0";
 /** What is kept of a receiver's answer. */
 export const MAX_RESPONSE_BYTES = 16 * 1024;
 
+/** One attempt as the receiver answered it: what is recorded, and what decides the record's next state. */
 export type SendResult = { ok: boolean; httpStatus: number; responseBody: string; durationMs: number };
 
 export type SendOptions = {
@@ -20,6 +25,23 @@ export type SendOptions = {
   /** Certificate authorities (PEM) trusted instead of the default ones: tests with their own TLS receivers. */
   ca?: string[];
 };
+
+/**
+ * Renders one delivery for its endpoint, signs it with the endpoint's current and previous secrets and POSTs it.
+ * Only a secret that does not open (a wrong SECRET_ENCRYPTION_KEY) throws: the job fails and the delivery stays
+ * pending until the key is fixed (docs/production.md).
+ */
+export async function sendDelivery(
+  box: SecretBox,
+  endpoint: EndpointRow,
+  delivery: { id: string; type: string; data: Record<string, unknown> },
+  opts: SendOptions,
+): Promise<SendResult> {
+  const { secret, previous } = await openSecrets(box, endpoint);
+  const body = renderBody({ ...endpoint, secret }, delivery);
+  const signature = await signPayload(body, secret, { previousSecrets: previous.map((p) => p.secret) });
+  return await sendWebhook(endpoint.url, body, { "service-signature": signature }, opts);
+}
 
 /**
  * One POST attempt. Never throws: a refusal, a network error or a timeout is a failed attempt with status 0 and

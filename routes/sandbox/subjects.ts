@@ -2,7 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { getPerson, presentPerson } from "../../domain/subjects/people.ts";
 import { approveAndRelease } from "../../domain/rails/transactions.ts";
 import { reproveSubject, requestDocuments } from "../../domain/subjects/status.ts";
-import type { Tx } from "../../domain/platform/db.ts";
+import type { TransactionSql } from "../../domain/platform/db.ts";
 import type { Deps } from "../../domain/platform/deps.ts";
 import { newRouter } from "../platform/router.ts";
 import { errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
@@ -41,7 +41,7 @@ const askDocuments = createRoute({
 
 export function sandboxSubjectRoutes({ sql }: Deps) {
   /** Runs the decision and answers the person as the detail endpoint shows it. */
-  const decide = async (companyId: string, id: string, change: (tx: Tx) => Promise<unknown>) => {
+  const decide = async (companyId: string, id: string, change: (tx: TransactionSql) => Promise<unknown>) => {
     const person = await sql.begin(async (tx) => {
       await change(tx);
       return await getPerson(tx, companyId, id);

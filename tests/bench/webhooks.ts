@@ -12,6 +12,7 @@
  */
 import { emitEvent } from "../../domain/webhooks/events.ts";
 import { createEndpoint } from "../../domain/webhooks/endpoints.ts";
+import { TASKS } from "../../domain/webhooks/queue.ts";
 import { taskList } from "../../jobs/index.ts";
 import { loadConfig } from "../../domain/platform/config.ts";
 import { connect, ensureDatabase, type Sql } from "../../domain/platform/db.ts";
@@ -149,7 +150,7 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
 
     // Ceiling: the same worker draining no-op jobs.
     await sql`select count(*) from graphile_worker.add_jobs(array(
-      select row('noop', '{}'::json, null, null, null, null, null, null)::graphile_worker.job_spec
+      select row(${TASKS.noop}, '{}'::json, null, null, null, null, null, null)::graphile_worker.job_spec
       from generate_series(1, ${EVENTS})))`;
     let t0 = performance.now();
     const noopDone = Promise.withResolvers<void>();
@@ -157,9 +158,9 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
     const noopWorker = await start();
     // Counted from the worker's own events: polling the jobs table would load the database being measured.
     noopWorker.runner.events.on("job:complete", ({ job }) => {
-      if (job.task_identifier === "noop" && ++noops === EVENTS) noopDone.resolve();
+      if (job.task_identifier === TASKS.noop && ++noops === EVENTS) noopDone.resolve();
     });
-    await Promise.race([noopDone.promise, waitForNoJobs(sql, "noop")]);
+    await Promise.race([noopDone.promise, waitForNoJobs(sql, TASKS.noop)]);
     const noopPerSecond = EVENTS / ((performance.now() - t0) / 1000);
     await stop();
 
@@ -172,7 +173,7 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
     await start();
     await receiver.until(EVENTS);
     const backlogPerSecond = EVENTS / ((performance.now() - t0) / 1000);
-    await waitForNoJobs(sql, "deliver_webhook");
+    await waitForNoJobs(sql, TASKS.deliverWebhook);
     const backlogAllDone = (performance.now() - t0) / 1000;
 
     // Live ceiling: the same producers adding one no-op job per transaction while the worker runs. Every add_job
@@ -180,15 +181,15 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
     const liveNoopDone = Promise.withResolvers<void>();
     let liveNoops = 0;
     const onComplete = ({ job }: { job: { task_identifier: string } }) => {
-      if (job.task_identifier === "noop" && ++liveNoops === EVENTS) liveNoopDone.resolve();
+      if (job.task_identifier === TASKS.noop && ++liveNoops === EVENTS) liveNoopDone.resolve();
     };
     worker!.runner.events.on("job:complete", onComplete);
     t0 = performance.now();
     let queued = 0;
     await Promise.all(Array.from({ length: PRODUCERS }, async () => {
-      while (queued++ < EVENTS) await sql.begin((tx) => tx`select graphile_worker.add_job('noop', '{}'::json)`);
+      while (queued++ < EVENTS) await sql.begin((tx) => tx`select graphile_worker.add_job(${TASKS.noop}, '{}'::json)`);
     }));
-    await Promise.race([liveNoopDone.promise, waitForNoJobs(sql, "noop")]);
+    await Promise.race([liveNoopDone.promise, waitForNoJobs(sql, TASKS.noop)]);
     const liveNoopPerSecond = EVENTS / ((performance.now() - t0) / 1000);
     worker!.runner.events.off("job:complete", onComplete);
 
@@ -199,7 +200,7 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
     await receiver.until(EVENTS);
     const livePerSecond = EVENTS / ((performance.now() - t0) / 1000);
     const live = [...receiver.latencies].sort((a, b) => a - b);
-    await waitForNoJobs(sql, "deliver_webhook");
+    await waitForNoJobs(sql, TASKS.deliverWebhook);
 
     // Steady: 100 events/s, one per transaction.
     receiver.reset();

@@ -98,7 +98,9 @@ Deno.test("metrics count webhook deliveries by outcome and their latency", async
     const before = await (await ctx.app.request("/metrics")).text();
     const succeeded = (text: string) =>
       Number(/webhook_deliveries_total\{outcome="succeeded"\} (\d+)/.exec(text)?.[1] ?? 0);
-    for (let i = 0; i < 3; i++) await emitEvent(ctx.sql, company.id, "payment_approved", { transaction_id: `${i}` });
+    for (let i = 0; i < 3; i++) {
+      await ctx.sql.begin((tx) => emitEvent(tx, company.id, "payment_approved", { transaction_id: `${i}` }));
+    }
     const after = await eventually("three deliveries counted", async () => {
       const text = await (await ctx.app.request("/metrics")).text();
       return succeeded(text) - succeeded(before) === 3 ? text : null;

@@ -1,0 +1,90 @@
+import { log } from "../platform/log.ts";
+import { metrics } from "../platform/metrics.ts";
+import type { Claim, ClaimedDelivery, Recorded } from "./dispatch.ts";
+import type { EndpointRow } from "./endpoints.ts";
+import type { SendResult } from "./sender.ts";
+
+/**
+ * What the drain loop does to the world, one endpoint at a time. The real steps are Postgres statements
+ * (domain/webhooks/dispatch.ts) and the HTTP sender, wired up by the `deliver_webhook` task; tests pass fakes.
+ */
+export type DrainSteps = {
+  /** Leases a free slot with the next record that may start now; null when the endpoint does not exist. */
+  claim(): Promise<Claim | null>;
+  /** One attempt; never throws (a failure is a result). */
+  send(endpoint: EndpointRow, delivery: ClaimedDelivery, signal?: AbortSignal): Promise<SendResult>;
+  /** Stores the attempt and hands its slot to the next record that may start, or frees the slot. */
+  recordAndClaimNext(delivery: ClaimedDelivery, result: SendResult): Promise<Recorded>;
+  /** Gives back a slot and its record without an attempt. */
+  release(delivery: ClaimedDelivery): Promise<void>;
+  /** Asks for another drain job for this endpoint. */
+  wake(): Promise<void>;
+  /** Marks what is still pending for a disabled endpoint as failed. */
+  failPending(endpoint: EndpointRow): Promise<void>;
+};
+
+/**
+ * How long one run may go on. A run hands its worker back after this long or this many attempts, leaving a job to
+ * carry on: one busy endpoint does not hold a worker for ever, and a graceful shutdown waits for at most one attempt.
+ */
+export type DrainBudget = { ms: number; deliveries: number };
+export const RUN_BUDGET: DrainBudget = { ms: 2_000, deliveries: 200 };
+
+/** Why a run ended. */
+export type DrainEnd =
+  | "gone" // the endpoint does not exist
+  | "idle" // nothing may start now: nothing due, or every slot taken by other runs
+  | "inactive" // the endpoint is disabled: what was pending is failed
+  | "handed_over"; // budget spent or shutting down: the slot was released and a fresh job asked for
+
+/**
+ * Delivers what is due for one endpoint until nothing is, every slot is busy, or the run is over, holding at most
+ * one slot and one attempt in flight. The slot goes from record to record in the step that records an attempt;
+ * when that step frees it, the loop claims once more, so a record that arrived meanwhile (whose drain job found the
+ * slot taken and left) is not stranded. Every record claimed is either recorded or released.
+ */
+export async function drainEndpoint(
+  steps: DrainSteps,
+  opts: { budget: DrainBudget; now: () => number; signal?: AbortSignal },
+): Promise<DrainEnd> {
+  const { budget, now, signal } = opts;
+  const started = now();
+  let claim = await steps.claim();
+  for (let attempts = 0; claim; attempts++) {
+    const { endpoint, delivery } = claim;
+    if (endpoint.status !== "active") {
+      if (delivery) await steps.release(delivery);
+      await steps.failPending(endpoint);
+      return "inactive";
+    }
+    if (!delivery) return "idle";
+    if (attempts >= budget.deliveries || now() - started > budget.ms || signal?.aborted) {
+      await steps.release(delivery);
+      // After the release, so that the job it adds finds the slot free.
+      await steps.wake();
+      return "handed_over";
+    }
+    const result = await steps.send(endpoint, delivery, signal);
+    const recorded = await steps.recordAndClaimNext(delivery, result);
+    observeAttempt(endpoint.id, delivery.id, result, recorded.status);
+    claim = recorded.next?.delivery ? recorded.next : await steps.claim();
+  }
+  return "gone";
+}
+
+/** Delivery record ids are UUIDv7, made when the event was emitted: their first 48 bits are that instant in ms. */
+const emittedAt = (uuidV7: string) => parseInt(uuidV7.slice(0, 8) + uuidV7.slice(9, 13), 16);
+
+function observeAttempt(endpointId: string, deliveryId: string, result: SendResult, status: string | null) {
+  const outcome = status === "succeeded" ? "succeeded" : status === "failed" ? "failed" : "failed_attempt";
+  metrics.deliveries.inc({ outcome });
+  metrics.deliveryDuration.observe({}, result.durationMs / 1000);
+  if (outcome === "succeeded") metrics.deliveryLatency.observe({}, (Date.now() - emittedAt(deliveryId)) / 1000);
+  log.debug("webhook attempt", {
+    endpoint_id: endpointId,
+    delivery_id: deliveryId,
+    http_status: result.httpStatus,
+    duration_ms: Math.round(result.durationMs),
+    status,
+  });
+}

@@ -1,0 +1,362 @@
+/**
+ * The drain loop with fake steps: no Postgres, no HTTP. The fake endpoint keeps its records and slots in memory and
+ * applies the same lease rules as the real statements (domain/webhooks/dispatch.ts), one step at a time, so these
+ * tests show what the loop itself must do for those rules to hold: hand its slot on, claim once more after freeing
+ * it, release what it holds before asking for a fresh job, stop on a disabled endpoint or an abort.
+ */
+import assert from "node:assert/strict";
+import { newId } from "../../domain/platform/ids.ts";
+import type { Claim, ClaimedDelivery, Recorded } from "../../domain/webhooks/dispatch.ts";
+import { type DrainBudget, type DrainEnd, drainEndpoint, type DrainSteps } from "../../domain/webhooks/drain.ts";
+import type { EndpointRow } from "../../domain/webhooks/endpoints.ts";
+import type { SendResult } from "../../domain/webhooks/sender.ts";
+
+const NO_LIMIT: DrainBudget = { ms: Infinity, deliveries: Infinity };
+/** Lets the other runs move: every fake statement and request takes at least this one turn of the event loop. */
+const tick = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
+
+type FakeRecord = {
+  id: string;
+  seq: number;
+  status: "pending" | "succeeded" | "failed";
+  due: number;
+  token: string | null;
+  attempts: number;
+};
+
+/** One endpoint as the database would hold it, with a receiver and a job queue around it. */
+class FakeEndpoint {
+  /** Milliseconds, moved by the sender (each attempt takes `sendMs`) and by the tests. */
+  clock = 0;
+  endpoint: EndpointRow;
+  records: FakeRecord[] = [];
+  slots: (string | null)[] = Array.from({ length: 100 }, () => null);
+  /** Sequence numbers in the order the receiver saw them. */
+  sent: number[] = [];
+  inFlight = 0;
+  maxInFlight = 0;
+  /** Which arrivals fail: sequence number -> how many times. */
+  failing = new Map<number, number>();
+  sendMs = 10;
+  retryMs = 1_000;
+  /** Step names in call order. */
+  calls: string[] = [];
+  /** The budget of every run, those started by `wake` included. */
+  budget = NO_LIMIT;
+  /** Runs started by `wake`, when `wakeRuns` is on (a worker picking up the job at once). */
+  wakeRuns = true;
+  runs: Promise<DrainEnd>[] = [];
+  /** Called inside the record step after its snapshot is taken: records emitted then are not seen by that step. */
+  duringRecord: (() => Promise<void>) | null = null;
+  /** Called when an attempt starts, with its sequence number and signal. */
+  onSend: ((seq: number, signal?: AbortSignal) => void) | null = null;
+
+  constructor(mode: "parallel" | "sequential", maxConcurrency = 10) {
+    const now = new Date();
+    this.endpoint = {
+      id: newId(),
+      company_id: newId(),
+      url: "http://receiver.test/hook",
+      status: "active",
+      enabled_events: ["*"],
+      delivery_mode: mode,
+      event_payload_type: "snapshot",
+      inject_secret_in_body: false,
+      wrap_in_notification: false,
+      max_concurrency: maxConcurrency,
+      event_mapping: null,
+      sealed_secret: "sealed",
+      sealed_previous_secrets: [],
+      inserted_at: now,
+      updated_at: now,
+    };
+  }
+
+  emit(count: number): FakeRecord[] {
+    const first = this.records.length + 1;
+    const added = Array.from({ length: count }, (_, i) => ({
+      id: newId(),
+      seq: first + i,
+      status: "pending" as const,
+      due: this.clock,
+      token: null,
+      attempts: 0,
+    }));
+    for (const r of added) this.records.push(r);
+    return added;
+  }
+
+  seqsWithStatus(status: FakeRecord["status"]) {
+    return this.records.filter((r) => r.status === status).map((r) => r.seq);
+  }
+
+  heldSlots() {
+    return this.slots.filter((s) => s !== null).length;
+  }
+
+  private limit() {
+    const e = this.endpoint;
+    return e.status !== "active" ? 0 : e.delivery_mode === "sequential" ? 1 : e.max_concurrency;
+  }
+
+  /** The lease rules: the parallel records due first, or the sequential head when it is due and free. */
+  private choose(k: number, attempted: string | null, headHeld: boolean, visible: Set<FakeRecord>): FakeRecord[] {
+    const pending = this.records.filter((r) => visible.has(r) && r.status === "pending" && r.id !== attempted);
+    if (this.endpoint.delivery_mode === "parallel") {
+      return pending.filter((r) => r.due <= this.clock && r.token === null)
+        .sort((a, b) => a.due - b.due || a.seq - b.seq)
+        .slice(0, k);
+    }
+    const head = pending.sort((a, b) => a.seq - b.seq)[0];
+    return !headHeld && head && head.due <= this.clock && head.token === null ? [head] : [];
+  }
+
+  private lease(record: FakeRecord, slot: number): ClaimedDelivery {
+    record.token = newId();
+    this.slots[slot] = record.id;
+    return { id: record.id, type: "identified", data: { seq: record.seq }, slot, token: record.token };
+  }
+
+  private snapshot() {
+    return { endpoint: { ...this.endpoint } };
+  }
+
+  claim(): Claim {
+    const slot = this.slots.findIndex((s, i) => s === null && i < this.limit());
+    if (slot < 0) return { ...this.snapshot(), delivery: null };
+    const [next] = this.choose(1, null, false, new Set(this.records));
+    return { ...this.snapshot(), delivery: next ? this.lease(next, slot) : null };
+  }
+
+  async record(delivery: ClaimedDelivery, result: SendResult): Promise<Recorded> {
+    const visible = new Set(this.records);
+    await this.duringRecord?.();
+    const record = this.records.find((r) => r.id === delivery.id)!;
+    record.attempts++;
+    record.token = null;
+    if (result.ok) record.status = "succeeded";
+    else if (record.status === "pending") record.due = this.clock + this.retryMs;
+    const keep = delivery.slot < this.limit();
+    const [next] = keep ? this.choose(1, record.id, record.status === "pending", visible) : [];
+    this.slots[delivery.slot] = null;
+    return {
+      status: record.status,
+      next: { ...this.snapshot(), delivery: next ? this.lease(next, delivery.slot) : null },
+    };
+  }
+
+  release(delivery: ClaimedDelivery) {
+    const record = this.records.find((r) => r.id === delivery.id)!;
+    if (record.token === delivery.token) record.token = null;
+    if (this.slots[delivery.slot] === delivery.id) this.slots[delivery.slot] = null;
+  }
+
+  async send(delivery: ClaimedDelivery, signal?: AbortSignal): Promise<SendResult> {
+    const seq = delivery.data.seq as number;
+    this.sent.push(seq);
+    this.maxInFlight = Math.max(this.maxInFlight, ++this.inFlight);
+    this.onSend?.(seq, signal);
+    await tick();
+    this.clock += this.sendMs;
+    this.inFlight--;
+    const fails = this.failing.get(seq) ?? 0;
+    if (signal?.aborted) return { ok: false, httpStatus: 0, responseBody: "aborted", durationMs: this.sendMs };
+    if (fails > 0) this.failing.set(seq, fails - 1);
+    return { ok: fails === 0, httpStatus: fails ? 500 : 200, responseBody: "", durationMs: this.sendMs };
+  }
+
+  /** Each step is one statement: it acts when called, and answers a turn later. */
+  steps(): DrainSteps {
+    const answer = async <T>(name: string, value: T): Promise<T> => {
+      this.calls.push(name);
+      await tick();
+      return value;
+    };
+    return {
+      claim: () => answer("claim", this.claim()),
+      send: (_endpoint, delivery, signal) => {
+        this.calls.push("send");
+        return this.send(delivery, signal);
+      },
+      recordAndClaimNext: async (delivery, result) => answer("record", await this.record(delivery, result)),
+      release: (delivery) => answer("release", this.release(delivery)),
+      wake: () => {
+        this.calls.push("wake");
+        // the job may start at once: the worker is free
+        if (this.wakeRuns) this.runs.push(this.run());
+        return tick();
+      },
+      failPending: () => {
+        for (const r of this.records) if (r.status === "pending") r.status = "failed";
+        return answer("failPending", undefined);
+      },
+    };
+  }
+
+  run(signal?: AbortSignal): Promise<DrainEnd> {
+    return drainEndpoint(this.steps(), { budget: this.budget, now: () => this.clock, signal });
+  }
+
+  /** Runs `jobs` drains at once, then waits for those and every run they woke. */
+  async drain(jobs = 1): Promise<DrainEnd[]> {
+    const started = Array.from({ length: jobs }, () => this.run());
+    const ends = await Promise.all(started);
+    for (let i = 0; i < this.runs.length; i++) ends.push(await this.runs[i]);
+    this.runs = [];
+    return ends;
+  }
+}
+
+Deno.test("the drain loop", async (t) => {
+  await t.step("sequential: one delivery in flight, in event order; a failing head holds the ones behind", async () => {
+    const fake = new FakeEndpoint("sequential");
+    fake.emit(5);
+    fake.failing.set(2, 1);
+    const ends = await fake.drain(3);
+    assert.deepEqual(fake.sent, [1, 2]);
+    assert.deepEqual(ends, ["idle", "idle", "idle"]);
+    assert.deepEqual(fake.seqsWithStatus("pending"), [2, 3, 4, 5]);
+    assert.equal(fake.heldSlots(), 0);
+
+    fake.clock += fake.retryMs;
+    await fake.drain(3);
+    assert.deepEqual(fake.sent, [1, 2, 2, 3, 4, 5]);
+    assert.equal(fake.maxInFlight, 1);
+    assert.deepEqual(fake.seqsWithStatus("succeeded"), [1, 2, 3, 4, 5]);
+    assert.equal(fake.heldSlots(), 0);
+  });
+
+  await t.step("parallel: every slot up to max_concurrency in use, never more, each record sent once", async () => {
+    const fake = new FakeEndpoint("parallel", 3);
+    fake.emit(12);
+    const ends = await fake.drain(6);
+    assert.equal(fake.maxInFlight, 3);
+    assert.deepEqual([...fake.sent].sort((a, b) => a - b), Array.from({ length: 12 }, (_, i) => i + 1));
+    assert.deepEqual(fake.seqsWithStatus("succeeded").length, 12);
+    assert.ok(ends.every((end) => end === "idle"), ends.join());
+    assert.equal(fake.heldSlots(), 0);
+  });
+
+  await t.step("a run hands its slot from record to record instead of giving it up", async () => {
+    const fake = new FakeEndpoint("parallel", 1);
+    fake.emit(4);
+    assert.deepEqual(await fake.drain(1), ["idle"]);
+    assert.deepEqual(fake.sent, [1, 2, 3, 4]);
+    // one claim to start, one claim after the last record freed the slot; every other record came with the slot
+    assert.deepEqual(fake.calls.filter((c) => c === "claim").length, 2);
+  });
+
+  await t.step("a record that arrives while the only slot is busy is delivered by the run holding it", async () => {
+    const fake = new FakeEndpoint("sequential");
+    fake.emit(1);
+    let late: DrainEnd | null = null;
+    fake.duringRecord = async () => {
+      fake.duringRecord = null;
+      fake.emit(1);
+      // its drain job runs now, finds the slot taken and leaves it to the holder
+      late = await fake.run();
+    };
+    assert.deepEqual(await fake.drain(1), ["idle"]);
+    assert.equal(late, "idle");
+    assert.deepEqual(fake.sent, [1, 2]);
+    assert.deepEqual(fake.seqsWithStatus("succeeded"), [1, 2]);
+  });
+
+  await t.step("the delivery budget: the record in hand is released, then a fresh job carries on", async () => {
+    const fake = new FakeEndpoint("sequential");
+    fake.emit(5);
+    fake.budget = { ms: Infinity, deliveries: 2 };
+    const ends = await fake.drain(1);
+    assert.deepEqual(ends, ["handed_over", "handed_over", "idle"]);
+    assert.deepEqual(fake.sent, [1, 2, 3, 4, 5]);
+    assert.equal(fake.maxInFlight, 1);
+    const handOver = fake.calls.indexOf("release");
+    assert.deepEqual(fake.calls.slice(handOver, handOver + 2), ["release", "wake"]);
+    assert.equal(fake.heldSlots(), 0);
+  });
+
+  await t.step("the time budget, on the clock given to the loop", async () => {
+    const fake = new FakeEndpoint("parallel", 1);
+    fake.emit(5);
+    fake.sendMs = 800;
+    fake.wakeRuns = false;
+    fake.budget = { ms: 2_000, deliveries: Infinity };
+    assert.equal(await fake.run(), "handed_over");
+    // 800, 1600, 2400 ms: the third attempt ends past the budget, the fourth does not start
+    assert.deepEqual(fake.sent, [1, 2, 3]);
+    assert.deepEqual(fake.calls.slice(-2), ["release", "wake"]);
+    assert.equal(fake.heldSlots(), 0);
+    assert.ok(fake.records.every((r) => r.token === null), "no record stays leased");
+  });
+
+  await t.step("a disabled endpoint: nothing is sent and what is pending is failed", async () => {
+    const fake = new FakeEndpoint("parallel", 2);
+    fake.emit(3);
+    fake.endpoint.status = "disabled";
+    assert.equal(await fake.run(), "inactive");
+    assert.deepEqual(fake.sent, []);
+    assert.deepEqual(fake.seqsWithStatus("failed"), [1, 2, 3]);
+  });
+
+  await t.step("an endpoint disabled during an attempt: that attempt is recorded, the rest is failed", async () => {
+    const fake = new FakeEndpoint("sequential");
+    fake.emit(3);
+    fake.onSend = () => fake.endpoint.status = "disabled";
+    assert.equal(await fake.run(), "inactive");
+    assert.deepEqual(fake.sent, [1]);
+    assert.deepEqual(fake.seqsWithStatus("succeeded"), [1]);
+    assert.deepEqual(fake.seqsWithStatus("failed"), [2, 3]);
+    assert.equal(fake.heldSlots(), 0);
+  });
+
+  await t.step(
+    "an abort: the attempt under way gets the signal, nothing more starts, the claim is released",
+    async () => {
+      const fake = new FakeEndpoint("parallel", 1);
+      fake.emit(4);
+      fake.wakeRuns = false;
+      const shutdown = new AbortController();
+      const signals: (AbortSignal | undefined)[] = [];
+      fake.onSend = (seq, signal) => {
+        signals.push(signal);
+        if (seq === 2) shutdown.abort();
+      };
+      assert.equal(await fake.run(shutdown.signal), "handed_over");
+      assert.deepEqual(fake.sent, [1, 2]);
+      assert.ok(signals.every((s) => s === shutdown.signal));
+      assert.deepEqual(fake.seqsWithStatus("succeeded"), [1]);
+      assert.equal(fake.records[1].attempts, 1, "the interrupted attempt is recorded");
+      assert.deepEqual(fake.calls.slice(-2), ["release", "wake"]);
+      assert.equal(fake.heldSlots(), 0);
+      assert.ok(fake.records.every((r) => r.token === null), "no record stays leased");
+    },
+  );
+
+  await t.step("a run started after the abort sends nothing", async () => {
+    const fake = new FakeEndpoint("parallel", 1);
+    fake.emit(2);
+    fake.wakeRuns = false;
+    assert.equal(await fake.run(AbortSignal.abort()), "handed_over");
+    assert.deepEqual(fake.sent, []);
+    assert.deepEqual(fake.calls, ["claim", "release", "wake"]);
+    assert.equal(fake.heldSlots(), 0);
+  });
+
+  await t.step("an endpoint that no longer exists ends the run at once", async () => {
+    const calls: string[] = [];
+    const unexpected = (name: string) => () => {
+      calls.push(name);
+      return Promise.reject(new Error(`${name} called`));
+    };
+    const end = await drainEndpoint({
+      claim: () => Promise.resolve(null),
+      send: unexpected("send"),
+      recordAndClaimNext: unexpected("record"),
+      release: unexpected("release"),
+      wake: unexpected("wake"),
+      failPending: unexpected("failPending"),
+    }, { budget: NO_LIMIT, now: () => 0 });
+    assert.equal(end, "gone");
+    assert.deepEqual(calls, []);
+  });
+});
