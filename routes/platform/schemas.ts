@@ -26,17 +26,47 @@ export const ErrorBody = z.object({
   }),
 }).openapi("Error");
 
+/**
+ * Every answer carries `x-request-id` (the caller's, when it sent a valid one, or a fresh UUID): declared once as a
+ * component and referenced by every response of the document.
+ */
+export const REQUEST_ID_HEADER = {
+  description: "The request's id: the `x-request-id` the client sent (1 to 128 of `A-Za-z0-9._:-`), or a new UUID; " +
+    "logged with the request",
+  schema: { type: "string" as const },
+};
+export const requestIdHeader = { "x-request-id": { $ref: "#/components/headers/RequestId" } };
+
+const retryAfter = { "Retry-After": { schema: { type: "integer" as const }, description: "Seconds" } };
+const errorResponse = (description: string, headers: Record<string, unknown> = {}) => ({
+  description,
+  headers: { ...requestIdHeader, ...headers } as typeof requestIdHeader,
+  content: { "application/json": { schema: ErrorBody } },
+});
+
+/** The error responses any route of the service can give, whatever its path: busy, or broken. */
+export const serverErrorResponses = {
+  500: errorResponse("Unexpected failure; the body never says more, the logs do under the response's x-request-id"),
+  503: errorResponse("The instance is handling as many requests as it may; try again after `Retry-After`", retryAfter),
+} as const;
+
 /** The error responses every authenticated route can give, for the OpenAPI document. */
 export const errorResponses = {
-  400: { description: "Malformed body or missing fields", content: { "application/json": { schema: ErrorBody } } },
-  401: { description: "Missing or invalid bearer token", content: { "application/json": { schema: ErrorBody } } },
-  404: { description: "Unknown id (or another company's)", content: { "application/json": { schema: ErrorBody } } },
-  422: { description: "Invalid field values", content: { "application/json": { schema: ErrorBody } } },
-  429: {
-    description: "Over the company's request rate; `Retry-After` says in how many seconds to try again",
-    headers: { "Retry-After": { schema: { type: "integer" }, description: "Seconds" } },
-    content: { "application/json": { schema: ErrorBody } },
-  },
+  400: errorResponse("Malformed body or missing fields"),
+  401: errorResponse("Missing or invalid bearer token"),
+  404: errorResponse("Unknown id (or another company's)"),
+  422: errorResponse("Invalid field values"),
+  429: errorResponse(
+    "Over the company's request rate; `Retry-After` says in how many seconds to try again",
+    retryAfter,
+  ),
+  ...serverErrorResponses,
+} as const;
+
+/** Every POST and PUT: whatever it sends, a body over 22 MB is refused before it is read. */
+export const bodyErrorResponses = {
+  ...errorResponses,
+  413: errorResponse("Body over 22 MB"),
 } as const;
 
 export const jsonBody = <T extends z.ZodType>(schema: T) => ({
@@ -46,5 +76,6 @@ export const jsonBody = <T extends z.ZodType>(schema: T) => ({
 
 export const jsonResponse = <T extends z.ZodType>(description: string, schema: T) => ({
   description,
+  headers: requestIdHeader,
   content: { "application/json": { schema } },
 });

@@ -12,6 +12,7 @@ import { Transaction, TransactionValue } from "./schemas.ts";
 const tags = ["Transactions"];
 
 const list = createRoute({
+  operationId: "listSubjectTransactions",
   method: "get",
   path: "/api/v1/subject/{id}/transactions",
   tags,
@@ -24,6 +25,7 @@ const list = createRoute({
 });
 
 const values = createRoute({
+  operationId: "getSubjectTransactionValues",
   method: "get",
   path: "/api/v1/subject/{id}/transaction_values",
   tags,

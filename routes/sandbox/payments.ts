@@ -13,7 +13,7 @@ import type { Deps } from "../../domain/platform/deps.ts";
 import { newRouter } from "../platform/router.ts";
 import { alsoCheck } from "../platform/validation.ts";
 import { emptyBodyAsObject } from "../platform/optional_body.ts";
-import { errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
+import { bodyErrorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
 import {
   BankTransaction,
   BankTransactionBody,
@@ -29,13 +29,20 @@ import { Transaction } from "../rails/schemas.ts";
 const tags = ["Sandbox"];
 const envelope = <T extends z.ZodType>(description: string, schema: T) => ({
   201: jsonResponse(description, z.object({ data: schema })),
-  ...errorResponses,
+  ...bodyErrorResponses,
 });
 
-const post = <B extends z.ZodType, R extends z.ZodType>(path: string, summary: string, body: B, answer: R) =>
+const post = <B extends z.ZodType, R extends z.ZodType>(
+  operationId: string,
+  path: string,
+  summary: string,
+  body: B,
+  answer: R,
+) =>
   createRoute({
     method: "post",
     path,
+    operationId,
     tags,
     summary,
     request: { body: jsonBody(body) },
@@ -43,25 +50,35 @@ const post = <B extends z.ZodType, R extends z.ZodType>(path: string, summary: s
   });
 
 const payin = post(
+  "createSandboxPayin",
   "/api/sandbox/payins",
   "Funds for a subject arrive: identified (and exchange_created with exchange: true)",
   PayinBody,
   Transaction,
 );
 const payout = post(
+  "createSandboxPayout",
   "/api/sandbox/payouts",
   "Pay a subject out: identified, then wire_created (or wire_waiting_correction with fail_with)",
   PayoutBody,
   Transaction,
 );
 const cardPayment = post(
+  "createSandboxCardPayment",
   "/api/sandbox/card_payments",
   "A card payment: payment_approved or payment_failed",
   CardPaymentBody,
   Transaction,
 );
-const pixCharge = post("/api/sandbox/pix_charges", "Issue a dynamic PIX QR code (pending)", PixChargeBody, PixCharge);
+const pixCharge = post(
+  "createSandboxPixCharge",
+  "/api/sandbox/pix_charges",
+  "Issue a dynamic PIX QR code (pending)",
+  PixChargeBody,
+  PixCharge,
+);
 const payCharge = createRoute({
+  operationId: "paySandboxPixCharge",
   method: "post",
   path: "/api/sandbox/pix_charges/{id}/pay",
   tags,
@@ -71,6 +88,7 @@ const payCharge = createRoute({
   responses: envelope("Paid", Transaction),
 });
 const expireCharge = createRoute({
+  operationId: "expireSandboxPixCharge",
   method: "post",
   path: "/api/sandbox/pix_charges/{id}/expire",
   tags,
@@ -79,6 +97,7 @@ const expireCharge = createRoute({
   responses: envelope("Expired", PixCharge),
 });
 const bankTransaction = post(
+  "createSandboxBankTransaction",
   "/api/sandbox/bank_transactions",
   "A transfer from a payer: non_identified_bank_transaction, or identified when the payer is registered",
   BankTransactionBody,

@@ -5,14 +5,18 @@ import { reproveSubject, requestDocuments } from "../../domain/subjects/status.t
 import type { Tx } from "../../domain/platform/db.ts";
 import type { Deps } from "../../domain/platform/deps.ts";
 import { newRouter } from "../platform/router.ts";
-import { errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
+import { bodyErrorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
 import { Person } from "../subjects/schemas.ts";
 import { ReproveBody, RequestDocumentsBody } from "./schemas.ts";
 
 const tags = ["Sandbox"];
-const responses = { 201: jsonResponse("The person after the decision", z.object({ data: Person })), ...errorResponses };
+const responses = {
+  201: jsonResponse("The person after the decision", z.object({ data: Person })),
+  ...bodyErrorResponses,
+};
 
 const approve = createRoute({
+  operationId: "approveSandboxSubject",
   method: "post",
   path: "/api/sandbox/subjects/{id}/approve",
   tags,
@@ -22,6 +26,7 @@ const approve = createRoute({
 });
 
 const reprove = createRoute({
+  operationId: "reproveSandboxSubject",
   method: "post",
   path: "/api/sandbox/subjects/{id}/reprove",
   tags,
@@ -31,6 +36,7 @@ const reprove = createRoute({
 });
 
 const askDocuments = createRoute({
+  operationId: "requestSandboxSubjectDocuments",
   method: "post",
   path: "/api/sandbox/subjects/{id}/request_documents",
   tags,

@@ -8,13 +8,14 @@ import {
 import type { Deps } from "../../domain/platform/deps.ts";
 import { newRouter } from "../platform/router.ts";
 import { emptyBodyAsObject } from "../platform/optional_body.ts";
-import { errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
+import { bodyErrorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
 import { CancelSubscriptionBody, Subscription, SubscriptionBody } from "./schemas.ts";
 
 const tags = ["Sandbox"];
-const responses = { 201: jsonResponse("The subscription", z.object({ data: Subscription })), ...errorResponses };
+const responses = { 201: jsonResponse("The subscription", z.object({ data: Subscription })), ...bodyErrorResponses };
 
 const create = createRoute({
+  operationId: "createSandboxSubscription",
   method: "post",
   path: "/api/sandbox/subscriptions",
   tags,
@@ -24,6 +25,7 @@ const create = createRoute({
 });
 
 const pay = createRoute({
+  operationId: "paySandboxSubscriptionInvoice",
   method: "post",
   path: "/api/sandbox/subscriptions/{id}/pay_invoice",
   tags,
@@ -33,6 +35,7 @@ const pay = createRoute({
 });
 
 const cancel = createRoute({
+  operationId: "cancelSandboxSubscription",
   method: "post",
   path: "/api/sandbox/subscriptions/{id}/cancel",
   tags,

@@ -11,13 +11,14 @@ import {
 import type { Deps } from "../../domain/platform/deps.ts";
 import { newRouter } from "../platform/router.ts";
 import { alsoCheck } from "../platform/validation.ts";
-import { errorResponses, IdParam, jsonBody, jsonResponse, uuid } from "../platform/schemas.ts";
+import { bodyErrorResponses, errorResponses, IdParam, jsonBody, jsonResponse, uuid } from "../platform/schemas.ts";
 import { Person, PersonCreateBody, PersonUpdateBody } from "./schemas.ts";
 
 const tags = ["People"];
 const PersonEnvelope = z.object({ data: Person });
 
 const create = createRoute({
+  operationId: "registerPerson",
   method: "post",
   path: "/api/v1/subject/people",
   tags,
@@ -26,11 +27,12 @@ const create = createRoute({
   responses: {
     201: jsonResponse("Person created", PersonEnvelope),
     200: jsonResponse("Existing person (same document) updated", PersonEnvelope),
-    ...errorResponses,
+    ...bodyErrorResponses,
   },
 });
 
 const list = createRoute({
+  operationId: "listPeople",
   method: "get",
   path: "/api/v1/subject/people",
   tags,
@@ -40,15 +42,17 @@ const list = createRoute({
 });
 
 const update = createRoute({
+  operationId: "updatePerson",
   method: "put",
   path: "/api/v1/subject/people/{id}",
   tags,
   summary: "Update a person; omitted fields are left unchanged",
   request: { params: IdParam, body: jsonBody(PersonUpdateBody) },
-  responses: { 200: jsonResponse("Person updated", PersonEnvelope), ...errorResponses },
+  responses: { 200: jsonResponse("Person updated", PersonEnvelope), ...bodyErrorResponses },
 });
 
 const detail = createRoute({
+  operationId: "getPerson",
   method: "get",
   path: "/api/v1/subject/people/{id}",
   tags,
