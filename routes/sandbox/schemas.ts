@@ -14,9 +14,11 @@ const amount = z.preprocess(
   z.string().trim().min(1).regex(/^\d{1,18}(\.\d{1,2})?$/, "has invalid format"),
 ).pipe(z.string().refine((v) => (toCents(v) ?? 0n) > 0n, "must be greater than 0"))
   .openapi({ type: "string", example: "1500.00" });
-const currency = z.string().trim().toUpperCase().pipe(z.enum(CURRENCIES)).openapi({ example: "BRL" });
+const currency = z.string().trim().toUpperCase().pipe(z.enum(CURRENCIES))
+  .openapi({ type: "string", enum: [...CURRENCIES], example: "BRL" });
 /** An enum whose absence reads "can't be blank" (a bare z.enum would answer "must be one of" for it). */
-const oneOf = <T extends readonly [string, ...string[]]>(values: T) => z.string().trim().pipe(z.enum(values));
+const oneOf = <T extends readonly [string, ...string[]]>(values: T) =>
+  z.string().trim().pipe(z.enum(values)).openapi({ type: "string", enum: [...values] });
 const flag = z.boolean().nullish();
 
 export const PayinBody = z.object({
@@ -31,7 +33,11 @@ export const PayoutBody = z.object({
   bank_account_id: uuid,
   value: amount,
   currency,
-  fail_with: oneOf(WIRE_ERROR_CODES).nullish().openapi({ description: "The receiving bank refuses the account" }),
+  fail_with: oneOf(WIRE_ERROR_CODES).nullish().openapi({
+    type: ["string", "null"],
+    enum: [...WIRE_ERROR_CODES, null],
+    description: "The receiving bank refuses the account",
+  }),
 }).openapi("SandboxPayout");
 
 export const CardPaymentBody = z.object({
@@ -56,7 +62,8 @@ export const BankTransactionBody = z.object({
   currency,
   payer: z.object({
     document_number: requiredText(40),
-    document_type: z.string().trim().toLowerCase().pipe(z.enum(DOCUMENT_TYPES)),
+    document_type: z.string().trim().toLowerCase().pipe(z.enum(DOCUMENT_TYPES))
+      .openapi({ type: "string", enum: [...DOCUMENT_TYPES], example: "cpf" }),
     name: requiredText(),
     bank_account: z.object({
       bank: optionalText(),

@@ -3,8 +3,15 @@ import { DOCUMENT_TYPES, FISCAL_COUNTRIES, toAlpha3 } from "../../domain/subject
 import { decimalString, optionalText, requiredText } from "../platform/schemas.ts";
 import { DocumentInput } from "./document_schemas.ts";
 
-const documentType = z.string().trim().toLowerCase().pipe(z.enum(DOCUMENT_TYPES));
-const fiscalCountry = z.string().transform(toAlpha3).pipe(z.enum(FISCAL_COUNTRIES));
+const documentType = z.string().trim().toLowerCase().pipe(z.enum(DOCUMENT_TYPES))
+  .openapi({ type: "string", enum: [...DOCUMENT_TYPES], example: "cpf" });
+const fiscalCountry = z.string().transform(toAlpha3).pipe(z.enum(FISCAL_COUNTRIES))
+  .openapi({
+    type: "string",
+    enum: [...FISCAL_COUNTRIES],
+    example: "BRA",
+    description: "ISO 3166-1 alpha-3 (alpha-2 accepted)",
+  });
 
 const birthDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, { message: "has invalid format", abort: true }).refine(
   (s) => {
@@ -29,7 +36,7 @@ const optionalFields = {
   phone_area_code: nullable(z.string().trim().regex(/^\d{1,5}$/, "has invalid format")),
   phone_number: nullable(z.string().trim().regex(/^\d{4,15}$/, "has invalid format")),
   birth_date: nullable(birthDate),
-  net_monthly_average_income: nullable(decimalString),
+  net_monthly_average_income: nullable(decimalString).openapi({ type: ["string", "null"], example: "1500.00" }),
   address_street: optionalText(),
   address_number: optionalText(50),
   address_complement: optionalText(),

@@ -15,12 +15,25 @@ const enabledEvents = z.array(z.unknown()).superRefine((list, ctx) => {
     ctx.addIssue({ code: "custom", message: `must be one of: *, ${EVENT_TYPES.join(", ")}` });
   }
 }).transform((list) => [...new Set(list as string[])])
-  .openapi({ type: "array", items: { type: "string" }, example: ["*"] });
+  .openapi({
+    type: ["array", "null"],
+    items: { type: "string", enum: ["*", ...EVENT_TYPES] },
+    minItems: 1,
+    example: ["*"],
+    description: '`["*"]` (every type, the default) or a list of event types',
+  });
 
 /** Outbound renames: keys are known event types, values the names the receiver expects. */
 const eventMapping = z.record(z.string(), z.string().trim().min(1, "is invalid").max(100)).superRefine((map, ctx) => {
   if (!Object.keys(map).every((k) => KNOWN_TYPES.has(k))) ctx.addIssue({ code: "custom", message: ONE_OF_TYPES });
-}).nullable().openapi({ type: "object", additionalProperties: { type: "string" }, example: { identified: "paid" } });
+}).nullable().openapi({
+  type: ["object", "null"],
+  // keys are event types: each a property of its own, so a generated client knows them
+  properties: Object.fromEntries(EVENT_TYPES.map((t) => [t, { type: "string", minLength: 1, maxLength: 100 }])),
+  additionalProperties: false,
+  example: { identified: "paid" },
+  description: "Event type → the name the receiver gets instead; null removes every rename",
+});
 
 /** `null` counts as absent for fields that always have a value (defaults on create, unchanged on update). */
 const settings = {
@@ -138,7 +151,8 @@ export const EventsQuery = z.object({
   // digits only; any number over 100 means 100, however long
   per_page: z.string().trim().regex(/^\d+$/, "is invalid").transform((d) => d.length > 6 ? 100 : Number(d))
     .pipe(z.number().int().min(1)).transform((n) => Math.min(n, 100)).optional()
-    .openapi({ type: "string", description: "Default 20; values over 100 mean 100" }),
+    // typed as the integer it is; a query string carries it as digits
+    .openapi({ type: "integer", minimum: 1, description: "Default 20; values over 100 mean 100" }),
   order_by: z.enum(["desc", "asc"]).optional().openapi({ description: "By inserted_at; desc by default" }),
   status: z.enum(["pending", "succeeded", "failed"]).optional(),
   type: z.string().transform((s) => s.split(",").map((t) => t.trim()).filter(Boolean)).superRefine((list, ctx) => {
