@@ -11,7 +11,14 @@ import {
 import type { Deps } from "../../domain/platform/deps.ts";
 import { newRouter } from "../platform/router.ts";
 import { alsoCheck } from "../platform/validation.ts";
-import { BankAccount, BankAccountBody, SubjectBankAccountParams } from "./schemas.ts";
+import {
+  BANK_ACCOUNT_UPDATE_EXAMPLE,
+  BankAccount,
+  BankAccountBody,
+  INTERNATIONAL_BANK_ACCOUNT_EXAMPLE,
+  SUBJECT_BANK_ACCOUNT_EXAMPLE,
+  SubjectBankAccountParams,
+} from "./schemas.ts";
 import { bodyErrorResponses, errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
 
 const tags = ["Bank accounts"];
@@ -23,7 +30,7 @@ const create = createRoute({
   path: "/api/v1/subject/{id}/bank_accounts",
   tags,
   summary: "Register a customer bank account (BRL Brazil, MXN Mexico, COP Colombia)",
-  request: { params: IdParam, body: jsonBody(BankAccountBody) },
+  request: { params: IdParam, body: jsonBody(BankAccountBody, SUBJECT_BANK_ACCOUNT_EXAMPLE) },
   responses: { 201: jsonResponse("Bank account registered", Envelope), ...bodyErrorResponses },
 });
 
@@ -46,7 +53,7 @@ const update = createRoute({
   path: "/api/v1/subject/{id}/bank_accounts/{bank_account_id}",
   tags,
   summary: "Update a bank account; omitted fields are left unchanged",
-  request: { params: SubjectBankAccountParams, body: jsonBody(BankAccountBody) },
+  request: { params: SubjectBankAccountParams, body: jsonBody(BankAccountBody, BANK_ACCOUNT_UPDATE_EXAMPLE) },
   responses: { 200: jsonResponse("Bank account updated", Envelope), ...bodyErrorResponses },
 });
 
@@ -66,7 +73,7 @@ const createInternational = createRoute({
   path: "/api/v1/bank_accounts",
   tags,
   summary: "Register an international account of the company (USD or EUR)",
-  request: { body: jsonBody(BankAccountBody) },
+  request: { body: jsonBody(BankAccountBody, INTERNATIONAL_BANK_ACCOUNT_EXAMPLE) },
   responses: { 201: jsonResponse("Bank account registered", Envelope), ...bodyErrorResponses },
 });
 

@@ -56,6 +56,32 @@ export const BankAccountInput = z.object({
 
 export const BankAccountBody = z.object({ bank_account: BankAccountInput });
 
+/** A customer's account in Brazil, as registered or as the correction of a wire. */
+export const SUBJECT_BANK_ACCOUNT_EXAMPLE: z.input<typeof BankAccountBody> = {
+  bank_account: {
+    currency: "BRL",
+    owner_name: "Ana Souza",
+    account_number: "123456",
+    branch_number: "0001",
+    account_type: "conta-corrente",
+    bank: { code: "341", ispb: "60701190", name: "Itaú Unibanco S.A." },
+  },
+};
+
+export const BANK_ACCOUNT_UPDATE_EXAMPLE: z.input<typeof BankAccountBody> = { bank_account: { nickname: "Salary" } };
+
+export const INTERNATIONAL_BANK_ACCOUNT_EXAMPLE: z.input<typeof BankAccountBody> = {
+  bank_account: {
+    currency: "USD",
+    account_number: "000123456789",
+    owner_name: "Acme Inc",
+    owner_document_number: "12-3456789",
+    owner_document_type: "tax_id",
+    routing_number: "021000021",
+    bank: { swift: "CHASUS33", name: "JPMorgan Chase" },
+  },
+};
+
 export const SubjectBankAccountParams = z.object({
   id: uuid.openapi({ param: { name: "id", in: "path" }, format: "uuid" }),
   bank_account_id: uuid.openapi({ param: { name: "bank_account_id", in: "path" }, format: "uuid" }),

@@ -23,6 +23,7 @@ import {
   PixCharge,
   PixChargeBody,
   PixPaymentBody,
+  SANDBOX_EXAMPLES,
 } from "./schemas.ts";
 import { Transaction } from "../rails/schemas.ts";
 
@@ -37,6 +38,7 @@ const post = <B extends z.ZodType, R extends z.ZodType>(
   path: string,
   summary: string,
   body: B,
+  example: z.input<B>,
   answer: R,
 ) =>
   createRoute({
@@ -45,7 +47,7 @@ const post = <B extends z.ZodType, R extends z.ZodType>(
     operationId,
     tags,
     summary,
-    request: { body: jsonBody(body) },
+    request: { body: jsonBody(body, example) },
     responses: envelope("Created", answer),
   });
 
@@ -54,6 +56,7 @@ const payin = post(
   "/api/sandbox/payins",
   "Funds for a subject arrive: identified (and exchange_created with exchange: true)",
   PayinBody,
+  SANDBOX_EXAMPLES.payin,
   Transaction,
 );
 const payout = post(
@@ -61,6 +64,7 @@ const payout = post(
   "/api/sandbox/payouts",
   "Pay a subject out: identified, then wire_created (or wire_waiting_correction with fail_with)",
   PayoutBody,
+  SANDBOX_EXAMPLES.payout,
   Transaction,
 );
 const cardPayment = post(
@@ -68,6 +72,7 @@ const cardPayment = post(
   "/api/sandbox/card_payments",
   "A card payment: payment_approved or payment_failed",
   CardPaymentBody,
+  SANDBOX_EXAMPLES.cardPayment,
   Transaction,
 );
 const pixCharge = post(
@@ -75,6 +80,7 @@ const pixCharge = post(
   "/api/sandbox/pix_charges",
   "Issue a dynamic PIX QR code (pending)",
   PixChargeBody,
+  SANDBOX_EXAMPLES.pixCharge,
   PixCharge,
 );
 const payCharge = createRoute({
@@ -84,7 +90,7 @@ const payCharge = createRoute({
   tags,
   summary: "Pay the QR code: identified, or payment_refunded for a refused third-party payer",
   middleware: [emptyBodyAsObject] as const,
-  request: { params: IdParam, body: { ...jsonBody(PixPaymentBody), required: false } },
+  request: { params: IdParam, body: { ...jsonBody(PixPaymentBody, SANDBOX_EXAMPLES.pixPayment), required: false } },
   responses: envelope("Paid", Transaction),
 });
 const expireCharge = createRoute({
@@ -101,6 +107,7 @@ const bankTransaction = post(
   "/api/sandbox/bank_transactions",
   "A transfer from a payer: non_identified_bank_transaction, or identified when the payer is registered",
   BankTransactionBody,
+  SANDBOX_EXAMPLES.bankTransaction,
   BankTransaction,
 );
 

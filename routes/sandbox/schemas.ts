@@ -145,3 +145,35 @@ export const Subscription = z.object({
   inserted_at: z.string(),
   updated_at: z.string(),
 }).openapi("SandboxSubscriptionRecord");
+
+/** Ids in the examples below stand for a person and one of their accounts registered beforehand. */
+const SUBJECT_ID = "0193a6e4-5b1c-7d2e-8f3a-4b5c6d7e8f90";
+const BANK_ACCOUNT_ID = "0193a6e4-6c2d-7e3f-9a4b-5c6d7e8f9a01";
+
+export const SANDBOX_EXAMPLES = {
+  payin: { subject_id: SUBJECT_ID, value: "1500.00", currency: "BRL" },
+  payout: { subject_id: SUBJECT_ID, bank_account_id: BANK_ACCOUNT_ID, value: "250.00", currency: "BRL" },
+  cardPayment: { subject_id: SUBJECT_ID, value: "99.90", currency: "BRL", outcome: "approved" },
+  pixCharge: { subject_id: SUBJECT_ID, value: "45.00" },
+  pixPayment: {},
+  bankTransaction: {
+    value: "300.00",
+    currency: "BRL",
+    payer: { document_number: "52998224725", document_type: "cpf", name: "Ana Souza" },
+  },
+  reprove: { items: ["proof_of_address_missing"], reason: "No proof of address on file" },
+  requestDocuments: { required_documents: ["proof_of_address"] },
+  subscription: { subject_id: SUBJECT_ID, cycles: 12 },
+  cancelSubscription: { by_payer: false, reason: "Plan discontinued" },
+} satisfies {
+  payin: z.input<typeof PayinBody>;
+  payout: z.input<typeof PayoutBody>;
+  cardPayment: z.input<typeof CardPaymentBody>;
+  pixCharge: z.input<typeof PixChargeBody>;
+  pixPayment: z.input<typeof PixPaymentBody>;
+  bankTransaction: z.input<typeof BankTransactionBody>;
+  reprove: z.input<typeof ReproveBody>;
+  requestDocuments: z.input<typeof RequestDocumentsBody>;
+  subscription: z.input<typeof SubscriptionBody>;
+  cancelSubscription: z.input<typeof CancelSubscriptionBody>;
+};

@@ -7,7 +7,7 @@ import type { Deps } from "../../domain/platform/deps.ts";
 import { newRouter } from "../platform/router.ts";
 import { bodyErrorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
 import { Person } from "../subjects/schemas.ts";
-import { ReproveBody, RequestDocumentsBody } from "./schemas.ts";
+import { ReproveBody, RequestDocumentsBody, SANDBOX_EXAMPLES } from "./schemas.ts";
 
 const tags = ["Sandbox"];
 const responses = {
@@ -31,7 +31,7 @@ const reprove = createRoute({
   path: "/api/sandbox/subjects/{id}/reprove",
   tags,
   summary: "Back office rejects documents: subject_reproved",
-  request: { params: IdParam, body: jsonBody(ReproveBody) },
+  request: { params: IdParam, body: jsonBody(ReproveBody, SANDBOX_EXAMPLES.reprove) },
   responses,
 });
 
@@ -41,7 +41,7 @@ const askDocuments = createRoute({
   path: "/api/sandbox/subjects/{id}/request_documents",
   tags,
   summary: "Back office asks for documents, status unchanged: document_required",
-  request: { params: IdParam, body: jsonBody(RequestDocumentsBody) },
+  request: { params: IdParam, body: jsonBody(RequestDocumentsBody, SANDBOX_EXAMPLES.requestDocuments) },
   responses,
 });
 

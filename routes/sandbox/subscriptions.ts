@@ -9,7 +9,7 @@ import type { Deps } from "../../domain/platform/deps.ts";
 import { newRouter } from "../platform/router.ts";
 import { emptyBodyAsObject } from "../platform/optional_body.ts";
 import { bodyErrorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
-import { CancelSubscriptionBody, Subscription, SubscriptionBody } from "./schemas.ts";
+import { CancelSubscriptionBody, SANDBOX_EXAMPLES, Subscription, SubscriptionBody } from "./schemas.ts";
 
 const tags = ["Sandbox"];
 const responses = { 201: jsonResponse("The subscription", z.object({ data: Subscription })), ...bodyErrorResponses };
@@ -20,7 +20,7 @@ const create = createRoute({
   path: "/api/sandbox/subscriptions",
   tags,
   summary: "An automatic PIX subscription awaiting authorization: subscription_qr_code_generated",
-  request: { body: jsonBody(SubscriptionBody) },
+  request: { body: jsonBody(SubscriptionBody, SANDBOX_EXAMPLES.subscription) },
   responses,
 });
 
@@ -41,7 +41,10 @@ const cancel = createRoute({
   tags,
   summary: "Cancelled by the merchant or the payer: subscription_canceled",
   middleware: [emptyBodyAsObject] as const,
-  request: { params: IdParam, body: { ...jsonBody(CancelSubscriptionBody), required: false } },
+  request: {
+    params: IdParam,
+    body: { ...jsonBody(CancelSubscriptionBody, SANDBOX_EXAMPLES.cancelSubscription), required: false },
+  },
   responses,
 });
 

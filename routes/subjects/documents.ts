@@ -5,7 +5,7 @@ import { newRouter } from "../platform/router.ts";
 import { alsoCheck } from "../platform/validation.ts";
 import { prepareDocument } from "../../domain/subjects/documents.ts";
 import { bodyErrorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
-import { DocumentUploadBody } from "./document_schemas.ts";
+import { DOCUMENT_UPLOAD_EXAMPLE, DocumentUploadBody } from "./document_schemas.ts";
 import { DocumentSummary } from "./schemas.ts";
 
 const upload = createRoute({
@@ -14,7 +14,7 @@ const upload = createRoute({
   path: "/api/v1/subject/{id}/documents",
   tags: ["Documents"],
   summary: "Upload a customer document, by Base64 file (at most 15 MB) or by URL",
-  request: { params: IdParam, body: jsonBody(DocumentUploadBody) },
+  request: { params: IdParam, body: jsonBody(DocumentUploadBody, DOCUMENT_UPLOAD_EXAMPLE) },
   responses: {
     201: jsonResponse("Document stored", z.object({ data: DocumentSummary })),
     ...bodyErrorResponses,

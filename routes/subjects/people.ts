@@ -12,7 +12,7 @@ import type { Deps } from "../../domain/platform/deps.ts";
 import { newRouter } from "../platform/router.ts";
 import { alsoCheck } from "../platform/validation.ts";
 import { bodyErrorResponses, errorResponses, IdParam, jsonBody, jsonResponse, uuid } from "../platform/schemas.ts";
-import { Person, PersonCreateBody, PersonUpdateBody } from "./schemas.ts";
+import { Person, PERSON_CREATE_EXAMPLE, PERSON_UPDATE_EXAMPLE, PersonCreateBody, PersonUpdateBody } from "./schemas.ts";
 
 const tags = ["People"];
 const PersonEnvelope = z.object({ data: Person });
@@ -23,7 +23,7 @@ const create = createRoute({
   path: "/api/v1/subject/people",
   tags,
   summary: "Register a person, or update the one with the same document number",
-  request: { body: jsonBody(PersonCreateBody) },
+  request: { body: jsonBody(PersonCreateBody, PERSON_CREATE_EXAMPLE) },
   responses: {
     201: jsonResponse("Person created", PersonEnvelope),
     200: jsonResponse("Existing person (same document) updated", PersonEnvelope),
@@ -47,7 +47,7 @@ const update = createRoute({
   path: "/api/v1/subject/people/{id}",
   tags,
   summary: "Update a person; omitted fields are left unchanged",
-  request: { params: IdParam, body: jsonBody(PersonUpdateBody) },
+  request: { params: IdParam, body: jsonBody(PersonUpdateBody, PERSON_UPDATE_EXAMPLE) },
   responses: { 200: jsonResponse("Person updated", PersonEnvelope), ...bodyErrorResponses },
 });
 

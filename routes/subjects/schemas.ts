@@ -59,6 +59,19 @@ export const PersonCreate = z.object({
 
 export const PersonCreateBody = z.object({ person: PersonCreate });
 
+export const PERSON_CREATE_EXAMPLE: z.input<typeof PersonCreateBody> = {
+  person: {
+    document_number: "52998224725",
+    document_type: "cpf",
+    social_name: "Ana Souza",
+    fiscal_country: "BRA",
+    email: "ana@example.com",
+    birth_date: "1990-05-17",
+    address_city: "São Paulo",
+    address_state: "SP",
+  },
+};
+
 /** PUT: every field optional; the document pair is the identity and cannot change. */
 export const PersonUpdate = z.object({
   social_name: requiredText().optional(),
@@ -76,6 +89,15 @@ export const PersonUpdate = z.object({
 } as never).openapi("PersonUpdate");
 
 export const PersonUpdateBody = z.object({ person: PersonUpdate });
+
+export const PERSON_UPDATE_EXAMPLE: z.input<typeof PersonUpdateBody> = {
+  person: {
+    email: "ana.souza@example.com",
+    phone_country_code: "55",
+    phone_area_code: "11",
+    phone_number: "987654321",
+  },
+};
 
 export type PersonCreateInput = z.output<typeof PersonCreate>;
 export type PersonUpdateInput = z.output<typeof PersonUpdate>;

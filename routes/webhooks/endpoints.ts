@@ -17,7 +17,14 @@ import { secretBoxFor } from "../../domain/platform/secret_box.ts";
 import { newRouter } from "../platform/router.ts";
 import { alsoCheck } from "../platform/validation.ts";
 import { bodyErrorResponses, errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
-import { Endpoint, EndpointCreateBody, EndpointUpdateBody, RotatedSecret } from "./schemas.ts";
+import {
+  Endpoint,
+  ENDPOINT_CREATE_EXAMPLE,
+  ENDPOINT_UPDATE_EXAMPLE,
+  EndpointCreateBody,
+  EndpointUpdateBody,
+  RotatedSecret,
+} from "./schemas.ts";
 
 const tags = ["Webhook endpoints"];
 const base = "/api/v2/notifications/endpoints";
@@ -35,7 +42,7 @@ const create = createRoute({
   path: base,
   tags,
   summary: "Create a webhook endpoint; the response carries its signing secret",
-  request: { body: jsonBody(EndpointCreateBody) },
+  request: { body: jsonBody(EndpointCreateBody, ENDPOINT_CREATE_EXAMPLE) },
   responses: { 201: jsonResponse("Endpoint created", EndpointEnvelope), ...bodyErrorResponses },
 });
 
@@ -64,7 +71,7 @@ const update = createRoute({
   path: `${base}/{id}`,
   tags,
   summary: "Update an endpoint; omitted fields are left unchanged",
-  request: { params: IdParam, body: jsonBody(EndpointUpdateBody) },
+  request: { params: IdParam, body: jsonBody(EndpointUpdateBody, ENDPOINT_UPDATE_EXAMPLE) },
   responses: { 200: jsonResponse("Endpoint updated", EndpointEnvelope), ...bodyErrorResponses },
 });
 

@@ -55,6 +55,17 @@ const url = requiredText(2048).openapi({ example: "https://example.com/webhooks"
 export const EndpointCreateBody = z.object({ url, ...settings }).openapi("WebhookEndpointCreate");
 export const EndpointUpdateBody = z.object({ url: url.optional(), ...settings }).openapi("WebhookEndpointUpdate");
 
+export const ENDPOINT_CREATE_EXAMPLE: z.input<typeof EndpointCreateBody> = {
+  url: "https://example.com/webhooks",
+  enabled_events: ["*"],
+  delivery_mode: "sequential",
+};
+
+export const ENDPOINT_UPDATE_EXAMPLE: z.input<typeof EndpointUpdateBody> = {
+  enabled_events: ["identified", "wire_created"],
+  event_mapping: { identified: "paid" },
+};
+
 const ts = z.string().openapi({ example: "2026-11-21T07:00:00.123Z" });
 
 const PreviousSecret = z.object({
