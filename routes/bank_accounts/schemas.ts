@@ -83,8 +83,12 @@ export const INTERNATIONAL_BANK_ACCOUNT_EXAMPLE: z.input<typeof BankAccountBody>
 };
 
 export const SubjectBankAccountParams = z.object({
-  id: uuid.openapi({ param: { name: "id", in: "path" }, format: "uuid" }),
-  bank_account_id: uuid.openapi({ param: { name: "bank_account_id", in: "path" }, format: "uuid" }),
+  id: uuid.openapi({ param: { name: "id", in: "path" }, format: "uuid", description: "The person's id" }),
+  bank_account_id: uuid.openapi({
+    param: { name: "bank_account_id", in: "path" },
+    format: "uuid",
+    description: "The bank account's id",
+  }),
 });
 
 const sn = z.string().nullable();

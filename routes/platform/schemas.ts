@@ -10,7 +10,18 @@ export const optionalText = (max = 255) => z.string().trim().max(max).nullish().
 
 export const uuid = z.string().regex(UUID_RE, "is invalid").transform((s) => s.toLowerCase());
 
-export const IdParam = z.object({ id: uuid.openapi({ param: { name: "id", in: "path" }, format: "uuid" }) });
+export const IdParam = z.object({
+  id: uuid.openapi({
+    param: { name: "id", in: "path" },
+    format: "uuid",
+    description: "The id of the resource the path names (for `/subject/{id}/...`, the person's)",
+  }),
+});
+
+/** The cursor of the lists that page by id. */
+export const LastIdQuery = z.object({
+  last_id: uuid.optional().openapi({ description: "Id of the last record of the previous page; absent for the first" }),
+});
 
 /** A decimal amount with at most two places, as a string (a JSON number is read as its text, never as a float). */
 export const decimalString = z.union([z.string().trim(), z.number()])

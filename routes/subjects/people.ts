@@ -11,7 +11,14 @@ import {
 import type { Deps } from "../../domain/platform/deps.ts";
 import { newRouter } from "../platform/router.ts";
 import { alsoCheck } from "../platform/validation.ts";
-import { bodyErrorResponses, errorResponses, IdParam, jsonBody, jsonResponse, uuid } from "../platform/schemas.ts";
+import {
+  bodyErrorResponses,
+  errorResponses,
+  IdParam,
+  jsonBody,
+  jsonResponse,
+  LastIdQuery,
+} from "../platform/schemas.ts";
 import { Person, PERSON_CREATE_EXAMPLE, PERSON_UPDATE_EXAMPLE, PersonCreateBody, PersonUpdateBody } from "./schemas.ts";
 
 const tags = ["People"];
@@ -37,7 +44,7 @@ const list = createRoute({
   path: "/api/v1/subject/people",
   tags,
   summary: "List persons, 100 per page, ascending",
-  request: { query: z.object({ last_id: uuid.optional() }) },
+  request: { query: LastIdQuery },
   responses: { 200: jsonResponse("A page of persons", z.object({ data: z.array(Person) })), ...errorResponses },
 });
 

@@ -165,13 +165,17 @@ export const EventsQuery = z.object({
     // typed as the integer it is; a query string carries it as digits
     .openapi({ type: "integer", minimum: 1, description: "Default 20; values over 100 mean 100" }),
   order_by: z.enum(["desc", "asc"]).optional().openapi({ description: "By inserted_at; desc by default" }),
-  status: z.enum(["pending", "succeeded", "failed"]).optional(),
+  status: z.enum(["pending", "succeeded", "failed"]).optional().openapi({ description: "Only records in this state" }),
   type: z.string().transform((s) => s.split(",").map((t) => t.trim()).filter(Boolean)).superRefine((list, ctx) => {
     if (list.length === 0 || !list.every((t) => KNOWN_TYPES.has(t))) {
       ctx.addIssue({ code: "custom", message: ONE_OF_TYPES });
     }
-  }).optional().openapi({ type: "string", description: "One type or a comma-separated list" }),
-  endpoint_id: queryUuid.optional(),
+  }).optional().openapi({
+    type: "string",
+    example: "identified,wire_created",
+    description: `One event type or a comma-separated list of them: ${EVENT_TYPES.join(", ")}`,
+  }),
+  endpoint_id: queryUuid.optional().openapi({ description: "Only records of this endpoint" }),
   from: timeBound.optional().openapi({ description: "Inclusive, UTC; YYYY-MM-DD or a full datetime" }),
   to: timeBound.optional().openapi({ description: "Inclusive, UTC; YYYY-MM-DD (the whole day) or a full datetime" }),
 });
