@@ -48,10 +48,11 @@ export const REQUEST_ID_HEADER = {
 };
 export const requestIdHeader = { "x-request-id": { $ref: "#/components/headers/RequestId" } };
 
-const retryAfter = { "Retry-After": { schema: { type: "integer" as const }, description: "Seconds" } };
-const errorResponse = (description: string, headers: Record<string, unknown> = {}) => ({
+type Header = { $ref: string } | { description: string; schema: { type: "string" | "integer" } };
+const retryAfter: Record<string, Header> = { "Retry-After": { schema: { type: "integer" }, description: "Seconds" } };
+const errorResponse = (description: string, headers: Record<string, Header> = {}) => ({
   description,
-  headers: { ...requestIdHeader, ...headers } as typeof requestIdHeader,
+  headers: { ...requestIdHeader, ...headers },
   content: { "application/json": { schema: ErrorBody } },
 });
 
