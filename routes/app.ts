@@ -16,6 +16,8 @@ import { operationsRoutes } from "./operations.ts";
 import { docsRoutes } from "./docs.ts";
 import { metrics } from "../domain/platform/metrics.ts";
 import { peopleRoutes } from "./subjects/people.ts";
+import { REQUEST_ID_HEADER } from "./platform/schemas.ts";
+import { API_DESCRIPTION, TAGS } from "./platform/document.ts";
 import { webhookEndpointRoutes } from "./webhooks/endpoints.ts";
 import { webhookEventRoutes } from "./webhooks/events.ts";
 import { bankAccountRoutes } from "./bank_accounts/bank_accounts.ts";
@@ -86,9 +88,13 @@ export function createApp(deps: Deps) {
       "`iat` and `exp` at most JWT_MAX_TTL_SECONDS (30 days by default) apart.",
   });
   documentIdempotencyKey(app.openAPIRegistry);
+  app.openAPIRegistry.registerComponent("headers", "RequestId", REQUEST_ID_HEADER);
   app.doc31("/openapi.json", {
     openapi: "3.1.0",
-    info: { title: "Payments integrator API", version: "1.0.0" },
+    info: { title: "Payments integrator API", version: "1.0.0", description: API_DESCRIPTION },
+    // relative: the document is served by the instance it describes, whatever host and port reach it
+    servers: [{ url: "/", description: "This instance" }],
+    tags: TAGS,
     security: [{ bearerAuth: [] }],
   });
 

@@ -5,6 +5,7 @@ import { newRouter } from "./platform/router.ts";
 import { gauge, renderMetrics } from "../domain/platform/metrics.ts";
 import { unauthorized } from "../domain/platform/errors.ts";
 import { bearerMatches } from "../domain/platform/tokens.ts";
+import { ErrorBody, jsonResponse, requestIdHeader, serverErrorResponses } from "./platform/schemas.ts";
 
 const Health = z.object({ status: z.string() }).openapi("Health");
 const Readiness = z.object({ status: z.string(), database: z.string(), worker: z.string() }).openapi("Readiness");
@@ -12,37 +13,51 @@ const Readiness = z.object({ status: z.string(), database: z.string(), worker: z
 const healthz = createRoute({
   method: "get",
   path: "/healthz",
+  operationId: "getHealth",
   tags: ["Operations"],
   security: [], // no bearer token needed
   summary: "Liveness: the process serves and the database answers",
   responses: {
-    200: { description: "Healthy", content: { "application/json": { schema: Health } } },
-    503: { description: "Database unreachable", content: { "application/json": { schema: Health } } },
+    200: jsonResponse("Healthy", Health),
+    500: serverErrorResponses[500],
+    // never busy: liveness is exempt from the in-flight limit
+    503: jsonResponse("Database unreachable", Health),
   },
 });
 
 const readyz = createRoute({
   method: "get",
   path: "/readyz",
+  operationId: "getReadiness",
   tags: ["Operations"],
   security: [], // no bearer token needed
   summary: "Readiness: the database answers and the worker runs (or is off by configuration)",
   responses: {
-    200: { description: "Ready", content: { "application/json": { schema: Readiness } } },
-    503: { description: "Not ready", content: { "application/json": { schema: Readiness } } },
+    200: jsonResponse("Ready", Readiness),
+    ...serverErrorResponses,
+    503: jsonResponse(
+      "Not ready, or the instance is busy (an error body with `Retry-After`)",
+      z.union([Readiness, ErrorBody]),
+    ),
   },
 });
 
 const metricsRoute = createRoute({
   method: "get",
   path: "/metrics",
+  operationId: "getMetrics",
   tags: ["Operations"],
   security: [], // not a company token: METRICS_TOKEN, when it is set
   summary: "Prometheus metrics: HTTP requests, webhook deliveries, queue depth",
   description: "With METRICS_TOKEN set, answers only `Authorization: Bearer <METRICS_TOKEN>` (401 otherwise).",
   responses: {
-    200: { description: "Prometheus text format", content: { "text/plain": { schema: z.string() } } },
-    401: { description: "METRICS_TOKEN is set and the request does not carry it" },
+    200: {
+      description: "Prometheus text format",
+      headers: requestIdHeader,
+      content: { "text/plain": { schema: z.string() } },
+    },
+    401: jsonResponse("METRICS_TOKEN is set and the request does not carry it", ErrorBody),
+    ...serverErrorResponses,
   },
 });
 

@@ -80,7 +80,7 @@ const COLOMBIA_ACCOUNT_LABELS: Record<string, string> = {
   "cuentas nomina": "salary",
   "cuentas pensionales": "payment",
 };
-const COLOMBIA_LABEL_NAMES = ["Conta Corriente", "Cuenta de Ahorros", "Cuentas Nomina", "Cuentas pensionales"];
+export const COLOMBIA_LABEL_NAMES = ["Conta Corriente", "Cuenta de Ahorros", "Cuentas Nomina", "Cuentas pensionales"];
 
 export const PIX_KEY_TYPES = ["CPF", "CNPJ", "EMAIL", "PHONE", "EVP"] as const;
 

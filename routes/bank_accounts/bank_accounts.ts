@@ -11,22 +11,31 @@ import {
 import type { Deps } from "../../domain/platform/deps.ts";
 import { newRouter } from "../platform/router.ts";
 import { alsoCheck } from "../platform/validation.ts";
-import { BankAccount, BankAccountBody, SubjectBankAccountParams } from "./schemas.ts";
-import { errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
+import {
+  BANK_ACCOUNT_UPDATE_EXAMPLE,
+  BankAccount,
+  BankAccountBody,
+  INTERNATIONAL_BANK_ACCOUNT_EXAMPLE,
+  SUBJECT_BANK_ACCOUNT_EXAMPLE,
+  SubjectBankAccountParams,
+} from "./schemas.ts";
+import { bodyErrorResponses, errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
 
 const tags = ["Bank accounts"];
 const Envelope = z.object({ data: BankAccount });
 
 const create = createRoute({
+  operationId: "createSubjectBankAccount",
   method: "post",
   path: "/api/v1/subject/{id}/bank_accounts",
   tags,
   summary: "Register a customer bank account (BRL Brazil, MXN Mexico, COP Colombia)",
-  request: { params: IdParam, body: jsonBody(BankAccountBody) },
-  responses: { 201: jsonResponse("Bank account registered", Envelope), ...errorResponses },
+  request: { params: IdParam, body: jsonBody(BankAccountBody, SUBJECT_BANK_ACCOUNT_EXAMPLE) },
+  responses: { 201: jsonResponse("Bank account registered", Envelope), ...bodyErrorResponses },
 });
 
 const list = createRoute({
+  operationId: "listSubjectBankAccounts",
   method: "get",
   path: "/api/v1/subject/{id}/bank_accounts",
   tags,
@@ -39,15 +48,17 @@ const list = createRoute({
 });
 
 const update = createRoute({
+  operationId: "updateSubjectBankAccount",
   method: "put",
   path: "/api/v1/subject/{id}/bank_accounts/{bank_account_id}",
   tags,
   summary: "Update a bank account; omitted fields are left unchanged",
-  request: { params: SubjectBankAccountParams, body: jsonBody(BankAccountBody) },
-  responses: { 200: jsonResponse("Bank account updated", Envelope), ...errorResponses },
+  request: { params: SubjectBankAccountParams, body: jsonBody(BankAccountBody, BANK_ACCOUNT_UPDATE_EXAMPLE) },
+  responses: { 200: jsonResponse("Bank account updated", Envelope), ...bodyErrorResponses },
 });
 
 const detail = createRoute({
+  operationId: "getSubjectBankAccount",
   method: "get",
   path: "/api/v1/subject/{id}/bank_accounts/{bank_account_id}",
   tags,
@@ -57,12 +68,13 @@ const detail = createRoute({
 });
 
 const createInternational = createRoute({
+  operationId: "createInternationalBankAccount",
   method: "post",
   path: "/api/v1/bank_accounts",
   tags,
   summary: "Register an international account of the company (USD or EUR)",
-  request: { body: jsonBody(BankAccountBody) },
-  responses: { 201: jsonResponse("Bank account registered", Envelope), ...errorResponses },
+  request: { body: jsonBody(BankAccountBody, INTERNATIONAL_BANK_ACCOUNT_EXAMPLE) },
+  responses: { 201: jsonResponse("Bank account registered", Envelope), ...bodyErrorResponses },
 });
 
 export function bankAccountRoutes({ sql }: Deps) {

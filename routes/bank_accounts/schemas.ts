@@ -1,5 +1,12 @@
 import { z } from "@hono/zod-openapi";
 import { uuid } from "../platform/schemas.ts";
+import {
+  ACCOUNT_TYPES,
+  COLOMBIA_LABEL_NAMES,
+  INTERNATIONAL_CURRENCIES,
+  PIX_KEY_TYPES,
+  SUBJECT_CURRENCIES,
+} from "../../domain/bank_accounts/rules.ts";
 
 /**
  * Only the shape is checked here (strings where strings go, objects where objects go); which fields each country
@@ -13,22 +20,32 @@ export const BankInput = z.object({
   ispb: text(20).openapi({ example: "60701190", description: "Brazil: 8 digits" }),
   name: text().openapi({ example: "Itaú Unibanco S.A." }),
   swift: text(20).openapi({ example: "DEUTDEFF", description: "International: a BIC of 8 or 11 characters" }),
-}).openapi("BankInput");
+});
 
 export const PixInfoInput = z.object({
-  type: text(10).openapi({ example: "EMAIL", description: "CPF, CNPJ, EMAIL, PHONE or EVP" }),
+  type: text(10).openapi({ type: ["string", "null"], enum: [...PIX_KEY_TYPES, null], example: "EMAIL" }),
   key: text(100).openapi({ example: "ana@example.com", description: "PHONE keys: + and the country code" }),
-}).openapi("PixInfoInput");
+});
 
 export const BankAccountInput = z.object({
-  currency: text(10).openapi({ example: "BRL", description: "BRL, MXN or COP (subject); USD or EUR (international)" }),
+  currency: text(10).openapi({
+    type: ["string", "null"],
+    enum: [...Object.keys(SUBJECT_CURRENCIES), ...INTERNATIONAL_CURRENCIES, null],
+    example: "BRL",
+    description: "BRL, MXN or COP (subject); USD or EUR (international)",
+  }),
   owner_name: text(),
   owner_document_number: text(40),
   owner_document_type: text(20).openapi({ description: "cpf/cnpj, curp/rfc, cc/nit, tax_id" }),
   account_number: text(40).openapi({ description: "In Mexico the 18-digit CLABE" }),
   branch_number: text(20),
   branch_country: text(60).openapi({ example: "BRA", description: "ISO 3166-1 alpha-3 (alpha-2 accepted)" }),
-  account_type: text(40).openapi({ example: "conta-corrente" }),
+  account_type: text(40).openapi({
+    type: ["string", "null"],
+    enum: [...ACCOUNT_TYPES, ...COLOMBIA_LABEL_NAMES, null],
+    example: "conta-corrente",
+    description: "Brazil conta-corrente or poupanca; Colombia also its own labels (any case)",
+  }),
   routing_number: text(20),
   iban: text(50),
   aba: text(20),
@@ -39,9 +56,39 @@ export const BankAccountInput = z.object({
 
 export const BankAccountBody = z.object({ bank_account: BankAccountInput });
 
+/** A customer's account in Brazil, as registered or as the correction of a wire. */
+export const SUBJECT_BANK_ACCOUNT_EXAMPLE: z.input<typeof BankAccountBody> = {
+  bank_account: {
+    currency: "BRL",
+    owner_name: "Ana Souza",
+    account_number: "123456",
+    branch_number: "0001",
+    account_type: "conta-corrente",
+    bank: { code: "341", ispb: "60701190", name: "Itaú Unibanco S.A." },
+  },
+};
+
+export const BANK_ACCOUNT_UPDATE_EXAMPLE: z.input<typeof BankAccountBody> = { bank_account: { nickname: "Salary" } };
+
+export const INTERNATIONAL_BANK_ACCOUNT_EXAMPLE: z.input<typeof BankAccountBody> = {
+  bank_account: {
+    currency: "USD",
+    account_number: "000123456789",
+    owner_name: "Acme Inc",
+    owner_document_number: "12-3456789",
+    owner_document_type: "tax_id",
+    routing_number: "021000021",
+    bank: { swift: "CHASUS33", name: "JPMorgan Chase" },
+  },
+};
+
 export const SubjectBankAccountParams = z.object({
-  id: uuid.openapi({ param: { name: "id", in: "path" }, format: "uuid" }),
-  bank_account_id: uuid.openapi({ param: { name: "bank_account_id", in: "path" }, format: "uuid" }),
+  id: uuid.openapi({ param: { name: "id", in: "path" }, format: "uuid", description: "The person's id" }),
+  bank_account_id: uuid.openapi({
+    param: { name: "bank_account_id", in: "path" },
+    format: "uuid",
+    description: "The bank account's id",
+  }),
 });
 
 const sn = z.string().nullable();

@@ -10,6 +10,7 @@ import {
 import type { Sql } from "../../domain/platform/db.ts";
 import { log } from "../../domain/platform/log.ts";
 import type { AppEnv } from "./validation.ts";
+import { requestIdHeader } from "./schemas.ts";
 
 const HEADER = "idempotency-key";
 const MAX_KEY_LENGTH = 255;
@@ -105,7 +106,10 @@ export function documentIdempotencyKey(registry: OpenAPIHono["openAPIRegistry"])
       "and 429 are not kept, so the same key can be retried after them.",
     schema: { type: "string", minLength: 1, maxLength: MAX_KEY_LENGTH, pattern: "^[\\x20-\\x7E]+$" },
   });
-  const error = { content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };
+  const error = {
+    headers: requestIdHeader,
+    content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
+  };
   for (const definition of registry.definitions) {
     if (definition.type !== "route") continue;
     const route = definition.route;

@@ -6,17 +6,18 @@ import {
 } from "../../domain/rails/transactions.ts";
 import type { Deps } from "../../domain/platform/deps.ts";
 import { newRouter } from "../platform/router.ts";
-import { errorResponses, IdParam, jsonResponse, uuid } from "../platform/schemas.ts";
+import { errorResponses, IdParam, jsonResponse, LastIdQuery } from "../platform/schemas.ts";
 import { Transaction, TransactionValue } from "./schemas.ts";
 
 const tags = ["Transactions"];
 
 const list = createRoute({
+  operationId: "listSubjectTransactions",
   method: "get",
   path: "/api/v1/subject/{id}/transactions",
   tags,
   summary: "Transactions of a subject in local currency, oldest first, 100 per page",
-  request: { params: IdParam, query: z.object({ last_id: uuid.optional() }) },
+  request: { params: IdParam, query: LastIdQuery },
   responses: {
     200: jsonResponse("The subject's transactions", z.object({ data: z.array(Transaction) })),
     ...errorResponses,
@@ -24,6 +25,7 @@ const list = createRoute({
 });
 
 const values = createRoute({
+  operationId: "getSubjectTransactionValues",
   method: "get",
   path: "/api/v1/subject/{id}/transaction_values",
   tags,

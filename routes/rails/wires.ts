@@ -3,17 +3,18 @@ import { checkWireCorrection, correctWire, presentWire } from "../../domain/rail
 import type { Deps } from "../../domain/platform/deps.ts";
 import { newRouter } from "../platform/router.ts";
 import { alsoCheck } from "../platform/validation.ts";
-import { BankAccountBody } from "../bank_accounts/schemas.ts";
-import { errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
+import { BankAccountBody, SUBJECT_BANK_ACCOUNT_EXAMPLE } from "../bank_accounts/schemas.ts";
+import { bodyErrorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
 import { Wire } from "./wire_schemas.ts";
 
 const correct = createRoute({
+  operationId: "correctWireBankAccount",
   method: "put",
   path: "/api/v1/wires/{id}/update_bank_account",
   tags: ["Wires"],
   summary: "Correct the destination account of a wire waiting for correction; the wire is then retried",
-  request: { params: IdParam, body: jsonBody(BankAccountBody) },
-  responses: { 200: jsonResponse("The wire record (bare, no data wrapper)", Wire), ...errorResponses },
+  request: { params: IdParam, body: jsonBody(BankAccountBody, SUBJECT_BANK_ACCOUNT_EXAMPLE) },
+  responses: { 200: jsonResponse("The wire record (bare, no data wrapper)", Wire), ...bodyErrorResponses },
 });
 
 export function wireRoutes({ sql }: Deps) {

@@ -13,7 +13,7 @@ import type { Deps } from "../../domain/platform/deps.ts";
 import { newRouter } from "../platform/router.ts";
 import { alsoCheck } from "../platform/validation.ts";
 import { emptyBodyAsObject } from "../platform/optional_body.ts";
-import { errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
+import { bodyErrorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
 import {
   BankTransaction,
   BankTransactionBody,
@@ -23,54 +23,78 @@ import {
   PixCharge,
   PixChargeBody,
   PixPaymentBody,
+  SANDBOX_EXAMPLES,
 } from "./schemas.ts";
 import { Transaction } from "../rails/schemas.ts";
 
 const tags = ["Sandbox"];
 const envelope = <T extends z.ZodType>(description: string, schema: T) => ({
   201: jsonResponse(description, z.object({ data: schema })),
-  ...errorResponses,
+  ...bodyErrorResponses,
 });
 
-const post = <B extends z.ZodType, R extends z.ZodType>(path: string, summary: string, body: B, answer: R) =>
+const post = <B extends z.ZodType, R extends z.ZodType>(
+  operationId: string,
+  path: string,
+  summary: string,
+  body: B,
+  example: z.input<B>,
+  answer: R,
+) =>
   createRoute({
     method: "post",
     path,
+    operationId,
     tags,
     summary,
-    request: { body: jsonBody(body) },
+    request: { body: jsonBody(body, example) },
     responses: envelope("Created", answer),
   });
 
 const payin = post(
+  "createSandboxPayin",
   "/api/sandbox/payins",
   "Funds for a subject arrive: identified (and exchange_created with exchange: true)",
   PayinBody,
+  SANDBOX_EXAMPLES.payin,
   Transaction,
 );
 const payout = post(
+  "createSandboxPayout",
   "/api/sandbox/payouts",
   "Pay a subject out: identified, then wire_created (or wire_waiting_correction with fail_with)",
   PayoutBody,
+  SANDBOX_EXAMPLES.payout,
   Transaction,
 );
 const cardPayment = post(
+  "createSandboxCardPayment",
   "/api/sandbox/card_payments",
   "A card payment: payment_approved or payment_failed",
   CardPaymentBody,
+  SANDBOX_EXAMPLES.cardPayment,
   Transaction,
 );
-const pixCharge = post("/api/sandbox/pix_charges", "Issue a dynamic PIX QR code (pending)", PixChargeBody, PixCharge);
+const pixCharge = post(
+  "createSandboxPixCharge",
+  "/api/sandbox/pix_charges",
+  "Issue a dynamic PIX QR code (pending)",
+  PixChargeBody,
+  SANDBOX_EXAMPLES.pixCharge,
+  PixCharge,
+);
 const payCharge = createRoute({
+  operationId: "paySandboxPixCharge",
   method: "post",
   path: "/api/sandbox/pix_charges/{id}/pay",
   tags,
   summary: "Pay the QR code: identified, or payment_refunded for a refused third-party payer",
   middleware: [emptyBodyAsObject] as const,
-  request: { params: IdParam, body: { ...jsonBody(PixPaymentBody), required: false } },
+  request: { params: IdParam, body: { ...jsonBody(PixPaymentBody, SANDBOX_EXAMPLES.pixPayment), required: false } },
   responses: envelope("Paid", Transaction),
 });
 const expireCharge = createRoute({
+  operationId: "expireSandboxPixCharge",
   method: "post",
   path: "/api/sandbox/pix_charges/{id}/expire",
   tags,
@@ -79,9 +103,11 @@ const expireCharge = createRoute({
   responses: envelope("Expired", PixCharge),
 });
 const bankTransaction = post(
+  "createSandboxBankTransaction",
   "/api/sandbox/bank_transactions",
   "A transfer from a payer: non_identified_bank_transaction, or identified when the payer is registered",
   BankTransactionBody,
+  SANDBOX_EXAMPLES.bankTransaction,
   BankTransaction,
 );
 

@@ -14,9 +14,11 @@ const amount = z.preprocess(
   z.string().trim().min(1).regex(/^\d{1,18}(\.\d{1,2})?$/, "has invalid format"),
 ).pipe(z.string().refine((v) => (toCents(v) ?? 0n) > 0n, "must be greater than 0"))
   .openapi({ type: "string", example: "1500.00" });
-const currency = z.string().trim().toUpperCase().pipe(z.enum(CURRENCIES)).openapi({ example: "BRL" });
+const currency = z.string().trim().toUpperCase().pipe(z.enum(CURRENCIES))
+  .openapi({ type: "string", enum: [...CURRENCIES], example: "BRL" });
 /** An enum whose absence reads "can't be blank" (a bare z.enum would answer "must be one of" for it). */
-const oneOf = <T extends readonly [string, ...string[]]>(values: T) => z.string().trim().pipe(z.enum(values));
+const oneOf = <T extends readonly [string, ...string[]]>(values: T) =>
+  z.string().trim().pipe(z.enum(values)).openapi({ type: "string", enum: [...values] });
 const flag = z.boolean().nullish();
 
 export const PayinBody = z.object({
@@ -31,7 +33,11 @@ export const PayoutBody = z.object({
   bank_account_id: uuid,
   value: amount,
   currency,
-  fail_with: oneOf(WIRE_ERROR_CODES).nullish().openapi({ description: "The receiving bank refuses the account" }),
+  fail_with: oneOf(WIRE_ERROR_CODES).nullish().openapi({
+    type: ["string", "null"],
+    enum: [...WIRE_ERROR_CODES, null],
+    description: "The receiving bank refuses the account",
+  }),
 }).openapi("SandboxPayout");
 
 export const CardPaymentBody = z.object({
@@ -56,7 +62,8 @@ export const BankTransactionBody = z.object({
   currency,
   payer: z.object({
     document_number: requiredText(40),
-    document_type: z.string().trim().toLowerCase().pipe(z.enum(DOCUMENT_TYPES)),
+    document_type: z.string().trim().toLowerCase().pipe(z.enum(DOCUMENT_TYPES))
+      .openapi({ type: "string", enum: [...DOCUMENT_TYPES], example: "cpf" }),
     name: requiredText(),
     bank_account: z.object({
       bank: optionalText(),
@@ -138,3 +145,35 @@ export const Subscription = z.object({
   inserted_at: z.string(),
   updated_at: z.string(),
 }).openapi("SandboxSubscriptionRecord");
+
+/** Ids in the examples below stand for a person and one of their accounts registered beforehand. */
+const SUBJECT_ID = "0193a6e4-5b1c-7d2e-8f3a-4b5c6d7e8f90";
+const BANK_ACCOUNT_ID = "0193a6e4-6c2d-7e3f-9a4b-5c6d7e8f9a01";
+
+export const SANDBOX_EXAMPLES = {
+  payin: { subject_id: SUBJECT_ID, value: "1500.00", currency: "BRL" },
+  payout: { subject_id: SUBJECT_ID, bank_account_id: BANK_ACCOUNT_ID, value: "250.00", currency: "BRL" },
+  cardPayment: { subject_id: SUBJECT_ID, value: "99.90", currency: "BRL", outcome: "approved" },
+  pixCharge: { subject_id: SUBJECT_ID, value: "45.00" },
+  pixPayment: {},
+  bankTransaction: {
+    value: "300.00",
+    currency: "BRL",
+    payer: { document_number: "52998224725", document_type: "cpf", name: "Ana Souza" },
+  },
+  reprove: { items: ["proof_of_address_missing"], reason: "No proof of address on file" },
+  requestDocuments: { required_documents: ["proof_of_address"] },
+  subscription: { subject_id: SUBJECT_ID, cycles: 12 },
+  cancelSubscription: { by_payer: false, reason: "Plan discontinued" },
+} satisfies {
+  payin: z.input<typeof PayinBody>;
+  payout: z.input<typeof PayoutBody>;
+  cardPayment: z.input<typeof CardPaymentBody>;
+  pixCharge: z.input<typeof PixChargeBody>;
+  pixPayment: z.input<typeof PixPaymentBody>;
+  bankTransaction: z.input<typeof BankTransactionBody>;
+  reprove: z.input<typeof ReproveBody>;
+  requestDocuments: z.input<typeof RequestDocumentsBody>;
+  subscription: z.input<typeof SubscriptionBody>;
+  cancelSubscription: z.input<typeof CancelSubscriptionBody>;
+};

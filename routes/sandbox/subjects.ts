@@ -5,14 +5,18 @@ import { reproveSubject, requestDocuments } from "../../domain/subjects/status.t
 import type { TransactionSql } from "../../domain/platform/db.ts";
 import type { Deps } from "../../domain/platform/deps.ts";
 import { newRouter } from "../platform/router.ts";
-import { errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
+import { bodyErrorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
 import { Person } from "../subjects/schemas.ts";
-import { ReproveBody, RequestDocumentsBody } from "./schemas.ts";
+import { ReproveBody, RequestDocumentsBody, SANDBOX_EXAMPLES } from "./schemas.ts";
 
 const tags = ["Sandbox"];
-const responses = { 201: jsonResponse("The person after the decision", z.object({ data: Person })), ...errorResponses };
+const responses = {
+  201: jsonResponse("The person after the decision", z.object({ data: Person })),
+  ...bodyErrorResponses,
+};
 
 const approve = createRoute({
+  operationId: "approveSandboxSubject",
   method: "post",
   path: "/api/sandbox/subjects/{id}/approve",
   tags,
@@ -22,20 +26,22 @@ const approve = createRoute({
 });
 
 const reprove = createRoute({
+  operationId: "reproveSandboxSubject",
   method: "post",
   path: "/api/sandbox/subjects/{id}/reprove",
   tags,
   summary: "Back office rejects documents: subject_reproved",
-  request: { params: IdParam, body: jsonBody(ReproveBody) },
+  request: { params: IdParam, body: jsonBody(ReproveBody, SANDBOX_EXAMPLES.reprove) },
   responses,
 });
 
 const askDocuments = createRoute({
+  operationId: "requestSandboxSubjectDocuments",
   method: "post",
   path: "/api/sandbox/subjects/{id}/request_documents",
   tags,
   summary: "Back office asks for documents, status unchanged: document_required",
-  request: { params: IdParam, body: jsonBody(RequestDocumentsBody) },
+  request: { params: IdParam, body: jsonBody(RequestDocumentsBody, SANDBOX_EXAMPLES.requestDocuments) },
   responses,
 });
 

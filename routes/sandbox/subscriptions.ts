@@ -8,22 +8,24 @@ import {
 import type { Deps } from "../../domain/platform/deps.ts";
 import { newRouter } from "../platform/router.ts";
 import { emptyBodyAsObject } from "../platform/optional_body.ts";
-import { errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
-import { CancelSubscriptionBody, Subscription, SubscriptionBody } from "./schemas.ts";
+import { bodyErrorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
+import { CancelSubscriptionBody, SANDBOX_EXAMPLES, Subscription, SubscriptionBody } from "./schemas.ts";
 
 const tags = ["Sandbox"];
-const responses = { 201: jsonResponse("The subscription", z.object({ data: Subscription })), ...errorResponses };
+const responses = { 201: jsonResponse("The subscription", z.object({ data: Subscription })), ...bodyErrorResponses };
 
 const create = createRoute({
+  operationId: "createSandboxSubscription",
   method: "post",
   path: "/api/sandbox/subscriptions",
   tags,
   summary: "An automatic PIX subscription awaiting authorization: subscription_qr_code_generated",
-  request: { body: jsonBody(SubscriptionBody) },
+  request: { body: jsonBody(SubscriptionBody, SANDBOX_EXAMPLES.subscription) },
   responses,
 });
 
 const pay = createRoute({
+  operationId: "paySandboxSubscriptionInvoice",
   method: "post",
   path: "/api/sandbox/subscriptions/{id}/pay_invoice",
   tags,
@@ -33,12 +35,16 @@ const pay = createRoute({
 });
 
 const cancel = createRoute({
+  operationId: "cancelSandboxSubscription",
   method: "post",
   path: "/api/sandbox/subscriptions/{id}/cancel",
   tags,
   summary: "Cancelled by the merchant or the payer: subscription_canceled",
   middleware: [emptyBodyAsObject] as const,
-  request: { params: IdParam, body: { ...jsonBody(CancelSubscriptionBody), required: false } },
+  request: {
+    params: IdParam,
+    body: { ...jsonBody(CancelSubscriptionBody, SANDBOX_EXAMPLES.cancelSubscription), required: false },
+  },
   responses,
 });
 

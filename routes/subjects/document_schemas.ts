@@ -18,3 +18,7 @@ export const DocumentInput = z.object({
 }).openapi("DocumentInput");
 
 export const DocumentUploadBody = z.object({ document: DocumentInput });
+
+export const DOCUMENT_UPLOAD_EXAMPLE: z.input<typeof DocumentUploadBody> = {
+  document: { labels: ["address-proof"], file_type: "application/pdf", file_url: "https://example.com/address.pdf" },
+};

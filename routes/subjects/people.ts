@@ -11,44 +11,55 @@ import {
 import type { Deps } from "../../domain/platform/deps.ts";
 import { newRouter } from "../platform/router.ts";
 import { alsoCheck } from "../platform/validation.ts";
-import { errorResponses, IdParam, jsonBody, jsonResponse, uuid } from "../platform/schemas.ts";
-import { Person, PersonCreateBody, PersonUpdateBody } from "./schemas.ts";
+import {
+  bodyErrorResponses,
+  errorResponses,
+  IdParam,
+  jsonBody,
+  jsonResponse,
+  LastIdQuery,
+} from "../platform/schemas.ts";
+import { Person, PERSON_CREATE_EXAMPLE, PERSON_UPDATE_EXAMPLE, PersonCreateBody, PersonUpdateBody } from "./schemas.ts";
 
 const tags = ["People"];
 const PersonEnvelope = z.object({ data: Person });
 
 const create = createRoute({
+  operationId: "registerPerson",
   method: "post",
   path: "/api/v1/subject/people",
   tags,
   summary: "Register a person, or update the one with the same document number",
-  request: { body: jsonBody(PersonCreateBody) },
+  request: { body: jsonBody(PersonCreateBody, PERSON_CREATE_EXAMPLE) },
   responses: {
     201: jsonResponse("Person created", PersonEnvelope),
     200: jsonResponse("Existing person (same document) updated", PersonEnvelope),
-    ...errorResponses,
+    ...bodyErrorResponses,
   },
 });
 
 const list = createRoute({
+  operationId: "listPeople",
   method: "get",
   path: "/api/v1/subject/people",
   tags,
   summary: "List persons, 100 per page, ascending",
-  request: { query: z.object({ last_id: uuid.optional() }) },
+  request: { query: LastIdQuery },
   responses: { 200: jsonResponse("A page of persons", z.object({ data: z.array(Person) })), ...errorResponses },
 });
 
 const update = createRoute({
+  operationId: "updatePerson",
   method: "put",
   path: "/api/v1/subject/people/{id}",
   tags,
   summary: "Update a person; omitted fields are left unchanged",
-  request: { params: IdParam, body: jsonBody(PersonUpdateBody) },
-  responses: { 200: jsonResponse("Person updated", PersonEnvelope), ...errorResponses },
+  request: { params: IdParam, body: jsonBody(PersonUpdateBody, PERSON_UPDATE_EXAMPLE) },
+  responses: { 200: jsonResponse("Person updated", PersonEnvelope), ...bodyErrorResponses },
 });
 
 const detail = createRoute({
+  operationId: "getPerson",
   method: "get",
   path: "/api/v1/subject/people/{id}",
   tags,

@@ -3,8 +3,15 @@ import { DOCUMENT_TYPES, FISCAL_COUNTRIES, toAlpha3 } from "../../domain/subject
 import { decimalString, optionalText, requiredText } from "../platform/schemas.ts";
 import { DocumentInput } from "./document_schemas.ts";
 
-const documentType = z.string().trim().toLowerCase().pipe(z.enum(DOCUMENT_TYPES));
-const fiscalCountry = z.string().transform(toAlpha3).pipe(z.enum(FISCAL_COUNTRIES));
+const documentType = z.string().trim().toLowerCase().pipe(z.enum(DOCUMENT_TYPES))
+  .openapi({ type: "string", enum: [...DOCUMENT_TYPES], example: "cpf" });
+const fiscalCountry = z.string().transform(toAlpha3).pipe(z.enum(FISCAL_COUNTRIES))
+  .openapi({
+    type: "string",
+    enum: [...FISCAL_COUNTRIES],
+    example: "BRA",
+    description: "ISO 3166-1 alpha-3 (alpha-2 accepted)",
+  });
 
 const birthDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, { message: "has invalid format", abort: true }).refine(
   (s) => {
@@ -29,7 +36,7 @@ const optionalFields = {
   phone_area_code: nullable(z.string().trim().regex(/^\d{1,5}$/, "has invalid format")),
   phone_number: nullable(z.string().trim().regex(/^\d{4,15}$/, "has invalid format")),
   birth_date: nullable(birthDate),
-  net_monthly_average_income: nullable(decimalString),
+  net_monthly_average_income: nullable(decimalString).openapi({ type: ["string", "null"], example: "1500.00" }),
   address_street: optionalText(),
   address_number: optionalText(50),
   address_complement: optionalText(),
@@ -52,6 +59,19 @@ export const PersonCreate = z.object({
 
 export const PersonCreateBody = z.object({ person: PersonCreate });
 
+export const PERSON_CREATE_EXAMPLE: z.input<typeof PersonCreateBody> = {
+  person: {
+    document_number: "52998224725",
+    document_type: "cpf",
+    social_name: "Ana Souza",
+    fiscal_country: "BRA",
+    email: "ana@example.com",
+    birth_date: "1990-05-17",
+    address_city: "São Paulo",
+    address_state: "SP",
+  },
+};
+
 /** PUT: every field optional; the document pair is the identity and cannot change. */
 export const PersonUpdate = z.object({
   social_name: requiredText().optional(),
@@ -69,6 +89,15 @@ export const PersonUpdate = z.object({
 } as never).openapi("PersonUpdate");
 
 export const PersonUpdateBody = z.object({ person: PersonUpdate });
+
+export const PERSON_UPDATE_EXAMPLE: z.input<typeof PersonUpdateBody> = {
+  person: {
+    email: "ana.souza@example.com",
+    phone_country_code: "55",
+    phone_area_code: "11",
+    phone_number: "987654321",
+  },
+};
 
 export type PersonCreateInput = z.output<typeof PersonCreate>;
 export type PersonUpdateInput = z.output<typeof PersonUpdate>;

@@ -16,8 +16,15 @@ import type { Deps } from "../../domain/platform/deps.ts";
 import { secretBoxFor } from "../../domain/platform/secret_box.ts";
 import { newRouter } from "../platform/router.ts";
 import { alsoCheck } from "../platform/validation.ts";
-import { errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
-import { Endpoint, EndpointCreateBody, EndpointUpdateBody, RotatedSecret } from "./schemas.ts";
+import { bodyErrorResponses, errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
+import {
+  Endpoint,
+  ENDPOINT_CREATE_EXAMPLE,
+  ENDPOINT_UPDATE_EXAMPLE,
+  EndpointCreateBody,
+  EndpointUpdateBody,
+  RotatedSecret,
+} from "./schemas.ts";
 
 const tags = ["Webhook endpoints"];
 const base = "/api/v2/notifications/endpoints";
@@ -30,15 +37,17 @@ const noStore: MiddlewareHandler = async (c, next) => {
 };
 
 const create = createRoute({
+  operationId: "createWebhookEndpoint",
   method: "post",
   path: base,
   tags,
   summary: "Create a webhook endpoint; the response carries its signing secret",
-  request: { body: jsonBody(EndpointCreateBody) },
-  responses: { 201: jsonResponse("Endpoint created", EndpointEnvelope), ...errorResponses },
+  request: { body: jsonBody(EndpointCreateBody, ENDPOINT_CREATE_EXAMPLE) },
+  responses: { 201: jsonResponse("Endpoint created", EndpointEnvelope), ...bodyErrorResponses },
 });
 
 const list = createRoute({
+  operationId: "listWebhookEndpoints",
   method: "get",
   path: base,
   tags,
@@ -47,6 +56,7 @@ const list = createRoute({
 });
 
 const show = createRoute({
+  operationId: "getWebhookEndpoint",
   method: "get",
   path: `${base}/{id}`,
   tags,
@@ -56,15 +66,17 @@ const show = createRoute({
 });
 
 const update = createRoute({
+  operationId: "updateWebhookEndpoint",
   method: "put",
   path: `${base}/{id}`,
   tags,
   summary: "Update an endpoint; omitted fields are left unchanged",
-  request: { params: IdParam, body: jsonBody(EndpointUpdateBody) },
-  responses: { 200: jsonResponse("Endpoint updated", EndpointEnvelope), ...errorResponses },
+  request: { params: IdParam, body: jsonBody(EndpointUpdateBody, ENDPOINT_UPDATE_EXAMPLE) },
+  responses: { 200: jsonResponse("Endpoint updated", EndpointEnvelope), ...bodyErrorResponses },
 });
 
 const disableOne = createRoute({
+  operationId: "disableWebhookEndpoint",
   method: "delete",
   path: `${base}/{id}`,
   tags,
@@ -80,6 +92,7 @@ const disableOne = createRoute({
 });
 
 const disableAll = createRoute({
+  operationId: "disableAllWebhookEndpoints",
   method: "delete",
   path: base,
   tags,
@@ -88,12 +101,13 @@ const disableAll = createRoute({
 });
 
 const rotate = createRoute({
+  operationId: "rotateWebhookEndpointSecret",
   method: "post",
   path: `${base}/{id}/rotate_secret`,
   tags,
   summary: "New signing secret; each secret rotated away still signs (v0) and verifies for 24 hours",
   request: { params: IdParam },
-  responses: { 200: jsonResponse("Secret rotated", z.object({ data: RotatedSecret })), ...errorResponses },
+  responses: { 200: jsonResponse("Secret rotated", z.object({ data: RotatedSecret })), ...bodyErrorResponses },
 });
 
 export function webhookEndpointRoutes({ sql, config }: Deps) {

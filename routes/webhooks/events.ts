@@ -8,13 +8,14 @@ import {
 } from "../../domain/webhooks/deliveries.ts";
 import type { Deps } from "../../domain/platform/deps.ts";
 import { newRouter } from "../platform/router.ts";
-import { errorResponses, IdParam, jsonResponse } from "../platform/schemas.ts";
+import { bodyErrorResponses, errorResponses, IdParam, jsonResponse } from "../platform/schemas.ts";
 import { Delivery, EventsQuery } from "./schemas.ts";
 
 const tags = ["Webhook events"];
 const base = "/api/v2/notifications/events";
 
 const list = createRoute({
+  operationId: "listWebhookEvents",
   method: "get",
   path: base,
   tags,
@@ -27,6 +28,7 @@ const list = createRoute({
 });
 
 const show = createRoute({
+  operationId: "getWebhookEvent",
   method: "get",
   path: `${base}/{id}`,
   tags,
@@ -36,6 +38,7 @@ const show = createRoute({
 });
 
 const acknowledge = createRoute({
+  operationId: "acknowledgeWebhookEvent",
   method: "put",
   path: `${base}/{id}/acknowledge`,
   tags,
@@ -46,11 +49,12 @@ const acknowledge = createRoute({
       "Acknowledged",
       z.object({ data: z.object({ id: z.string(), status: z.literal("succeeded") }) }),
     ),
-    ...errorResponses,
+    ...bodyErrorResponses,
   },
 });
 
 const retry = createRoute({
+  operationId: "retryWebhookEvent",
   method: "post",
   path: `${base}/{id}/retry`,
   tags,
@@ -58,7 +62,7 @@ const retry = createRoute({
   request: { params: IdParam },
   responses: {
     200: jsonResponse("Retry enqueued", z.object({ message: z.literal("retry enqueued") })),
-    ...errorResponses,
+    ...bodyErrorResponses,
   },
 });
 

@@ -15,12 +15,25 @@ const enabledEvents = z.array(z.unknown()).superRefine((list, ctx) => {
     ctx.addIssue({ code: "custom", message: `must be one of: *, ${EVENT_TYPES.join(", ")}` });
   }
 }).transform((list) => [...new Set(list as string[])])
-  .openapi({ type: "array", items: { type: "string" }, example: ["*"] });
+  .openapi({
+    type: ["array", "null"],
+    items: { type: "string", enum: ["*", ...EVENT_TYPES] },
+    minItems: 1,
+    example: ["*"],
+    description: '`["*"]` (every type, the default) or a list of event types',
+  });
 
 /** Outbound renames: keys are known event types, values the names the receiver expects. */
 const eventMapping = z.record(z.string(), z.string().trim().min(1, "is invalid").max(100)).superRefine((map, ctx) => {
   if (!Object.keys(map).every((k) => KNOWN_TYPES.has(k))) ctx.addIssue({ code: "custom", message: ONE_OF_TYPES });
-}).nullable().openapi({ type: "object", additionalProperties: { type: "string" }, example: { identified: "paid" } });
+}).nullable().openapi({
+  type: ["object", "null"],
+  // keys are event types: each a property of its own, so a generated client knows them
+  properties: Object.fromEntries(EVENT_TYPES.map((t) => [t, { type: "string", minLength: 1, maxLength: 100 }])),
+  additionalProperties: false,
+  example: { identified: "paid" },
+  description: "Event type → the name the receiver gets instead; null removes every rename",
+});
 
 /** `null` counts as absent for fields that always have a value (defaults on create, unchanged on update). */
 const settings = {
@@ -41,6 +54,17 @@ const url = requiredText(2048).openapi({ example: "https://example.com/webhooks"
 
 export const EndpointCreateBody = z.object({ url, ...settings }).openapi("WebhookEndpointCreate");
 export const EndpointUpdateBody = z.object({ url: url.optional(), ...settings }).openapi("WebhookEndpointUpdate");
+
+export const ENDPOINT_CREATE_EXAMPLE: z.input<typeof EndpointCreateBody> = {
+  url: "https://example.com/webhooks",
+  enabled_events: ["*"],
+  delivery_mode: "sequential",
+};
+
+export const ENDPOINT_UPDATE_EXAMPLE: z.input<typeof EndpointUpdateBody> = {
+  enabled_events: ["identified", "wire_created"],
+  event_mapping: { identified: "paid" },
+};
 
 const ts = z.string().openapi({ example: "2026-11-21T07:00:00.123Z" });
 
@@ -138,15 +162,20 @@ export const EventsQuery = z.object({
   // digits only; any number over 100 means 100, however long
   per_page: z.string().trim().regex(/^\d+$/, "is invalid").transform((d) => d.length > 6 ? 100 : Number(d))
     .pipe(z.number().int().min(1)).transform((n) => Math.min(n, 100)).optional()
-    .openapi({ type: "string", description: "Default 20; values over 100 mean 100" }),
+    // typed as the integer it is; a query string carries it as digits
+    .openapi({ type: "integer", minimum: 1, description: "Default 20; values over 100 mean 100" }),
   order_by: z.enum(["desc", "asc"]).optional().openapi({ description: "By inserted_at; desc by default" }),
-  status: z.enum(["pending", "succeeded", "failed"]).optional(),
+  status: z.enum(["pending", "succeeded", "failed"]).optional().openapi({ description: "Only records in this state" }),
   type: z.string().transform((s) => s.split(",").map((t) => t.trim()).filter(Boolean)).superRefine((list, ctx) => {
     if (list.length === 0 || !list.every((t) => KNOWN_TYPES.has(t))) {
       ctx.addIssue({ code: "custom", message: ONE_OF_TYPES });
     }
-  }).optional().openapi({ type: "string", description: "One type or a comma-separated list" }),
-  endpoint_id: queryUuid.optional(),
+  }).optional().openapi({
+    type: "string",
+    example: "identified,wire_created",
+    description: `One event type or a comma-separated list of them: ${EVENT_TYPES.join(", ")}`,
+  }),
+  endpoint_id: queryUuid.optional().openapi({ description: "Only records of this endpoint" }),
   from: timeBound.optional().openapi({ description: "Inclusive, UTC; YYYY-MM-DD or a full datetime" }),
   to: timeBound.optional().openapi({ description: "Inclusive, UTC; YYYY-MM-DD (the whole day) or a full datetime" }),
 });
