@@ -68,7 +68,7 @@ Deno.test("a service killed with SIGKILL in the middle of delivery loses nothing
     assert.deepEqual(undelivered, [], "every event reached the receiver at least once");
     assert.equal(badSignatures, 0);
     const [orphans] = await sql<{ n: string }[]>`
-      select count(*) as n from graphile_worker._private_jobs j
+      select count(*) as n from graphile_worker.jobs j
       where j.locked_at is not null
         and not exists (select 1 from worker_processes w where j.locked_by = any(w.worker_ids))`;
     assert.equal(orphans.n, "0", "no job is left locked by the dead process");
