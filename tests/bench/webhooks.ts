@@ -21,7 +21,7 @@ import { setLogLevel } from "../../domain/platform/log.ts";
 import { migrate } from "../../domain/platform/migrate.ts";
 import { secretBoxFor } from "../../domain/platform/secret_box.ts";
 import { startWorker, stopWorker, type Worker } from "../../domain/platform/worker.ts";
-import postgres from "postgres";
+import { dropDatabase } from "../databases.ts";
 import { describe, summary } from "./figures.ts";
 
 const EVENTS = Number(Deno.env.get("BENCH_WEBHOOK_EVENTS") ?? 20_000);
@@ -30,6 +30,7 @@ const STEADY_RATE = 100;
 const STEADY_SECONDS = Number(Deno.env.get("BENCH_STEADY_SECONDS") ?? 10);
 const JWT_SECRET = "bench-secret-0123456789abcdef0123456789";
 
+/** A database of this run's own, so two people benchmarking on one server never drop each other's. */
 async function freshBenchDatabase(): Promise<string> {
   const base = new URL(
     loadConfig({
@@ -38,14 +39,7 @@ async function freshBenchDatabase(): Promise<string> {
       JWT_SECRET,
     }).databaseUrl,
   );
-  const admin = new URL(base);
-  admin.pathname = "/postgres";
-  const sql = postgres(admin.toString(), { max: 1, onnotice: () => {} });
-  try {
-    await sql`drop database if exists ${sql(base.pathname.slice(1))} with (force)`;
-  } finally {
-    await sql.end();
-  }
+  base.pathname = `${base.pathname}_${crypto.randomUUID().slice(0, 8)}`;
   await ensureDatabase(base.toString());
   return base.toString();
 }
@@ -254,6 +248,7 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
     await stop();
     await receiver.close();
     await sql.end({ timeout: 2 });
+    await dropDatabase(url);
   }
 }
 
