@@ -190,7 +190,7 @@ export async function checkBankAccountPatch(
 ): Promise<NormalizedBankAccount> {
   const scope: BankAccountScope = current.subject_id ? "subject" : "international";
   const merged = mergePatch(asInput(current), patch);
-  // interface.md documents updates and wire corrections with bank {code, name} only: a Brazilian code given
+  // clients send updates and wire corrections with bank {code, name} only: a Brazilian code given
   // without its ISPB takes the directory's (a PIX-only account has none to keep)
   if (merged.currency?.toUpperCase() === "BRL" && patch.bank?.code && !patch.bank.ispb && merged.bank) {
     merged.bank = { ...merged.bank, ispb: await directoryIspb(tx, companyId, String(patch.bank.code).trim()) };
