@@ -4,7 +4,7 @@ import type { LookupFunction } from "node:net";
 import type { SecretBox } from "../platform/secret_box.ts";
 import { renderBody } from "./body.ts";
 import { type EndpointRow, openSecrets } from "./endpoints.ts";
-import { signPayload } from "./signature.ts";
+import { signPayload, standardWebhookHeaders } from "./signature.ts";
 import { BlockedDestination, checkedAddresses, isIpLiteral, type Resolver, systemResolver } from "./url_guard.ts";
 
 /** Names the service to receivers (and in their logs). */
@@ -27,7 +27,8 @@ export type SendOptions = {
 };
 
 /**
- * Renders one delivery for its endpoint, signs it with the endpoint's current and previous secrets and POSTs it.
+ * Renders one delivery for its endpoint, signs it with the endpoint's current and previous secrets under both
+ * schemes (`service-signature` and the Standard Webhooks headers, with one timestamp) and POSTs it.
  * Only a secret that does not open (a wrong SECRET_ENCRYPTION_KEY) throws: the job fails and the delivery stays
  * pending until the key is fixed (docs/production.md).
  */
@@ -39,8 +40,11 @@ export async function sendDelivery(
 ): Promise<SendResult> {
   const { secret, previous } = await openSecrets(box, endpoint);
   const body = renderBody({ ...endpoint, secret }, delivery);
-  const signature = await signPayload(body, secret, { previousSecrets: previous.map((p) => p.secret) });
-  return await sendWebhook(endpoint.url, body, { "service-signature": signature }, opts);
+  const previousSecrets = previous.map((p) => p.secret);
+  const timestamp = Math.floor(Date.now() / 1000);
+  const signature = await signPayload(body, secret, { previousSecrets, timestamp });
+  const standard = await standardWebhookHeaders(delivery.id, timestamp, body, [secret, ...previousSecrets]);
+  return await sendWebhook(endpoint.url, body, { "service-signature": signature, ...standard }, opts);
 }
 
 /**
