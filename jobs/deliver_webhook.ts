@@ -11,7 +11,11 @@ import { secretBoxFor } from "../domain/platform/secret_box.ts";
 /** The drain job: runs the drain loop for one endpoint with the steps made of Postgres and the HTTP sender. */
 export function deliverWebhookTask({ sql, config, processId }: Deps): Task {
   const lease = { leaseMs: leaseMsFor(config.webhookTimeoutMs), owner: processId };
-  const recording = { ...lease, retrySchedule: config.retrySchedule };
+  const recording = {
+    ...lease,
+    retrySchedule: config.retrySchedule,
+    disableAfterSeconds: config.webhookDisableAfterSeconds,
+  };
   const sending = { timeoutMs: config.webhookTimeoutMs, allowPrivateUrls: config.allowPrivateUrls };
   return async (payload, helpers) => {
     const endpointId = (payload as { endpoint_id?: unknown } | null)?.endpoint_id;

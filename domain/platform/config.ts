@@ -106,6 +106,7 @@ const EnvSchema = z.object({
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(32),
   WEBHOOK_RETRY_SCHEDULE: schedule.default(expandSchedule(DEFAULT_RETRY_SCHEDULE.split(",").map(Number))),
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
+  WEBHOOK_DISABLE_AFTER_SECONDS: z.coerce.number().min(0).default(432_000),
   WEBHOOK_ALLOW_PRIVATE_URLS: flag(false),
   SANDBOX: optionalFlag,
   SECRET_ENCRYPTION_KEY: encryptionKey.optional(),
@@ -141,6 +142,8 @@ export type Config = {
   /** Delays in seconds before attempts 2..10: always 9 numbers. */
   retrySchedule: number[];
   webhookTimeoutMs: number;
+  /** An endpoint whose attempts have all failed for this long is disabled (`disabled_reason: "failing"`). */
+  webhookDisableAfterSeconds: number;
   allowPrivateUrls: boolean;
   sandbox: boolean;
   /** Seals webhook signing secrets at rest; null: a development key kept under `.data/secrets/`. */
@@ -214,6 +217,7 @@ export function loadConfig(
     workerConcurrency: e.WORKER_CONCURRENCY,
     retrySchedule: e.WEBHOOK_RETRY_SCHEDULE,
     webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
+    webhookDisableAfterSeconds: e.WEBHOOK_DISABLE_AFTER_SECONDS,
     allowPrivateUrls: e.WEBHOOK_ALLOW_PRIVATE_URLS,
     // a production instance with the defaults must not let integrators fabricate money movements
     sandbox: e.SANDBOX ?? !production,

@@ -9,6 +9,10 @@ export function workerLogger() {
     if (level === "debug") return;
     // graphile-worker assumes a task holds a pool connection; ours do not (see startWorker)
     if (message.includes("smaller than concurrency")) return;
+    // one line per job done, with the whole job row: debug only (failed deliveries log their own line)
+    if (level !== "error" && message.startsWith("Completed task")) {
+      return log.debug(message, { source: "graphile-worker" });
+    }
     const fn = level === "error" ? log.error : level === "warning" ? log.warn : log.info;
     fn(message, { source: "graphile-worker", ...(meta ?? {}) });
   });

@@ -22,6 +22,8 @@ type AttemptRow = {
   attempt_number: number;
   http_status: number;
   response_body: string;
+  duration_ms: number | null;
+  response_headers: Record<string, string> | null;
   inserted_at: Date;
 };
 
@@ -44,6 +46,8 @@ export function presentDelivery(d: DeliveryRow, attempts?: AttemptRow[]) {
           attempt_number: a.attempt_number,
           http_status: a.http_status,
           response_body: a.response_body,
+          duration_ms: a.duration_ms,
+          response_headers: a.response_headers ?? {},
           inserted_at: isoUtc(a.inserted_at),
         })),
       }
@@ -106,7 +110,8 @@ export async function getDelivery(sql: Sql, companyId: string, id: string) {
     where d.company_id = ${companyId} and d.id = ${id}`;
   if (!row) throw notFound();
   const attempts = await sql<AttemptRow[]>`
-    select id, attempt_number, http_status, response_body, inserted_at from webhook_attempts
+    select id, attempt_number, http_status, response_body, duration_ms, response_headers, inserted_at
+    from webhook_attempts
     where company_id = ${companyId} and delivery_id = ${id}
     order by attempt_number, inserted_at`;
   return { delivery: row, attempts };

@@ -1,7 +1,7 @@
 import type postgres from "postgres";
 import type { Sql, Tx } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
-import type { EndpointRow } from "./endpoints.ts";
+import type { DisabledReason, EndpointRow } from "./endpoints.ts";
 import { addDrainJobs } from "./queue.ts";
 import type { SendResult } from "./sender.ts";
 
@@ -178,15 +178,26 @@ export type Recorded = {
   status: string | null;
   /** The endpoint as it is now, with the next record leased on the same slot, if any was due. */
   next: Claim | null;
+  /** When the record is due again; null once it is no longer pending (or its lease had been lost). */
+  nextAttemptAt: Date | null;
+  /** Set when this attempt disabled the endpoint: a 410 answer, or the last of days of failures. */
+  disabled: DisabledReason | null;
+  /** This attempt's number in the life of the record; null when its lease had been lost. */
+  attempt: number | null;
 };
 
 type RecordItem = { endpointId: string; delivery: ClaimedDelivery; result: SendResult };
-type RecordOptions = Lease & { retrySchedule: number[] };
+type RecordOptions = Lease & { retrySchedule: number[]; disableAfterSeconds: number };
 
 /**
  * Stores the attempt, moves the record on (succeeded; failed after the tenth attempt of its schedule; else pending
  * with its next due time and a job to wake the endpoint then), and hands the slot to the next due record or frees
- * it. A record acknowledged or failed (disabled endpoint) meanwhile keeps its status unless this attempt succeeded.
+ * it. The next due time is the schedule's, or later when a 429 or 503 asked for it (Retry-After).
+ *
+ * It also keeps the endpoint's health (docs/webhooks.md, When an endpoint is disabled): a 410 disables the endpoint
+ * at once (`gone`), and a failure when every attempt has failed for `disableAfterSeconds` disables it (`failing`);
+ * either fails the record and leases nothing more, and the drain loop's next claim fails what is still pending.
+ * `failing_since` is written only when it changes, so a healthy endpoint's row is not updated per attempt. A record acknowledged or failed (disabled endpoint) meanwhile keeps its status unless this attempt succeeded.
  * A freed slot obliges the caller to claim once more (see the protocol above).
  *
  * Attempts finishing while a previous write is in flight are written together in one statement (natural batching:
@@ -199,7 +210,7 @@ export function recordAndClaimNext(
   result: SendResult,
   opts: RecordOptions,
 ): Promise<Recorded> {
-  const key = `${opts.owner}|${opts.leaseMs}|${opts.retrySchedule.join(",")}`;
+  const key = `${opts.owner}|${opts.leaseMs}|${opts.retrySchedule.join(",")}|${opts.disableAfterSeconds}`;
   let byOpts = batchers.get(sql);
   if (!byOpts) batchers.set(sql, byOpts = new Map());
   let batcher = byOpts.get(key);
@@ -243,12 +254,19 @@ class RecordBatcher {
   }
 }
 
-type RecordRow = ClaimRow & { idx: number; delivery_status: string | null; retry_jobs: string };
+type RecordRow = ClaimRow & {
+  idx: number;
+  delivery_status: string | null;
+  retry_jobs: string;
+  delivery_next_attempt_at: Date | null;
+  endpoint_disabled: DisabledReason | null;
+  attempt_number: number | null;
+};
 
 /** One statement for a batch of attempts; results in the order of `items`. */
 async function recordBatch(sql: Sql, items: RecordItem[], opts: RecordOptions): Promise<Recorded[]> {
   const lease = leaseUntil(sql, opts.leaseMs);
-  const giveUp = sql`d.status <> 'pending' or d.schedule_attempts + 1 >= ${MAX_ATTEMPTS}`;
+  const giveUp = sql`d.status <> 'pending' or d.schedule_attempts + 1 >= ${MAX_ATTEMPTS} or v.disable is not null`;
   // A failed attempt that stays pending wakes its endpoint again when it is due.
   const retries = addDrainJobs(
     sql,
@@ -268,12 +286,38 @@ async function recordBatch(sql: Sql, items: RecordItem[], opts: RecordOptions): 
         ${items.map((i) => i.result.httpStatus)}::int[],
         ${items.map((i) => i.result.responseBody)}::text[],
         ${items.map((i) => Math.round(i.result.durationMs))}::int[],
-        ${items.map(() => newId())}::uuid[]
-      ) as r(idx, endpoint_id, delivery_id, token, slot, ok, http_status, response_body, duration_ms, attempt_id)
+        ${items.map(() => newId())}::uuid[],
+        ${items.map((i) => JSON.stringify(i.result.responseHeaders ?? {}))}::text[],
+        ${items.map((i) => i.result.retryAfterSeconds ?? 0)}::float8[]
+      ) as r(idx, endpoint_id, delivery_id, token, slot, ok, http_status, response_body, duration_ms, attempt_id,
+        response_headers, retry_after)
     ), attempt as (
-      insert into webhook_attempts (id, delivery_id, company_id, attempt_number, http_status, response_body, duration_ms)
-      select r.attempt_id, d.id, d.company_id, d.attempts + 1, r.http_status, r.response_body, r.duration_ms
+      insert into webhook_attempts (id, delivery_id, company_id, attempt_number, http_status, response_body, duration_ms,
+        response_headers)
+      select r.attempt_id, d.id, d.company_id, d.attempts + 1, r.http_status, r.response_body, r.duration_ms,
+        r.response_headers::jsonb
       from r join webhook_deliveries d on d.id = r.delivery_id
+    ), verdict as (
+      -- Per endpoint: whether these attempts disable it, as of this statement's snapshot.
+      select a.endpoint_id, a.any_ok, e.failing_since,
+        case when e.status <> 'active' then null when a.any_gone then 'gone'
+          when not a.any_ok and e.failing_since <= now() - ${opts.disableAfterSeconds} * interval '1 second'
+          then 'failing' end as disable
+      from (
+        select endpoint_id, bool_or(ok) as any_ok, bool_or(http_status = 410) as any_gone from r group by endpoint_id
+      ) a join webhook_endpoints e on e.id = a.endpoint_id
+    ), health as (
+      update webhook_endpoints e set
+        failing_since = case when v.any_ok or v.disable is not null then null else coalesce(e.failing_since, now()) end,
+        status = case when v.disable is not null then 'disabled' else e.status end,
+        disabled_reason = coalesce(v.disable, e.disabled_reason),
+        disabled_at = case when v.disable is not null then now() else e.disabled_at end,
+        updated_at = case when v.disable is not null then now() else e.updated_at end
+      from verdict v
+      where e.id = v.endpoint_id and e.status = 'active'
+        and (v.disable is not null or (v.any_ok and e.failing_since is not null)
+          or (not v.any_ok and e.failing_since is null))
+      returning e.id, v.disable
     ), updated as (
       update webhook_deliveries d set
         attempts = d.attempts + 1,
@@ -281,13 +325,15 @@ async function recordBatch(sql: Sql, items: RecordItem[], opts: RecordOptions): 
         status = case when r.ok then 'succeeded' when ${giveUp} then
           case when d.status = 'pending' then 'failed' else d.status end else 'pending' end,
         next_attempt_at = case when r.ok or ${giveUp} then null
-          else now() + (${opts.retrySchedule}::float8[])[d.schedule_attempts + 1] * interval '1 second' end,
+          else now() + greatest((${opts.retrySchedule}::float8[])[d.schedule_attempts + 1], r.retry_after)
+            * interval '1 second' end,
         lease_token = null,
         leased_until = null,
         leased_by = null,
         updated_at = now()
-      from r where d.id = r.delivery_id and d.lease_token = r.token
-      returning r.idx, d.status, d.next_attempt_at, d.endpoint_id
+      from r join verdict v on v.endpoint_id = r.endpoint_id
+      where d.id = r.delivery_id and d.lease_token = r.token
+      returning r.idx, d.status, d.next_attempt_at, d.endpoint_id, d.attempts
     ), retry_job as (
       select count(*) from ${retries} where exists (select 1 from updated where next_attempt_at is not null)
     ), ep as (
@@ -297,7 +343,7 @@ async function recordBatch(sql: Sql, items: RecordItem[], opts: RecordOptions): 
       select r.idx, r.endpoint_id, r.slot, ep.delivery_mode, r.delivery_id as attempted,
         u.status = 'pending' as still_pending
       from r join updated u on u.idx = r.idx join ep on ep.id = r.endpoint_id
-      where r.slot < ${slotLimit(sql, "ep")}
+      where r.slot < ${slotLimit(sql, "ep")} and r.endpoint_id not in (select id from health where disable is not null)
     ), ${fillSlots(sql, lease, opts.owner)}, moved_slot as (
       update webhook_slots s set
         delivery_id = p.next_id,
@@ -306,18 +352,42 @@ async function recordBatch(sql: Sql, items: RecordItem[], opts: RecordOptions): 
       from r left join paired p on p.idx = r.idx
       where s.endpoint_id = r.endpoint_id and s.slot = r.slot and s.delivery_id = r.delivery_id
     )
-    select ep.*, r.idx, u.status as delivery_status, t.id as delivery_id, t.type as delivery_type,
+    select ep.*, r.idx, u.status as delivery_status, u.next_attempt_at as delivery_next_attempt_at,
+      u.attempts as attempt_number,
+      h.disable as endpoint_disabled, t.id as delivery_id, t.type as delivery_type,
       t.lease_token, e.data as event_data, r.slot,
       (select count(*) from retry_job) as retry_jobs, (select count(*) from cancelled_job) as cancelled_jobs
     from r
     cross join commit_mode
     left join updated u on u.idx = r.idx
     left join ep on ep.id = r.endpoint_id
+    left join health h on h.id = r.endpoint_id and h.disable is not null
     left join taken t on t.idx = r.idx
     left join events e on e.id = t.event_id and e.company_id = t.company_id`;
-  const results: Recorded[] = items.map(() => ({ status: null, next: null }));
-  for (const { idx, delivery_status, retry_jobs: _, ...claimRow } of rows) {
-    results[idx] = { status: delivery_status, next: claimRow.id ? toClaim(claimRow) : null };
+  const results: Recorded[] = items.map(() => ({
+    status: null,
+    next: null,
+    nextAttemptAt: null,
+    disabled: null,
+    attempt: null,
+  }));
+  for (const row of rows) {
+    const {
+      idx,
+      delivery_status,
+      retry_jobs: _,
+      delivery_next_attempt_at,
+      endpoint_disabled,
+      attempt_number,
+      ...claimRow
+    } = row;
+    results[idx] = {
+      status: delivery_status,
+      next: claimRow.id ? toClaim(claimRow) : null,
+      nextAttemptAt: delivery_next_attempt_at,
+      disabled: endpoint_disabled,
+      attempt: attempt_number,
+    };
   }
   return results;
 }

@@ -66,7 +66,7 @@ export async function drainEndpoint(
     }
     const result = await steps.send(endpoint, delivery, signal);
     const recorded = await steps.recordAndClaimNext(delivery, result);
-    observeAttempt(endpoint.id, delivery.id, result, recorded.status);
+    observeAttempt(endpoint.id, delivery, result, recorded);
     claim = recorded.next?.delivery ? recorded.next : await steps.claim();
   }
   return "gone";
@@ -75,11 +75,30 @@ export async function drainEndpoint(
 /** Delivery record ids are UUIDv7, made when the event was emitted: their first 48 bits are that instant in ms. */
 const emittedAt = (uuidV7: string) => parseInt(uuidV7.slice(0, 8) + uuidV7.slice(9, 13), 16);
 
-function observeAttempt(endpointId: string, deliveryId: string, result: SendResult, status: string | null) {
+/**
+ * Metrics for every attempt; at the default log level one line per failed attempt, so that an operator finds a
+ * failing delivery and why (the same reason as the attempt's `response_body` when no answer came).
+ */
+function observeAttempt(endpointId: string, delivery: ClaimedDelivery, result: SendResult, recorded: Recorded) {
+  const deliveryId = delivery.id;
+  const status = recorded.status;
   const outcome = status === "succeeded" ? "succeeded" : status === "failed" ? "failed" : "failed_attempt";
   metrics.deliveries.inc({ outcome });
   metrics.deliveryDuration.observe({}, result.durationMs / 1000);
   if (outcome === "succeeded") metrics.deliveryLatency.observe({}, (Date.now() - emittedAt(deliveryId)) / 1000);
+  if (!result.ok) {
+    log.warn("webhook attempt failed", {
+      delivery_id: deliveryId,
+      endpoint_id: endpointId,
+      event_type: delivery.type,
+      http_status: result.httpStatus,
+      reason: result.httpStatus === 0 ? result.responseBody : `HTTP ${result.httpStatus}`,
+      attempt: recorded.attempt,
+      next_attempt_at: recorded.nextAttemptAt?.toISOString() ?? (status === null ? null : "failed for good"),
+      ...(recorded.disabled ? { endpoint_disabled: recorded.disabled } : {}),
+    });
+    return;
+  }
   log.debug("webhook attempt", {
     endpoint_id: endpointId,
     delivery_id: deliveryId,

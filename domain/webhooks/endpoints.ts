@@ -29,11 +29,16 @@ export const MAX_CONCURRENCY = 100;
 /** A secret rotated away, as stored: sealed, with the instant it stops signing. */
 export type StoredPreviousSecret = { secret: string; expires_at: string };
 
+export type DisabledReason = "manual" | "gone" | "failing";
+
 export type EndpointRow = {
   id: string;
   company_id: string;
   url: string;
   status: "active" | "disabled";
+  /** Why it is disabled (docs/webhooks.md, When an endpoint is disabled); null while active. */
+  disabled_reason: DisabledReason | null;
+  disabled_at: Date | null;
   enabled_events: string[];
   delivery_mode: "parallel" | "sequential";
   event_payload_type: "snapshot" | "thin";
@@ -90,6 +95,8 @@ export async function presentEndpoint(box: SecretBox, e: EndpointRow) {
     company_id: e.company_id,
     url: e.url,
     status: e.status,
+    disabled_reason: e.status === "disabled" ? e.disabled_reason : null,
+    disabled_at: isoUtcOrNull(e.status === "disabled" ? e.disabled_at : null),
     enabled_events: e.enabled_events,
     delivery_mode: e.delivery_mode,
     event_payload_type: e.event_payload_type,
@@ -232,7 +239,9 @@ export async function updateEndpoint(
 export async function disableEndpoint(sql: Sql, companyId: string, id: string): Promise<EndpointRow> {
   return await sql.begin(async (tx) => {
     const [row] = await tx<EndpointRow[]>`
-      update webhook_endpoints set status = 'disabled', updated_at = now()
+      update webhook_endpoints set status = 'disabled', updated_at = now(),
+        disabled_reason = case when status = 'active' then 'manual' else disabled_reason end,
+        disabled_at = case when status = 'active' then now() else disabled_at end, failing_since = null
       where company_id = ${companyId} and id = ${id} returning *`;
     if (!row) throw notFound();
     await failPendingDeliveries(tx, companyId, [id]);
@@ -244,7 +253,8 @@ export async function disableEndpoint(sql: Sql, companyId: string, id: string): 
 export async function disableAllEndpoints(sql: Sql, companyId: string): Promise<void> {
   await sql.begin(async (tx) => {
     const rows = await tx<{ id: string }[]>`
-      update webhook_endpoints set status = 'disabled', updated_at = now()
+      update webhook_endpoints set status = 'disabled', updated_at = now(), disabled_reason = 'manual',
+        disabled_at = now(), failing_since = null
       where company_id = ${companyId} and status = 'active' returning id`;
     await failPendingDeliveries(tx, companyId, rows.map((r) => r.id));
     await fitSlots(tx, rows.map((r) => r.id));

@@ -4,7 +4,7 @@ import type { LookupFunction } from "node:net";
 import type { SecretBox } from "../platform/secret_box.ts";
 import { renderBody } from "./body.ts";
 import { type EndpointRow, openSecrets } from "./endpoints.ts";
-import { signPayload } from "./signature.ts";
+import { signPayload, standardWebhookHeaders } from "./signature.ts";
 import { BlockedDestination, checkedAddresses, isIpLiteral, type Resolver, systemResolver } from "./url_guard.ts";
 
 /** Names the service to receivers (and in their logs). */
@@ -13,7 +13,67 @@ export const USER_AGENT = "payments-api-webhooks/1.0";
 export const MAX_RESPONSE_BYTES = 16 * 1024;
 
 /** One attempt as the receiver answered it: what is recorded, and what decides the record's next state. */
-export type SendResult = { ok: boolean; httpStatus: number; responseBody: string; durationMs: number };
+export type SendResult = {
+  ok: boolean;
+  httpStatus: number;
+  responseBody: string;
+  durationMs: number;
+  /** The answer's headers worth keeping (`keptHeaders`); empty without an answer. */
+  responseHeaders?: Record<string, string>;
+  /** A 429 or 503 answer's Retry-After, in seconds from the answer (at most a day); null otherwise. */
+  retryAfterSeconds?: number | null;
+};
+
+/** Headers of an answer that help to understand it; never cookies or credentials. */
+const KEPT_HEADERS = new Set([
+  "content-type",
+  "content-length",
+  "retry-after",
+  "server",
+  "date",
+  "location",
+  "x-request-id",
+  "request-id",
+  "x-correlation-id",
+  "cf-ray",
+  "x-amzn-requestid",
+  "x-amz-cf-id",
+]);
+/** Header values are cut to this many characters. */
+const MAX_HEADER_CHARS = 256;
+
+/** The headers of an answer that are recorded with the attempt. */
+export function keptHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    const key = name.toLowerCase();
+    if (!KEPT_HEADERS.has(key) || value === undefined) continue;
+    kept[key] = (Array.isArray(value) ? value.join(", ") : value).replaceAll("\u0000", "").slice(0, MAX_HEADER_CHARS);
+  }
+  return kept;
+}
+
+/** The longest postponement a Retry-After can ask for. */
+export const MAX_RETRY_AFTER_SECONDS = 24 * 60 * 60;
+
+/**
+ * Seconds to wait according to a Retry-After value, in either of its forms (delay-seconds or an HTTP date), capped
+ * at a day; null when it is absent or malformed. A date in the past is 0.
+ */
+export function retryAfterSeconds(value: string | undefined | null, nowMs = Date.now()): number | null {
+  if (!value) return null;
+  const text = value.trim();
+  let seconds: number;
+  if (/^\d+$/.test(text)) seconds = Number(text);
+  else {
+    // an HTTP date names its day of the week and GMT; Date.parse alone would also take "5" or "2026"
+    if (!/^[A-Za-z]{3},? /.test(text)) return null;
+    const at = Date.parse(text);
+    if (Number.isNaN(at)) return null;
+    seconds = Math.max(0, Math.ceil((at - nowMs) / 1000));
+  }
+  return Math.min(seconds, MAX_RETRY_AFTER_SECONDS);
+}
 
 export type SendOptions = {
   timeoutMs: number;
@@ -27,7 +87,8 @@ export type SendOptions = {
 };
 
 /**
- * Renders one delivery for its endpoint, signs it with the endpoint's current and previous secrets and POSTs it.
+ * Renders one delivery for its endpoint, signs it with the endpoint's current and previous secrets under both
+ * schemes (`service-signature` and the Standard Webhooks headers, with one timestamp) and POSTs it.
  * Only a secret that does not open (a wrong SECRET_ENCRYPTION_KEY) throws: the job fails and the delivery stays
  * pending until the key is fixed (docs/production.md).
  */
@@ -39,8 +100,11 @@ export async function sendDelivery(
 ): Promise<SendResult> {
   const { secret, previous } = await openSecrets(box, endpoint);
   const body = renderBody({ ...endpoint, secret }, delivery);
-  const signature = await signPayload(body, secret, { previousSecrets: previous.map((p) => p.secret) });
-  return await sendWebhook(endpoint.url, body, { "service-signature": signature }, opts);
+  const previousSecrets = previous.map((p) => p.secret);
+  const timestamp = Math.floor(Date.now() / 1000);
+  const signature = await signPayload(body, secret, { previousSecrets, timestamp });
+  const standard = await standardWebhookHeaders(delivery.id, timestamp, body, [secret, ...previousSecrets]);
+  return await sendWebhook(endpoint.url, body, { "service-signature": signature, ...standard }, opts);
 }
 
 /**
@@ -63,11 +127,15 @@ export async function sendWebhook(
   const started = performance.now();
   const timeout = AbortSignal.timeout(opts.timeoutMs);
   const signal = opts.signal ? AbortSignal.any([timeout, opts.signal]) : timeout;
-  const result = (httpStatus: number, responseBody: string): SendResult => ({
+  const result = (httpStatus: number, responseBody: string, answerHeaders: Answer["headers"] = {}): SendResult => ({
     ok: httpStatus >= 200 && httpStatus < 300,
     httpStatus,
     responseBody,
     durationMs: performance.now() - started,
+    responseHeaders: keptHeaders(answerHeaders),
+    retryAfterSeconds: httpStatus === 429 || httpStatus === 503
+      ? retryAfterSeconds(firstValue(answerHeaders["retry-after"]))
+      : null,
   });
   try {
     const target = new URL(url);
@@ -83,7 +151,7 @@ export async function sendWebhook(
       "user-agent": USER_AGENT,
       ...headers,
     }, { signal, ca: opts.ca });
-    return result(answer.status, decodePrefix(answer.bytes, answer.truncated));
+    return result(answer.status, decodePrefix(answer.bytes, answer.truncated), answer.headers);
   } catch (err) {
     if (err instanceof BlockedDestination) return result(0, err.message);
     if (timeout.aborted) return result(0, `timeout after ${opts.timeoutMs} ms`);
@@ -92,7 +160,14 @@ export async function sendWebhook(
   }
 }
 
-type Answer = { status: number; bytes: Uint8Array; truncated: boolean };
+type Answer = {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  bytes: Uint8Array;
+  truncated: boolean;
+};
+
+const firstValue = (value: string | string[] | undefined) => Array.isArray(value) ? value[0] : value;
 
 /** POSTs over a fresh connection to one of `addresses`, and reads the status and the first 16 KiB of the answer. */
 function post(
@@ -137,7 +212,12 @@ function post(
       // The status and headers arrived: a body cut short (a reset, a close) still counts as the receiver's answer.
       const answered = (truncated: boolean) =>
         settle(() =>
-          resolve({ status: response.statusCode ?? 0, bytes: concat(chunks, MAX_RESPONSE_BYTES), truncated })
+          resolve({
+            status: response.statusCode ?? 0,
+            headers: response.headers,
+            bytes: concat(chunks, MAX_RESPONSE_BYTES),
+            truncated,
+          })
         );
       response.on("data", (chunk: Uint8Array) => {
         chunks.push(chunk);
@@ -187,9 +267,13 @@ const FAILURES: [RegExp, string][] = [
   [/^HPE_/, "the answer is not valid HTTP"],
 ];
 
+/** What went wrong, with the error code so that an operator can look it up: "connection refused (ECONNREFUSED)". */
 function describeFailure(err: unknown): string {
-  const code = String((err as { code?: unknown })?.code ?? "");
-  return FAILURES.find(([pattern]) => pattern.test(code))?.[1] ?? "connection failed";
+  const raw = (err as { code?: unknown })?.code;
+  // codes are short upper-case names; anything else is not shown, since a message could name an address
+  const code = typeof raw === "string" && /^[A-Z0-9_]{2,64}$/.test(raw) ? raw : "";
+  const text = FAILURES.find(([pattern]) => pattern.test(code))?.[1] ?? "connection failed";
+  return code ? `${text} (${code})` : text;
 }
 
 function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {

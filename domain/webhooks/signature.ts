@@ -101,3 +101,27 @@ export async function verifySignature(
   }
   return false;
 }
+
+/**
+ * The Standard Webhooks headers (https://www.standardwebhooks.com), sent beside `service-signature` so that receivers
+ * can verify with any Standard Webhooks library: `webhook-id` (the delivery record id, the same on every attempt),
+ * `webhook-timestamp` (the same unix seconds as `t=`) and `webhook-signature`, one `v1,<base64 HMAC-SHA256 of
+ * "<id>.<timestamp>.<raw body>">` per secret (the current one, then each previous one still signing),
+ * space-separated. The key is the secret's text, as for `service-signature`: libraries verify it in their "raw"
+ * secret format (docs/webhooks.md, Standard Webhooks).
+ */
+export async function standardWebhookHeaders(
+  id: string,
+  timestamp: number,
+  rawBody: string,
+  secrets: readonly string[],
+): Promise<{ "webhook-id": string; "webhook-timestamp": string; "webhook-signature": string }> {
+  const signed = encoder.encode(`${id}.${timestamp}.${rawBody}`);
+  const signatures: string[] = [];
+  for (const secret of secrets) {
+    if (!secret) continue;
+    const mac = new Uint8Array(await crypto.subtle.sign("HMAC", await hmacKey(secret, "sign"), signed));
+    signatures.push(`v1,${btoa(String.fromCharCode(...mac))}`);
+  }
+  return { "webhook-id": id, "webhook-timestamp": String(timestamp), "webhook-signature": signatures.join(" ") };
+}

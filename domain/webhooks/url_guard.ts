@@ -115,7 +115,7 @@ export function isLocalHostname(host: string): boolean {
   return h === "localhost" || h.endsWith(".localhost") || h.endsWith(".local") || h.endsWith(".internal");
 }
 
-/** A refusal to deliver. Its message is what the attempt log shows: it never names an address. */
+/** A refusal to deliver, or a name that does not resolve. Its message is what the attempt log shows: it never names an address. */
 export class BlockedDestination extends Error {}
 
 /** The addresses of a host name; none when it does not resolve. */
@@ -125,8 +125,15 @@ export type Resolver = (hostname: string) => Promise<string[]>;
 export const systemResolver: Resolver = async (hostname) => {
   try {
     return (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
-  } catch {
-    return [];
+  } catch (err) {
+    const code = String((err as { code?: unknown })?.code ?? "");
+    if (/^(ENOTFOUND|ENODATA|EAI_NONAME|EAI_NODATA)$/.test(code)) return [];
+    // the resolver itself failed (no answer, refused): say so, with its code, rather than "does not resolve"
+    throw new BlockedDestination(
+      /^[A-Z0-9_]{2,64}$/.test(code)
+        ? `DNS: the name could not be resolved (${code})`
+        : "DNS: the name could not be resolved",
+    );
   }
 };
 
@@ -150,7 +157,7 @@ export async function checkedAddresses(
   }
   if (!opts.allowPrivate && isLocalHostname(host)) throw new BlockedDestination("refused: local host name");
   const addresses = await opts.resolve(host);
-  if (addresses.length === 0) throw new BlockedDestination("refused: the host name does not resolve");
+  if (addresses.length === 0) throw new BlockedDestination("DNS: the host name does not resolve");
   if (!addresses.every(opts.allowPrivate ? isIpLiteral : isPublicAddress)) throw new BlockedDestination(PRIVATE);
   return addresses;
 }

@@ -78,6 +78,11 @@ export const Endpoint = z.object({
   company_id: z.string(),
   url: z.string(),
   status: z.enum(["active", "disabled"]),
+  disabled_reason: z.enum(["manual", "gone", "failing"]).nullable().openapi({
+    description: "Why it is disabled: by the integrator, the receiver answered 410 Gone, or attempts kept failing; " +
+      "null while active",
+  }),
+  disabled_at: ts.nullable().openapi({ description: "When it was disabled; null while active" }),
   enabled_events: z.array(z.string()),
   delivery_mode: z.enum(["parallel", "sequential"]),
   event_payload_type: z.enum(["snapshot", "thin"]),
@@ -109,7 +114,15 @@ export const Attempt = z.object({
   id: z.string(),
   attempt_number: z.number().int(),
   http_status: z.number().int().openapi({ description: "0 when no response arrived" }),
-  response_body: z.string().openapi({ description: "First 16 KiB of the answer, or the error when none came" }),
+  response_body: z.string().openapi({
+    description: "First 16 KiB of the answer, or why none came: `timeout after <ms> ms`, " +
+      "`connection refused (ECONNREFUSED)`, `TLS: ...`, `DNS: ...`, `refused: private address`...",
+  }),
+  duration_ms: z.number().int().nullable().openapi({ description: "How long the attempt took" }),
+  response_headers: z.record(z.string(), z.string()).openapi({
+    description: "A few headers of the answer (content-type, retry-after, server, request ids); never cookies",
+    example: { "content-type": "text/plain", "retry-after": "120" },
+  }),
   inserted_at: ts,
 }).openapi("WebhookAttempt");
 

@@ -37,6 +37,9 @@ class FakeEndpoint {
   maxInFlight = 0;
   /** Which arrivals fail: sequence number -> how many times. */
   failing = new Map<number, number>();
+  /** The status of those failures, and the Retry-After (seconds) they come with. */
+  failStatus = 500;
+  failRetryAfter: number | null = null;
   sendMs = 10;
   retryMs = 1_000;
   /** Step names in call order. */
@@ -58,6 +61,8 @@ class FakeEndpoint {
       company_id: newId(),
       url: "http://receiver.test/hook",
       status: "active",
+      disabled_reason: null,
+      disabled_at: null,
       enabled_events: ["*"],
       delivery_mode: mode,
       event_payload_type: "snapshot",
@@ -134,14 +139,23 @@ class FakeEndpoint {
     const record = this.records.find((r) => r.id === delivery.id)!;
     record.attempts++;
     record.token = null;
+    // as the real statement: a 410 disables the endpoint and fails the record; Retry-After postpones it
+    const gone = result.httpStatus === 410 && this.endpoint.status === "active";
+    if (gone) Object.assign(this.endpoint, { status: "disabled", disabled_reason: "gone", disabled_at: new Date() });
     if (result.ok) record.status = "succeeded";
-    else if (record.status === "pending") record.due = this.clock + this.retryMs;
+    else if (gone && record.status === "pending") record.status = "failed";
+    else if (record.status === "pending") {
+      record.due = this.clock + Math.max(this.retryMs, (result.retryAfterSeconds ?? 0) * 1000);
+    }
     const keep = delivery.slot < this.limit();
     const [next] = keep ? this.choose(1, record.id, record.status === "pending", visible) : [];
     this.slots[delivery.slot] = null;
     return {
       status: record.status,
       next: { ...this.snapshot(), delivery: next ? this.lease(next, delivery.slot) : null },
+      nextAttemptAt: record.status === "pending" ? new Date(record.due) : null,
+      disabled: gone ? "gone" : null,
+      attempt: record.attempts,
     };
   }
 
@@ -162,7 +176,14 @@ class FakeEndpoint {
     const fails = this.failing.get(seq) ?? 0;
     if (signal?.aborted) return { ok: false, httpStatus: 0, responseBody: "aborted", durationMs: this.sendMs };
     if (fails > 0) this.failing.set(seq, fails - 1);
-    return { ok: fails === 0, httpStatus: fails ? 500 : 200, responseBody: "", durationMs: this.sendMs };
+    if (fails === 0) return { ok: true, httpStatus: 200, responseBody: "", durationMs: this.sendMs };
+    return {
+      ok: false,
+      httpStatus: this.failStatus,
+      responseBody: "",
+      durationMs: this.sendMs,
+      retryAfterSeconds: this.failRetryAfter,
+    };
   }
 
   /** Each step is one statement: it acts when called, and answers a turn later. */
@@ -331,6 +352,34 @@ Deno.test("the drain loop", async (t) => {
       assert.ok(fake.records.every((r) => r.token === null), "no record stays leased");
     },
   );
+
+  await t.step("a 410 answer ends the run: nothing more is sent and what was pending is failed", async () => {
+    const fake = new FakeEndpoint("parallel", 1);
+    fake.emit(4);
+    fake.failing.set(2, 1);
+    fake.failStatus = 410;
+    assert.deepEqual(await fake.drain(1), ["inactive"]);
+    assert.deepEqual(fake.sent, [1, 2]);
+    assert.deepEqual(fake.seqsWithStatus("failed"), [2, 3, 4]);
+    assert.equal(fake.endpoint.disabled_reason, "gone");
+    assert.equal(fake.heldSlots(), 0);
+  });
+
+  await t.step("a Retry-After longer than the schedule holds a sequential head until then", async () => {
+    const fake = new FakeEndpoint("sequential");
+    fake.emit(2);
+    fake.failing.set(1, 1);
+    fake.failStatus = 429;
+    fake.failRetryAfter = 5;
+    assert.deepEqual(await fake.drain(1), ["idle"]);
+    fake.clock += fake.retryMs;
+    await fake.drain(1);
+    assert.deepEqual(fake.sent, [1], "not sent again at the schedule's delay");
+    fake.clock += 5_000;
+    await fake.drain(1);
+    assert.deepEqual(fake.sent, [1, 1, 2]);
+    assert.deepEqual(fake.seqsWithStatus("succeeded"), [1, 2]);
+  });
 
   await t.step("a run started after the abort sends nothing", async () => {
     const fake = new FakeEndpoint("parallel", 1);

@@ -8,6 +8,8 @@ const ENDPOINT_KEYS = [
   "company_id",
   "url",
   "status",
+  "disabled_reason",
+  "disabled_at",
   "enabled_events",
   "delivery_mode",
   "event_payload_type",
