@@ -193,8 +193,9 @@ export async function recoverDeliveries(
 }
 
 /**
- * A test event: the catalogue's example of `type` (default: the first type the endpoint enables), emitted like any
- * event but fanned out to this endpoint alone, so it is stored, signed, retried and listed like the others.
+ * A test event: the catalogue's example of `type` (default: the first of the endpoint's enabled_events, `identified`
+ * for `["*"]`), emitted like any event but fanned out to this endpoint alone, so it is stored, signed, retried and
+ * listed like the others.
  * Returns its delivery record as the events list shows it.
  */
 export async function sendTestEvent(sql: Sql, companyId: string, endpointId: string, type?: EventType) {
@@ -204,9 +205,11 @@ export async function sendTestEvent(sql: Sql, companyId: string, endpointId: str
       where company_id = ${companyId} and id = ${endpointId} for share`;
     if (!endpoint) throw notFound();
     refuseDisabled(endpoint.status);
-    const enabled = (t: string) => endpoint.enabled_events.includes("*") || endpoint.enabled_events.includes(t);
-    const chosen = type ?? EVENT_TYPES.find(enabled)!;
-    if (!enabled(chosen)) throw validationFailed({ type: ["is not enabled for this endpoint"] }, 422);
+    const all = endpoint.enabled_events.includes("*");
+    const chosen = type ?? (all ? EVENT_TYPES[0] : endpoint.enabled_events[0] as EventType);
+    if (!all && !endpoint.enabled_events.includes(chosen)) {
+      throw validationFailed({ type: ["is not enabled for this endpoint"] }, 422);
+    }
     const example = catalogueEntry(chosen).example;
     const { id } = await emitEvent(tx, companyId, chosen, example.data, { onlyEndpointId: endpointId });
     const [row] = await tx<DeliveryRow[]>`
