@@ -20,6 +20,7 @@ import { REQUEST_ID_HEADER } from "./platform/schemas.ts";
 import { API_DESCRIPTION, TAGS } from "./platform/document.ts";
 import { webhookEndpointRoutes } from "./webhooks/endpoints.ts";
 import { webhookEventRoutes } from "./webhooks/events.ts";
+import { documentEventCatalogue, webhookEventTypeRoutes } from "./webhooks/event_types.ts";
 import { bankAccountRoutes } from "./bank_accounts/bank_accounts.ts";
 import { documentRoutes } from "./subjects/documents.ts";
 import { sandboxRoutes } from "./sandbox/sandbox.ts";
@@ -74,6 +75,7 @@ export function createApp(deps: Deps) {
   app.route("/", peopleRoutes(deps));
   app.route("/", webhookEndpointRoutes(deps));
   app.route("/", webhookEventRoutes(deps));
+  app.route("/", webhookEventTypeRoutes(deps));
   app.route("/", documentRoutes(deps));
   app.route("/", bankAccountRoutes(deps));
   app.route("/", transactionRoutes(deps));
@@ -89,6 +91,7 @@ export function createApp(deps: Deps) {
   });
   documentIdempotencyKey(app.openAPIRegistry);
   app.openAPIRegistry.registerComponent("headers", "RequestId", REQUEST_ID_HEADER);
+  documentEventCatalogue(app.openAPIRegistry);
   app.doc31("/openapi.json", {
     openapi: "3.1.0",
     info: { title: "Payments integrator API", version: "1.0.0", description: API_DESCRIPTION },

@@ -1,7 +1,9 @@
-import type { Sql } from "../platform/db.ts";
-import { notFound, unprocessable } from "../platform/errors.ts";
+import type { Sql, TransactionSql } from "../platform/db.ts";
+import { notFound, unprocessable, validationFailed } from "../platform/errors.ts";
 import { isoUtc, pgTimestamptz } from "../platform/time.ts";
 import { wakeEndpoints } from "./queue.ts";
+import { catalogueEntry } from "./catalogue.ts";
+import { emitEvent, EVENT_TYPES, type EventType } from "./events.ts";
 
 export const DEFAULT_PER_PAGE = 20;
 
@@ -133,6 +135,24 @@ export async function acknowledgeDelivery(sql: Sql, companyId: string, id: strin
   });
 }
 
+/**
+ * The one rule of a manual retry, for one record or many: each becomes pending, due now, with a fresh schedule of
+ * 10 attempts (the attempt numbers go on), and the endpoint is woken. Records due at the same instant go out in
+ * record id order, i.e. event order, in both delivery modes. The caller has checked the records may be retried.
+ */
+async function requeue(tx: TransactionSql, companyId: string, endpointId: string, ids: string[]) {
+  if (ids.length === 0) return;
+  await tx`
+    update webhook_deliveries set status = 'pending', schedule_attempts = 0, next_attempt_at = now(), updated_at = now()
+    where company_id = ${companyId} and id = any(${ids}::uuid[])`;
+  await wakeEndpoints(tx, [endpointId]);
+}
+
+/** A disabled endpoint receives nothing more: saying a retry was enqueued would be a promise not kept. */
+function refuseDisabled(endpointStatus: string) {
+  if (endpointStatus !== "active") throw unprocessable("endpoint is disabled");
+}
+
 /** Attempts again at once with a fresh schedule of 10 attempts (pending or failed records; never succeeded ones). */
 export async function retryDelivery(sql: Sql, companyId: string, id: string) {
   await sql.begin(async (tx) => {
@@ -143,11 +163,65 @@ export async function retryDelivery(sql: Sql, companyId: string, id: string) {
       for update of d`;
     if (!row) throw notFound();
     if (row.status === "succeeded") throw unprocessable("event already succeeded");
-    // a disabled endpoint receives nothing more: saying "retry enqueued" would be a promise not kept
-    if (row.endpoint_status !== "active") throw unprocessable("endpoint is disabled");
-    await tx`
-      update webhook_deliveries set status = 'pending', schedule_attempts = 0, next_attempt_at = now(), updated_at = now()
-      where company_id = ${companyId} and id = ${id}`;
-    await wakeEndpoints(tx, [row.endpoint_id]);
+    refuseDisabled(row.endpoint_status);
+    await requeue(tx, companyId, row.endpoint_id, [id]);
+  });
+}
+
+/**
+ * Recover: every `failed` record of the endpoint inserted in [since, until) is retried as by hand, in event order.
+ * Records pending or succeeded are left alone, so a recover while deliveries are in flight sends each failed one
+ * once more and nothing twice. Returns how many were re-queued.
+ */
+export async function recoverDeliveries(
+  sql: Sql,
+  companyId: string,
+  endpointId: string,
+  range: { since: Date; until?: Date },
+): Promise<{ endpoint_id: string; deliveries: number }> {
+  return await sql.begin(async (tx) => {
+    const [endpoint] = await tx<{ status: string }[]>`
+      select status from webhook_endpoints where company_id = ${companyId} and id = ${endpointId}`;
+    if (!endpoint) throw notFound();
+    refuseDisabled(endpoint.status);
+    // as text: postgres.js would hand a timestamptz parameter to JavaScript's Date
+    const until = range.until ? tx`and inserted_at < ${pgTimestamptz(range.until)}::text::timestamptz` : tx``;
+    const rows = await tx<{ id: string }[]>`
+      select id from webhook_deliveries
+      where company_id = ${companyId} and endpoint_id = ${endpointId} and status = 'failed'
+        and inserted_at >= ${pgTimestamptz(range.since)}::text::timestamptz ${until}
+      order by id
+      for update`;
+    await requeue(tx, companyId, endpointId, rows.map((r) => r.id));
+    return { endpoint_id: endpointId, deliveries: rows.length };
+  });
+}
+
+/**
+ * A test event: the catalogue's example of `type` (default: the first of the endpoint's enabled_events, `identified`
+ * for `["*"]`), emitted like any event but fanned out to this endpoint alone, so it is stored, signed, retried and
+ * listed like the others.
+ * Returns its delivery record as the events list shows it.
+ */
+export async function sendTestEvent(sql: Sql, companyId: string, endpointId: string, type?: EventType) {
+  return await sql.begin(async (tx) => {
+    const [endpoint] = await tx<{ status: string; enabled_events: string[] }[]>`
+      select status, enabled_events from webhook_endpoints
+      where company_id = ${companyId} and id = ${endpointId} for share`;
+    if (!endpoint) throw notFound();
+    refuseDisabled(endpoint.status);
+    const all = endpoint.enabled_events.includes("*");
+    const chosen = type ?? (all ? EVENT_TYPES[0] : endpoint.enabled_events[0] as EventType);
+    if (!all && !endpoint.enabled_events.includes(chosen)) {
+      throw validationFailed({ type: ["is not enabled for this endpoint"] }, 422);
+    }
+    const example = catalogueEntry(chosen).example;
+    const { id } = await emitEvent(tx, companyId, chosen, example.data, { onlyEndpointId: endpointId });
+    const [row] = await tx<DeliveryRow[]>`
+      select d.id, d.event_id, d.endpoint_id, d.company_id, d.type, d.status, e.data as payload,
+        e.inserted_at as event_created_at, d.inserted_at
+      from webhook_deliveries d join events e on e.id = d.event_id and e.company_id = d.company_id
+      where d.company_id = ${companyId} and d.event_id = ${id} and d.endpoint_id = ${endpointId}`;
+    return row;
   });
 }

@@ -250,6 +250,32 @@ export async function disableEndpoint(sql: Sql, companyId: string, id: string): 
   });
 }
 
+/**
+ * Makes a disabled endpoint active again, within the company's quota (as if created), with its slots back. Records
+ * that failed while it was disabled stay failed: recover them (`recoverDeliveries`) to have them sent. Enabling an
+ * active endpoint changes nothing.
+ */
+export async function enableEndpoint(
+  sql: Sql,
+  companyId: string,
+  id: string,
+  opts: { quota: EndpointQuota },
+): Promise<EndpointRow> {
+  return await sql.begin(async (tx) => {
+    // the lock the quota check takes, taken before reading: two enables at once then see each other's result
+    await tx`select 1 from companies where id = ${companyId} for update`;
+    const current = await getEndpoint(tx, companyId, id);
+    if (current.status === "active") return current;
+    await checkEndpointQuota(tx, companyId, opts.quota, { maxConcurrency: current.max_concurrency });
+    const [row] = await tx<EndpointRow[]>`
+      update webhook_endpoints
+      set status = 'active', updated_at = now(), disabled_reason = null, disabled_at = null, failing_since = null
+      where company_id = ${companyId} and id = ${id} returning *`;
+    await fitSlots(tx, [id]);
+    return row;
+  });
+}
+
 export async function disableAllEndpoints(sql: Sql, companyId: string): Promise<void> {
   await sql.begin(async (tx) => {
     const rows = await tx<{ id: string }[]>`

@@ -37,18 +37,21 @@ const wokenInTx = new WeakMap<object, Map<string, number>>();
  *
  * Fan-out: one delivery record per ACTIVE endpoint of the company that enables the type, due at once, plus a
  * drain job that wakes the endpoint (domain/webhooks/queue.ts). It takes a transaction, never the pool: the event
- * never exists without its deliveries, nor they without the change that caused them.
+ * never exists without its deliveries, nor they without the change that caused them. `onlyEndpointId` narrows the
+ * fan-out to that one endpoint (a test event).
  */
 export async function emitEvent(
   tx: TransactionSql,
   companyId: string,
   type: EventType,
   data: Record<string, unknown>,
+  opts: { onlyEndpointId?: string } = {},
 ): Promise<{ id: string }> {
   const id = newId();
+  const only = opts.onlyEndpointId ? tx`and id = ${opts.onlyEndpointId}` : tx``;
   const endpoints = await tx<{ id: string; slots: number }[]>`
     select id, ${slotLimit(tx, "webhook_endpoints")} as slots from webhook_endpoints
-    where company_id = ${companyId} and status = 'active' and enabled_events && array['*', ${type}]::text[]
+    where company_id = ${companyId} and status = 'active' and enabled_events && array['*', ${type}]::text[] ${only}
     order by id`;
   const json = tx.json(data as never);
   if (endpoints.length === 0) {

@@ -3,6 +3,7 @@ import {
   createEndpoint,
   disableAllEndpoints,
   disableEndpoint,
+  enableEndpoint,
   getEndpoint,
   listEndpoints,
   presentEndpoint,
@@ -11,19 +12,27 @@ import {
   updateEndpoint,
   validateEndpointInput,
 } from "../../domain/webhooks/endpoints.ts";
+import { presentDelivery, recoverDeliveries, sendTestEvent } from "../../domain/webhooks/deliveries.ts";
 import type { MiddlewareHandler } from "hono";
 import type { Deps } from "../../domain/platform/deps.ts";
 import { secretBoxFor } from "../../domain/platform/secret_box.ts";
 import { newRouter } from "../platform/router.ts";
 import { alsoCheck } from "../platform/validation.ts";
+import { emptyBodyAsObject } from "../platform/optional_body.ts";
 import { bodyErrorResponses, errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
 import {
+  Delivery,
   Endpoint,
   ENDPOINT_CREATE_EXAMPLE,
   ENDPOINT_UPDATE_EXAMPLE,
   EndpointCreateBody,
   EndpointUpdateBody,
+  RECOVER_EXAMPLE,
+  RecoverBody,
+  RecoverResult,
   RotatedSecret,
+  TEST_EVENT_EXAMPLE,
+  TestEventBody,
 } from "./schemas.ts";
 
 const tags = ["Webhook endpoints"];
@@ -110,6 +119,44 @@ const rotate = createRoute({
   responses: { 200: jsonResponse("Secret rotated", z.object({ data: RotatedSecret })), ...bodyErrorResponses },
 });
 
+const enable = createRoute({
+  operationId: "enableWebhookEndpoint",
+  method: "post",
+  path: `${base}/{id}/enable`,
+  tags,
+  summary: "Enable a disabled endpoint again (within the account's endpoint quota); failed records stay failed",
+  request: { params: IdParam },
+  responses: { 200: jsonResponse("Endpoint enabled", EndpointEnvelope), ...bodyErrorResponses },
+});
+
+const recover = createRoute({
+  operationId: "recoverWebhookEndpoint",
+  method: "post",
+  path: `${base}/{id}/recover`,
+  tags,
+  summary: "Retry every failed record of the endpoint inserted in [since, until), in event order, each with a " +
+    "fresh schedule",
+  request: { params: IdParam, body: jsonBody(RecoverBody, RECOVER_EXAMPLE) },
+  responses: {
+    202: jsonResponse("Records re-queued", z.object({ data: RecoverResult })),
+    ...bodyErrorResponses,
+  },
+});
+
+const sendTest = createRoute({
+  operationId: "sendWebhookTestEvent",
+  method: "post",
+  path: `${base}/{id}/test`,
+  tags,
+  summary: "Send the catalogue's example event of a type to this endpoint alone, delivered and listed like any event",
+  middleware: [emptyBodyAsObject] as const,
+  request: { params: IdParam, body: jsonBody(TestEventBody, TEST_EVENT_EXAMPLE) },
+  responses: {
+    202: jsonResponse("Test event stored and queued", z.object({ data: Delivery })),
+    ...bodyErrorResponses,
+  },
+});
+
 export function webhookEndpointRoutes({ sql, config }: Deps) {
   const box = () => secretBoxFor(config);
   const opts = {
@@ -155,5 +202,20 @@ export function webhookEndpointRoutes({ sql, config }: Deps) {
       const b = await box();
       const endpoint = await rotateSecret(sql, b, c.get("companyId"), c.req.valid("param").id);
       return c.json({ data: await presentRotation(b, endpoint) }, 200);
+    })
+    .openapi(enable, async (c) => {
+      const endpoint = await enableEndpoint(sql, c.get("companyId"), c.req.valid("param").id, opts);
+      return c.json({ data: await presentEndpoint(await box(), endpoint) }, 200);
+    })
+    .openapi(recover, async (c) => {
+      const { since, until } = c.req.valid("json");
+      const range = { since: since.at, until: until?.at };
+      const result = await recoverDeliveries(sql, c.get("companyId"), c.req.valid("param").id, range);
+      return c.json({ data: result }, 202);
+    })
+    .openapi(sendTest, async (c) => {
+      const { type } = c.req.valid("json");
+      const row = await sendTestEvent(sql, c.get("companyId"), c.req.valid("param").id, type ?? undefined);
+      return c.json({ data: presentDelivery(row) }, 202);
     });
 }

@@ -192,3 +192,40 @@ export const EventsQuery = z.object({
   from: timeBound.optional().openapi({ description: "Inclusive, UTC; YYYY-MM-DD or a full datetime" }),
   to: timeBound.optional().openapi({ description: "Inclusive, UTC; YYYY-MM-DD (the whole day) or a full datetime" }),
 });
+
+/** `since` is required (absent: 400); both bounds are instants, and `until` is exclusive. */
+export const RecoverBody = z.object({
+  since: timeBound.openapi({
+    type: "string",
+    example: "2026-11-21T00:00:00Z",
+    description: "Records inserted at or after this instant (UTC unless an offset is given; a date means its start)",
+  }),
+  until: timeBound.optional().openapi({
+    type: "string",
+    example: "2026-11-22T00:00:00Z",
+    description: "Records inserted before this instant (exclusive); absent: up to now",
+  }),
+}).openapi("WebhookRecover");
+
+export const RECOVER_EXAMPLE: z.input<typeof RecoverBody> = { since: "2026-11-21T00:00:00Z" };
+
+export const RecoverResult = z.object({
+  endpoint_id: z.string(),
+  deliveries: z.number().int().openapi({ description: "How many failed records were re-queued" }),
+}).openapi("WebhookRecoverResult");
+
+export const TestEventBody = z.object({
+  type: z.enum(EVENT_TYPES).nullish().openapi({
+    description: "The event type to send; absent: the first type the endpoint enables",
+  }),
+}).openapi("WebhookTestEvent");
+
+export const TEST_EVENT_EXAMPLE: z.input<typeof TestEventBody> = { type: "identified" };
+
+export const EventTypeEntry = z.object({
+  type: z.enum(EVENT_TYPES),
+  description: z.string(),
+  schema: z.record(z.string(), z.unknown()).openapi({
+    description: "JSON Schema (2020-12) of the body an endpoint with the default settings receives",
+  }),
+}).openapi("WebhookEventType");

@@ -1,0 +1,55 @@
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { CATALOGUE } from "../../domain/webhooks/catalogue.ts";
+import type { Deps } from "../../domain/platform/deps.ts";
+import { newRouter } from "../platform/router.ts";
+import { errorResponses, jsonResponse } from "../platform/schemas.ts";
+import { EventTypeEntry } from "./schemas.ts";
+
+const list = createRoute({
+  operationId: "listWebhookEventTypes",
+  method: "get",
+  path: "/api/v2/notifications/event_types",
+  tags: ["Webhook events"],
+  summary: "Every event type: what it means and the JSON Schema of its body",
+  responses: {
+    200: jsonResponse("The event catalogue", z.object({ data: z.array(EventTypeEntry) })),
+    ...errorResponses,
+  },
+});
+
+export function webhookEventTypeRoutes(_deps: Deps) {
+  const data = CATALOGUE.map(({ type, description, schema }) => ({ type, description, schema }));
+  return newRouter().openapi(list, (c) => c.json({ data }, 200));
+}
+
+const SIGNATURE_HEADERS = z.object({
+  "service-signature": z.string().openapi({
+    description: '`t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">` (and `,v0=<hex>` with the ' +
+      "previous secret for 24 hours after a rotation)",
+    example: "t=1763708400,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd",
+  }),
+});
+
+/**
+ * The OpenAPI `webhooks` section: one entry per event type, with the catalogue's schema and example, so a reader of
+ * `/docs` and a client generator see the bodies a receiver gets.
+ */
+export function documentEventCatalogue(registry: OpenAPIHono["openAPIRegistry"]) {
+  for (const entry of CATALOGUE) {
+    registry.registerWebhook({
+      method: "post",
+      path: entry.type,
+      operationId: `${entry.type.replace(/_(\w)/g, (_, c: string) => c.toUpperCase())}Webhook`,
+      tags: ["Webhook events"],
+      summary: entry.description,
+      request: {
+        headers: SIGNATURE_HEADERS,
+        body: { required: true, content: { "application/json": { schema: entry.schema, example: entry.example } } },
+      },
+      responses: {
+        200: { description: "Any 2xx within the timeout acknowledges the delivery" },
+        400: { description: "Any other status, a redirect or no answer in time: the delivery is retried" },
+      },
+    });
+  }
+}
