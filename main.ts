@@ -28,7 +28,8 @@ const starting: Handler = () =>
 
 /**
  * Takes the port before anything else starts, so a port in use stops the start before the database, the
- * migrations or the worker are touched. Until the app is ready every request answers 503.
+ * migrations or the worker are touched. Until the app is ready every request answers 503. Header and idle timeouts and
+ * the connection bound are the reverse proxy's: the in-process ways cost too much throughput (docs/production.md).
  */
 function bind(config: Config) {
   let handler: Handler = starting;
