@@ -65,7 +65,8 @@ export function createApp(deps: Deps) {
     app.use("/api/sandbox/*", limitPerCompany({ perSecond: limits.sandboxPerSecond, burst: limits.sandboxBurst }));
   }
   let methodsOf: (path: string) => string[] = () => []; // set below, once every route is registered
-  const routed = (c: Context) => methodsOf(c.req.path).includes(c.req.method);
+  // a route (not middleware, whose method is ALL) matched this method and path: the router already knows
+  const routed = (c: Context) => c.req.matchedRoutes.some((r) => r.method !== "ALL");
   app.use("*", readBody({ maxBytes: MAX_BODY_BYTES, timeoutMs: deps.config.bodyTimeoutMs, when: routed }));
   // after the token (the key is the company's) and the body read (a replay must be the same bytes)
   app.use("/api/*", idempotentPosts(deps.sql, { when: routed }));
