@@ -10,12 +10,19 @@ export type ServiceProcess = {
   kill: () => Promise<void>;
   /** SIGTERM and wait for the graceful exit. */
   stop: () => Promise<Deno.CommandStatus>;
+  /** The log lines written so far, parsed (only with `logs: true`; stdout is discarded otherwise). */
+  logs: () => Record<string, unknown>[];
 };
 
 const root = new URL("..", import.meta.url).pathname;
 
-function serviceEnv(databaseUrl: string, port: number, env: Record<string, string>): Record<string, string> {
-  return {
+/** A key set to `undefined` in `env` is left unset, so the service uses its default. */
+function serviceEnv(
+  databaseUrl: string,
+  port: number,
+  env: Record<string, string | undefined>,
+): Record<string, string> {
+  const all: Record<string, string | undefined> = {
     DATABASE_URL: databaseUrl,
     PORT: String(port),
     JWT_SECRET: TEST_JWT_SECRET,
@@ -27,13 +34,14 @@ function serviceEnv(databaseUrl: string, port: number, env: Record<string, strin
     ...HIGH_LIMITS,
     ...env,
   };
+  return Object.fromEntries(Object.entries(all).filter((e): e is [string, string] => e[1] !== undefined));
 }
 
 /** `cwd` other than the repository: where the embedded Postgres keeps its `.data` (the embedded-postgres test). */
 export async function startService(
   databaseUrl: string,
-  env: Record<string, string> = {},
-  opts: { cwd?: string; readyTimeoutMs?: number } = {},
+  env: Record<string, string | undefined> = {},
+  opts: { cwd?: string; readyTimeoutMs?: number; logs?: boolean } = {},
 ): Promise<ServiceProcess> {
   const port = freePort();
   const child = new Deno.Command(Deno.execPath(), {
@@ -41,16 +49,25 @@ export async function startService(
     cwd: opts.cwd ?? root,
     env: serviceEnv(databaseUrl, port, env),
     stdin: "null",
-    stdout: "null",
+    stdout: opts.logs ? "piped" : "null",
     stderr: "piped",
   }).spawn();
   // keep what the child says on stderr: it explains a start that fails
   let stderr = "";
   let exited = false;
   const decoder = new TextDecoder();
-  const drained = child.stderr.pipeTo(
+  const stderrDrained = child.stderr.pipeTo(
     new WritableStream({ write: (chunk) => void (stderr = (stderr + decoder.decode(chunk)).slice(-4000)) }),
   ).catch(() => {});
+  let stdout = "";
+  const stdoutDecoder = new TextDecoder();
+  const stdoutDrained = opts.logs
+    ? child.stdout.pipeTo(new WritableStream({ write: (chunk) => void (stdout += stdoutDecoder.decode(chunk)) }))
+      .catch(() => {})
+    : Promise.resolve();
+  const drained = Promise.all([stderrDrained, stdoutDrained]);
+  // complete lines only: the last one may still be being written
+  const logs = () => stdout.split("\n").slice(0, -1).map((line) => JSON.parse(line));
   child.status.then(() => exited = true);
   const base = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + (opts.readyTimeoutMs ?? 30_000);
@@ -82,6 +99,7 @@ export async function startService(
       await drained;
       return status;
     },
+    logs,
   };
 }
 

@@ -1,4 +1,11 @@
-/** A real webhook receiver on loopback for the webhook tests: records what arrives and answers as told. */
+/**
+ * A real webhook receiver on loopback for the tests: records what arrives, answers as told, and checks every body
+ * against the event catalogue's JSON Schemas (see `bodyViolation`); `close()` fails the test that owns the receiver
+ * when any body did not validate.
+ */
+import { AssertionError } from "node:assert/strict";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import { CATALOGUE, type JsonSchema } from "../domain/webhooks/catalogue.ts";
 
 export type Arrival = {
   raw: string;
@@ -17,6 +24,9 @@ export type Receiver = {
   maxInFlight: (path?: string) => number;
   /** Arrivals at one path (each test uses its own path, so tests share one receiver without mixing). */
   at: (path: string) => Arrival[];
+  /** One line per body that did not validate against the catalogue: path, reason, the body. */
+  violations: string[];
+  /** Stops the server, then throws when any body did not validate, so no test passes with an invalid body. */
   close: () => Promise<void>;
 };
 
@@ -30,6 +40,7 @@ export function startReceiver(
   listen: { hostname?: string; port?: number; cert?: string; key?: string } = {},
 ): Receiver {
   const arrivals: Arrival[] = [];
+  const violations: string[] = [];
   const inFlight = new Map<string, number>();
   const maxInFlight = new Map<string, number>();
   const enter = (key: string) => {
@@ -58,6 +69,8 @@ export function startReceiver(
         receivedAt: Date.now(),
       };
       arrivals.push(arrival);
+      const violation = bodyViolation(body);
+      if (violation) violations.push(`${path}: ${violation}: ${raw}`);
       return await answer(arrival, arrivals.filter((a) => a.path === path).length);
     } finally {
       leave("*");
@@ -70,8 +83,80 @@ export function startReceiver(
     arrivals,
     maxInFlight: (path = "*") => maxInFlight.get(path) ?? 0,
     at: (path) => arrivals.filter((a) => a.path === path),
-    close: () => server.shutdown(),
+    violations,
+    close: async () => {
+      await server.shutdown();
+      if (violations.length > 0) {
+        throw new AssertionError({
+          message: `${violations.length} webhook bod(y/ies) did not match the event catalogue:\n${
+            violations.join("\n")
+          }`,
+        });
+      }
+    },
   };
 }
 
+const ajv = new Ajv2020({ strict: true, allErrors: true });
+const withoutData = (schema: JsonSchema): JsonSchema => {
+  const { data: _, ...properties } = schema.properties as Record<string, JsonSchema>;
+  return { ...schema, properties, required: ["id", "type"] };
+};
+/** Per catalogue type: the snapshot body (`secret` allowed), the thin body, and `data` alone. */
+const SCHEMAS = new Map(CATALOGUE.map((e) => [e.type as string, {
+  snapshot: ajv.compile(e.schema),
+  thin: ajv.compile(withoutData(e.schema)),
+  data: ajv.compile((e.schema.properties as Record<string, JsonSchema>).data),
+}]));
+type Shape = "snapshot" | "thin" | "data";
+
+/**
+ * Why a received body does not match the catalogue, or null when it does. Every format the service sends is
+ * checked against the matching shape derived from the catalogue's schema of its type:
+ * - snapshot `{id, type, data}` (with inject_secret_in_body also `secret`): the catalogue schema itself;
+ * - thin `{id, type}` (+ `secret`): that schema without `data`;
+ * - wrap_in_notification `{notification: {type, ...data}}` (+ `secret`): the schema of `data` on the fields
+ *   beside `type` and `secret`; thin wrapped `{notification: {type, id}}` (+ `secret`): the thin schema.
+ * A `type` the catalogue does not know was renamed by event_mapping; the receiver cannot tell from which type, so
+ * the rule is: the body must match that shape for at least one catalogue type. Anything else is a violation.
+ */
+export function bodyViolation(body: unknown): string | null {
+  if (!isObject(body)) return "not a JSON object";
+  if ("notification" in body) {
+    const n = body.notification;
+    if (Object.keys(body).length !== 1 || !isObject(n)) return "a wrapped body has only an object `notification`";
+    if ("id" in n) return check(n.type, "thin", n);
+    const { type, secret, ...data } = n;
+    if (secret !== undefined && typeof secret !== "string") return "`secret` is not a string";
+    return check(type, "data", data);
+  }
+  return check(body.type, "data" in body ? "snapshot" : "thin", body);
+}
+
+function check(type: unknown, shape: Shape, value: Record<string, unknown>): string | null {
+  if (typeof type !== "string") return "no string `type`";
+  const known = SCHEMAS.get(type);
+  if (known) {
+    const validate = known[shape];
+    return validate(value) ? null : `${shape} of ${type}: ${ajv.errorsText(validate.errors)}`;
+  }
+  // Renamed by event_mapping: put a catalogue type back where the schema pins it.
+  for (const [original, schemas] of SCHEMAS) {
+    if (schemas[shape](shape === "data" ? value : { ...value, type: original })) return null;
+  }
+  return `${shape} of the renamed type ${type} matches no catalogue type`;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/**
+ * A uuid that carries a number, for tests that emit events in a sequence: `data.transaction_id` stays valid for
+ * the catalogue while the test reads the order back with `seqOf`.
+ */
+export const seqId = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, "0")}`;
+export const seqOf = (id: unknown) => typeof id === "string" ? Number(id.slice(24)) : NaN;
+
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A body the catalogue accepts, for tests that send through the sender by hand. */
+export const EXAMPLE = JSON.stringify(CATALOGUE[0].example);

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { emitEvent } from "../../domain/webhooks/events.ts";
 import { eventually, newCompany, setup } from "../helpers.ts";
-import { startReceiver } from "../webhook_receiver.ts";
+import { seqId, startReceiver } from "../webhook_receiver.ts";
 
 Deno.test("operations: readiness, metrics, OpenAPI document and docs page", async (t) => {
   const ctx = await setup("operations");
@@ -99,7 +99,7 @@ Deno.test("metrics count webhook deliveries by outcome and their latency", async
     const succeeded = (text: string) =>
       Number(/webhook_deliveries_total\{outcome="succeeded"\} (\d+)/.exec(text)?.[1] ?? 0);
     for (let i = 0; i < 3; i++) {
-      await ctx.sql.begin((tx) => emitEvent(tx, company.id, "payment_approved", { transaction_id: `${i}` }));
+      await ctx.sql.begin((tx) => emitEvent(tx, company.id, "payment_approved", { transaction_id: seqId(i) }));
     }
     const after = await eventually("three deliveries counted", async () => {
       const text = await (await ctx.app.request("/metrics")).text();

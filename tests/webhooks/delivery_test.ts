@@ -59,7 +59,8 @@ Deno.test("webhook delivery", async (t) => {
   await t.step("a delivery arrives as JSON, signed with the endpoint secret", async () => {
     const company = await newCompany(ctx);
     const endpoint = await createEndpoint(company, `${rx.url}/signed`);
-    const { id: eventId } = await emit(ctx, company, "identified", { transaction_id: "tx-1" });
+    const transaction_id = crypto.randomUUID();
+    const { id: eventId } = await emit(ctx, company, "identified", { transaction_id });
     const [arrival] = await arrivals(rx, "/signed");
 
     assert.equal(arrival.headers.get("content-type"), "application/json");
@@ -71,7 +72,7 @@ Deno.test("webhook delivery", async (t) => {
     assert.ok(Math.abs(parts.t - Date.now() / 1000) < 60);
 
     const [record] = await recordsOf(company, endpoint.id);
-    assert.deepEqual(arrival.body, { id: record.id, type: "identified", data: { transaction_id: "tx-1" } });
+    assert.deepEqual(arrival.body, { id: record.id, type: "identified", data: { transaction_id } });
     assert.equal(record.event_id, eventId);
     const done = await untilStatus(company, record.id, "succeeded");
     assert.equal(done.attempts.length, 1);
@@ -89,7 +90,7 @@ Deno.test("webhook delivery", async (t) => {
     const company = await newCompany(ctx);
     const endpoint = await createEndpoint(company, `${rx.url}/rotated`);
     const rotated = (await company.post(`${ENDPOINTS}/${endpoint.id}/rotate_secret`)).body.data;
-    await emit(ctx, company, "payment_approved", { transaction_id: "tx-2" });
+    await emit(ctx, company, "payment_approved", { transaction_id: crypto.randomUUID() });
     const [arrival] = await arrivals(rx, "/rotated");
 
     const parts = parseSignatureHeader(arrival.signature!)!;
@@ -154,9 +155,9 @@ Deno.test("webhook delivery", async (t) => {
       enabled_events: ["payment_approved", "payment_failed"],
     });
     const all = await createEndpoint(company, `${rx.url}/enabled/all`);
-    await emit(ctx, company, "identified", { transaction_id: "a" });
-    await emit(ctx, company, "payment_approved", { transaction_id: "b" });
-    await emit(ctx, company, "subject_approved", { subject_id: "c" });
+    await emit(ctx, company, "identified", { transaction_id: crypto.randomUUID() });
+    await emit(ctx, company, "payment_approved", { transaction_id: crypto.randomUUID() });
+    await emit(ctx, company, "subject_approved", { subject_id: crypto.randomUUID() });
     await eventually("all three at the catch-all", () => rx.at("/enabled/all").length === 3);
     await eventually("one at the filtered endpoint", () => rx.at("/enabled/some").length === 1);
     assert.deepEqual(rx.at("/enabled/some").map((a) => a.body.type), ["payment_approved"]);
@@ -168,7 +169,10 @@ Deno.test("webhook delivery", async (t) => {
     const company = await newCompany(ctx);
     failures.set("/flaky", { count: 3, status: 500 });
     const endpoint = await createEndpoint(company, `${rx.url}/flaky`);
-    await emit(ctx, company, "wire_created", { wire_id: "w1", transaction_ids: ["t1", "t2"] });
+    await emit(ctx, company, "wire_created", {
+      wire_id: crypto.randomUUID(),
+      transaction_ids: [crypto.randomUUID(), crypto.randomUUID()],
+    });
     const [record] = await recordsOf(company, endpoint.id);
     const done = await untilStatus(company, record.id, "succeeded");
     assert.deepEqual(
@@ -188,7 +192,7 @@ Deno.test("webhook delivery", async (t) => {
     const company = await newCompany(ctx);
     failures.set("/dead", { count: Infinity, status: 503 });
     const endpoint = await createEndpoint(company, `${rx.url}/dead`);
-    await emit(ctx, company, "payment_failed", { transaction_id: "t" });
+    await emit(ctx, company, "payment_failed", { transaction_id: crypto.randomUUID() });
     const [record] = await recordsOf(company, endpoint.id);
     await eventually("a first failed attempt", () => rx.at("/dead").length >= 1);
     const midway = await detail(company, record.id);
@@ -216,7 +220,7 @@ Deno.test("webhook delivery", async (t) => {
     const company = await newCompany(ctx);
     failures.set("/revived", { count: Infinity, status: 500 });
     const endpoint = await createEndpoint(company, `${rx.url}/revived`);
-    await emit(ctx, company, "payment_expired", { transaction_id: "t" });
+    await emit(ctx, company, "payment_expired", { transaction_id: crypto.randomUUID() });
     const [record] = await recordsOf(company, endpoint.id);
     await untilStatus(company, record.id, "failed");
 
@@ -243,15 +247,16 @@ Deno.test("webhook delivery", async (t) => {
     const company = await newCompany(ctx);
     failures.set("/disabled", { count: Infinity, status: 500 });
     const endpoint = await createEndpoint(company, `${rx.url}/disabled`);
-    await emit(ctx, company, "identified", { transaction_id: "before" });
+    await emit(ctx, company, "identified", { transaction_id: crypto.randomUUID() });
     const [record] = await recordsOf(company, endpoint.id);
     await eventually("a first attempt", () => rx.at("/disabled").length >= 1);
     assert.equal((await company.delete(`${ENDPOINTS}/${endpoint.id}`)).status, 200);
     const seen = rx.at("/disabled").length;
-    await emit(ctx, company, "identified", { transaction_id: "after" });
+    const after = crypto.randomUUID();
+    await emit(ctx, company, "identified", { transaction_id: after });
     await sleep(400);
     assert.ok(rx.at("/disabled").length <= seen + 1, "at most the attempt already in flight");
-    assert.equal(rx.at("/disabled").filter((a) => a.body.data.transaction_id === "after").length, 0);
+    assert.equal(rx.at("/disabled").filter((a) => a.body.data.transaction_id === after).length, 0);
     assert.equal((await detail(company, record.id)).status, "failed");
     assert.equal((await recordsOf(company, endpoint.id)).length, 1);
     const settled = rx.at("/disabled").length;
@@ -264,19 +269,20 @@ Deno.test("webhook delivery", async (t) => {
   await t.step("a producer transaction that rolls back leaves no event, no record and no delivery", async () => {
     const company = await newCompany(ctx);
     const endpoint = await createEndpoint(company, `${rx.url}/rollback`);
+    const [rolledBack, committed] = [crypto.randomUUID(), crypto.randomUUID()];
     await assert.rejects(
       ctx.sql.begin(async (tx) => {
-        await emitEvent(tx, company.id, "subject_approved", { subject_id: "rolled-back" });
+        await emitEvent(tx, company.id, "subject_approved", { subject_id: rolledBack });
         throw new Error("the state change failed");
       }),
       /state change failed/,
     );
-    await emit(ctx, company, "subject_approved", { subject_id: "committed" });
+    await emit(ctx, company, "subject_approved", { subject_id: committed });
     await eventually("the committed event", () => rx.at("/rollback").length === 1);
     await sleep(200);
-    assert.deepEqual(rx.at("/rollback").map((a) => a.body.data.subject_id), ["committed"]);
+    assert.deepEqual(rx.at("/rollback").map((a) => a.body.data.subject_id), [committed]);
     const records = await recordsOf(company, endpoint.id);
-    assert.deepEqual(records.map((r: { payload: { subject_id: string } }) => r.payload.subject_id), ["committed"]);
+    assert.deepEqual(records.map((r: { payload: { subject_id: string } }) => r.payload.subject_id), [committed]);
     const [{ n }] = await ctx.sql`select count(*)::int as n from events where company_id = ${company.id}`;
     assert.equal(n, 1);
   });
@@ -286,7 +292,13 @@ Deno.test("webhook delivery", async (t) => {
     const endpoint = await createEndpoint(company, `${rx.url}/autocommit`);
     // @ts-expect-error the pool is no transaction: the event would commit apart from the change that caused it
     const _fromPool: Parameters<typeof emitEvent>[0] = ctx.sql;
-    await ctx.sql.begin((tx) => emitEvent(tx, company.id, "invoice_paid", { invoice: { id: "i1", status: "paid" } }));
+    const invoice = {
+      id: crypto.randomUUID(),
+      status: "paid",
+      subject_id: crypto.randomUUID(),
+      subscription_id: crypto.randomUUID(),
+    };
+    await ctx.sql.begin((tx) => emitEvent(tx, company.id, "invoice_paid", { invoice }));
     await eventually("delivery", () => rx.at("/autocommit").length === 1);
     assert.equal((await recordsOf(company, endpoint.id)).length, 1);
   });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { checkedAddresses, isPublicAddress, type Resolver } from "../../domain/webhooks/url_guard.ts";
 import { sendWebhook } from "../../domain/webhooks/sender.ts";
-import { startReceiver } from "../webhook_receiver.ts";
+import { EXAMPLE, startReceiver } from "../webhook_receiver.ts";
 
 const fixture = (name: string) => Deno.readTextFileSync(new URL(`../fixtures/tls/${name}`, import.meta.url));
 /** A test-only authority and a certificate it issued for `hooks.test` (tests/fixtures/tls/README.md). */
@@ -190,7 +190,7 @@ Deno.test("webhook egress connects only to the address that was checked", async 
     const loopback = countingListener();
     try {
       const dns = rebinding(["1.1.1.1"], ["127.0.0.1"]);
-      const res = await sendWebhook(`https://rebind.test:${loopback.port}/hook`, "{}", {}, {
+      const res = await sendWebhook(`https://rebind.test:${loopback.port}/hook`, EXAMPLE, {}, {
         timeoutMs: 1000,
         allowPrivateUrls: false,
         resolve: dns.resolve,
@@ -211,7 +211,7 @@ Deno.test("webhook egress connects only to the address that was checked", async 
     const rebound = startReceiver(undefined, { hostname: "127.0.0.2", port });
     try {
       const dns = rebinding(["127.0.0.1"], ["127.0.0.2"]);
-      const res = await sendWebhook(`http://rebind.test:${port}/pinned?q=1`, '{"a":1}', { "x-test": "yes" }, {
+      const res = await sendWebhook(`http://rebind.test:${port}/pinned?q=1`, EXAMPLE, { "x-test": "yes" }, {
         timeoutMs: 2000,
         allowPrivateUrls: true,
         resolve: dns.resolve,
@@ -220,7 +220,7 @@ Deno.test("webhook egress connects only to the address that was checked", async 
       assert.equal(dns.calls, 1);
       assert.equal(rebound.arrivals.length, 0);
       const [arrival] = checked.at("/pinned");
-      assert.equal(arrival.raw, '{"a":1}');
+      assert.equal(arrival.raw, EXAMPLE);
       assert.equal(arrival.headers.get("host"), `rebind.test:${port}`);
       assert.equal(arrival.headers.get("x-test"), "yes");
     } finally {
@@ -235,7 +235,7 @@ Deno.test("webhook egress connects only to the address that was checked", async 
     const rebound = countingListener("127.0.0.2", port);
     try {
       const send = (host: string, ca?: string[]) =>
-        sendWebhook(`https://${host}:${port}/tls`, "{}", {}, {
+        sendWebhook(`https://${host}:${port}/tls`, EXAMPLE, {}, {
           timeoutMs: 2000,
           allowPrivateUrls: true,
           resolve: rebinding(["127.0.0.1"], ["127.0.0.2"]).resolve,
@@ -284,7 +284,7 @@ Deno.test("delivery errors never reveal an address", async (t) => {
       ["http://public.example.com/", ["8.8.8.8"], "refused: only https URLs are delivered"],
     ];
     for (const [url, answer, reason] of cases) {
-      const res = await sendWebhook(url, "{}", {}, { ...strict, resolve: () => Promise.resolve(answer) });
+      const res = await sendWebhook(url, EXAMPLE, {}, { ...strict, resolve: () => Promise.resolve(answer) });
       assert.deepEqual([res.ok, res.httpStatus, res.responseBody], [false, 0, reason], url);
     }
   });
@@ -293,7 +293,7 @@ Deno.test("delivery errors never reveal an address", async (t) => {
     const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
     const { port } = listener.addr as Deno.NetAddr;
     listener.close();
-    const res = await sendWebhook(`http://receiver.test:${port}/`, "{}", {}, {
+    const res = await sendWebhook(`http://receiver.test:${port}/`, EXAMPLE, {}, {
       timeoutMs: 1000,
       allowPrivateUrls: true,
       resolve: () => Promise.resolve(["127.0.0.1"]),
@@ -336,7 +336,7 @@ Deno.test("every attempt has a connection of its own", async (t) => {
     const server = keepAliveServer("answer");
     try {
       for (let i = 0; i < 2; i++) {
-        const res = await sendWebhook(`${server.url}/twice`, "{}", {}, { timeoutMs: 1000, allowPrivateUrls: true });
+        const res = await sendWebhook(`${server.url}/twice`, EXAMPLE, {}, { timeoutMs: 1000, allowPrivateUrls: true });
         assert.deepEqual([res.ok, res.responseBody], [true, "ok"]);
       }
       assert.equal(server.seen.connections, 2);
@@ -350,7 +350,7 @@ Deno.test("every attempt has a connection of its own", async (t) => {
   await t.step("a receiver that drops the connection after reading the POST gets it once", async () => {
     const server = keepAliveServer("reset");
     try {
-      const res = await sendWebhook(`${server.url}/dropped`, "{}", {}, { timeoutMs: 1000, allowPrivateUrls: true });
+      const res = await sendWebhook(`${server.url}/dropped`, EXAMPLE, {}, { timeoutMs: 1000, allowPrivateUrls: true });
       assert.deepEqual([res.ok, res.httpStatus], [false, 0]);
       assert.doesNotMatch(res.responseBody, /127\.0\.0\.1/);
       await new Promise((r) => setTimeout(r, 100));
@@ -372,7 +372,7 @@ Deno.test("every attempt has a connection of its own", async (t) => {
       )
     );
     try {
-      const res = await sendWebhook(`${rx.url}/chunked`, "{}", {}, { timeoutMs: 1000, allowPrivateUrls: true });
+      const res = await sendWebhook(`${rx.url}/chunked`, EXAMPLE, {}, { timeoutMs: 1000, allowPrivateUrls: true });
       assert.deepEqual([res.ok, res.httpStatus, res.responseBody], [true, 200, "accepted in three chunks"]);
     } finally {
       await rx.close();

@@ -39,13 +39,14 @@ Deno.test("listing delivery records", async (t) => {
   })).body.data;
   const wires = (await company.post(ENDPOINTS, { url: "https://example.com/wires", enabled_events: ["wire_created"] }))
     .body.data;
+  const [t1, t2, t3, t4, w1, s1] = Array.from({ length: 6 }, () => crypto.randomUUID());
   const events: [EventType, Record<string, unknown>][] = [
-    ["identified", { transaction_id: "t1" }],
-    ["payment_approved", { transaction_id: "t2" }],
-    ["identified", { transaction_id: "t3" }],
-    ["wire_created", { wire_id: "w1", transaction_ids: ["t1", "t3"] }],
-    ["payment_approved", { transaction_id: "t4" }],
-    ["subject_approved", { subject_id: "s1" }],
+    ["identified", { transaction_id: t1 }],
+    ["payment_approved", { transaction_id: t2 }],
+    ["identified", { transaction_id: t3 }],
+    ["wire_created", { wire_id: w1, transaction_ids: [t1, t3] }],
+    ["payment_approved", { transaction_id: t4 }],
+    ["subject_approved", { subject_id: s1 }],
   ];
   for (const [type, data] of events) await emit(ctx, company, type, data);
   // Records: 6 at `all`, 2 at `payments`, 1 at `wires`.
@@ -60,7 +61,7 @@ Deno.test("listing delivery records", async (t) => {
     assert.deepEqual(ids(everything), ids(sorted));
     assert.ok(everything.every((r) => r.status === "pending"));
     const wire = everything.find((r) => r.type === "wire_created" && r.endpoint_id === wires.id)!;
-    assert.deepEqual(wire.payload, { wire_id: "w1", transaction_ids: ["t1", "t3"] });
+    assert.deepEqual(wire.payload, { wire_id: w1, transaction_ids: [t1, t3] });
     assert.match(wire.inserted_at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
     assert.match(wire.event_created_at, /Z$/);
   });
@@ -135,7 +136,7 @@ Deno.test("listing delivery records", async (t) => {
     const busy = await newCompany(ctx);
     await busy.post(ENDPOINTS, { url: "https://example.com/busy" });
     await ctx.sql.begin(async (tx) => {
-      for (let i = 0; i < 105; i++) await emitEvent(tx, busy.id, "identified", { transaction_id: `t${i}` });
+      for (let i = 0; i < 105; i++) await emitEvent(tx, busy.id, "identified", { transaction_id: crypto.randomUUID() });
     });
     assert.equal((await list(busy)).length, 20);
     assert.equal((await list(busy, "per_page=7")).length, 7);

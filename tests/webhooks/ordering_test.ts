@@ -3,12 +3,12 @@ import { emitEvent } from "../../domain/webhooks/events.ts";
 import { taskList } from "../../jobs/index.ts";
 import { startWorker, stopWorker } from "../../domain/platform/worker.ts";
 import { type Company, eventually, newCompany, setup } from "../helpers.ts";
-import { type Arrival, sleep, startReceiver } from "../webhook_receiver.ts";
+import { type Arrival, seqId, seqOf, sleep, startReceiver } from "../webhook_receiver.ts";
 
 const ENDPOINTS = "/api/v2/notifications/endpoints";
 const EVENTS = "/api/v2/notifications/events";
 
-/** Which arrivals fail: by path, the sequence number in the event data and how many times it fails. */
+/** Which arrivals fail: by path, the sequence number in the event data (seqOf its transaction_id) and how many times it fails. */
 const failing = new Map<string, Map<number, number>>();
 const slowMs = new Map<string, number>();
 
@@ -28,7 +28,7 @@ Deno.test("webhook ordering, concurrency and acknowledgement", async (t) => {
   const rx = startReceiver(async (a: Arrival) => {
     const delay = slowMs.get(a.path);
     if (delay) await sleep(delay);
-    const seq = a.body?.data?.seq;
+    const seq = seqOf(a.body?.data?.transaction_id);
     const key = `${a.path}#${seq}`;
     const n = (seen.get(key) ?? 0) + 1;
     seen.set(key, n);
@@ -37,9 +37,11 @@ Deno.test("webhook ordering, concurrency and acknowledgement", async (t) => {
   });
   const emitSeq = (company: Company, from: number, to: number) =>
     ctx.sql.begin(async (tx) => {
-      for (let seq = from; seq <= to; seq++) await emitEvent(tx, company.id, "identified", { seq });
+      for (let seq = from; seq <= to; seq++) {
+        await emitEvent(tx, company.id, "identified", { transaction_id: seqId(seq) });
+      }
     });
-  const seqsAt = (path: string) => rx.at(path).map((a) => a.body.data.seq);
+  const seqsAt = (path: string) => rx.at(path).map((a) => seqOf(a.body.data.transaction_id));
 
   await t.step("sequential: one at a time in event order; a failing delivery holds the ones behind it", async () => {
     const company = await newCompany(ctx);
@@ -126,7 +128,7 @@ Deno.test("webhook ordering, concurrency and acknowledgement", async (t) => {
       failing.set("/give-up", new Map([[1, Infinity]]));
       const endpoint = await createEndpoint(c, `${rx.url}/give-up`, { delivery_mode: "sequential" });
       await quick.sql.begin(async (tx) => {
-        for (const seq of [1, 2]) await emitEvent(tx, c.id, "identified", { seq });
+        for (const seq of [1, 2]) await emitEvent(tx, c.id, "identified", { transaction_id: seqId(seq) });
       });
       await eventually("ten attempts, then the next one", () => rx.at("/give-up").length === 11);
       assert.deepEqual(seqsAt("/give-up"), [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2]);

@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
 import { emitEvent } from "../../domain/webhooks/events.ts";
 import { type Company, eventually, newCompany, setup } from "../helpers.ts";
-import { type Arrival, sleep, startReceiver } from "../webhook_receiver.ts";
+import { type Arrival, seqId, seqOf, sleep, startReceiver } from "../webhook_receiver.ts";
 
 const ENDPOINTS = "/api/v2/notifications/endpoints";
 const EVENTS = "/api/v2/notifications/events";
 
-type Record = { id: string; status: string; payload: { seq: number }; inserted_at: string };
+type Record = { id: string; status: string; payload: { transaction_id: string }; inserted_at: string };
 
 /** Per path: whether the receiver is down (500) and how long it takes to answer. */
 const down = new Set<string>();
@@ -34,8 +34,8 @@ Deno.test("recover and enable: failed deliveries sent again, in order, once each
     return new Response(null, { status: down.has(a.path) ? 500 : 204 });
   });
   const emit = (company: Company, seq: number) =>
-    ctx.sql.begin((tx) => emitEvent(tx, company.id, "identified", { seq }));
-  const seqsAt = (path: string, from = 0) => rx.at(path).slice(from).map((a) => a.body.data.seq as number);
+    ctx.sql.begin((tx) => emitEvent(tx, company.id, "identified", { transaction_id: seqId(seq) }));
+  const seqsAt = (path: string, from = 0) => rx.at(path).slice(from).map((a) => seqOf(a.body.data.transaction_id));
   const allFailed = async (company: Company, endpointId: string, n: number) => {
     const records = await recordsOf(company, endpointId);
     return records.length === n && records.every((r) => r.status === "failed");

@@ -156,7 +156,7 @@ Deno.test("webhook signing secrets at rest", async (t) => {
     }
     assert.ok(shown.previous_secrets[0].expires_at > shown.previous_secrets[1].expires_at, "each its own expiry");
 
-    await ctx.sql.begin((tx) => emitEvent(tx, company.id, "identified", { transaction_id: "after-two-rotations" }));
+    await ctx.sql.begin((tx) => emitEvent(tx, company.id, "identified", { transaction_id: crypto.randomUUID() }));
     const arrival = await eventually("the delivery", () => rx.at("/rotations")[0]);
     const parts = parseSignatureHeader(arrival.signature!)!;
     assert.equal(parts.v1, hmac(third.secret, parts.t, arrival.raw));
@@ -182,7 +182,7 @@ Deno.test("webhook signing secrets at rest", async (t) => {
     const shown = (await company.get(`${ENDPOINTS}/${original.id}`)).body.data;
     assert.deepEqual(shown.previous_secrets.map((p: { secret: string }) => p.secret), [second.secret]);
 
-    await ctx.sql.begin((tx) => emitEvent(tx, company.id, "identified", { transaction_id: "after-expiry" }));
+    await ctx.sql.begin((tx) => emitEvent(tx, company.id, "identified", { transaction_id: crypto.randomUUID() }));
     const arrival = await eventually("the delivery", () => rx.at("/expiry")[0]);
     assert.equal(await verifySignature(arrival.raw, arrival.signature, original.secret), false);
     assert.equal(await verifySignature(arrival.raw, arrival.signature, second.secret), true);

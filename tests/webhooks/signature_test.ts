@@ -4,7 +4,7 @@ import { renderBody } from "../../domain/webhooks/body.ts";
 import { checkedAddresses, isPrivateAddress, systemResolver } from "../../domain/webhooks/url_guard.ts";
 import { parseSignatureHeader, signPayload, verifySignature } from "../../domain/webhooks/signature.ts";
 import { sendWebhook } from "../../domain/webhooks/sender.ts";
-import { startReceiver } from "../webhook_receiver.ts";
+import { EXAMPLE, startReceiver } from "../webhook_receiver.ts";
 
 const SECRET = "a".repeat(64);
 const OLD = "b".repeat(64);
@@ -161,19 +161,19 @@ Deno.test("outbound requests never reach private addresses when private URLs are
     const rx = startReceiver();
     try {
       for (const url of [`${rx.url}/guarded`, "https://10.0.0.1/hook", "https://169.254.169.254/hook"]) {
-        const res = await sendWebhook(url, "{}", {}, { timeoutMs: 1000, allowPrivateUrls: false });
+        const res = await sendWebhook(url, EXAMPLE, {}, { timeoutMs: 1000, allowPrivateUrls: false });
         assert.equal(res.ok, false, url);
         assert.equal(res.httpStatus, 0);
         assert.match(res.responseBody, /^refused/);
       }
-      const secure = await sendWebhook(rx.url.replace("http:", "https:"), "{}", {}, {
+      const secure = await sendWebhook(rx.url.replace("http:", "https:"), EXAMPLE, {}, {
         timeoutMs: 1000,
         allowPrivateUrls: false,
       });
       assert.equal(secure.responseBody, "refused: private address");
       assert.equal(rx.arrivals.length, 0);
       // With the development flag the same receiver is reached.
-      const allowed = await sendWebhook(`${rx.url}/guarded`, "{}", {}, { timeoutMs: 1000, allowPrivateUrls: true });
+      const allowed = await sendWebhook(`${rx.url}/guarded`, EXAMPLE, {}, { timeoutMs: 1000, allowPrivateUrls: true });
       assert.equal(allowed.ok, true);
       assert.equal(rx.at("/guarded").length, 1);
     } finally {
@@ -186,7 +186,7 @@ Deno.test("outbound requests never reach private addresses when private URLs are
       a.path === "/moved" ? new Response(null, { status: 302, headers: { location: "/target" } }) : new Response("ok")
     );
     try {
-      const res = await sendWebhook(`${rx.url}/moved`, "{}", {}, { timeoutMs: 1000, allowPrivateUrls: true });
+      const res = await sendWebhook(`${rx.url}/moved`, EXAMPLE, {}, { timeoutMs: 1000, allowPrivateUrls: true });
       assert.equal(res.ok, false);
       assert.equal(res.httpStatus, 302);
       assert.equal(rx.at("/target").length, 0);
@@ -201,9 +201,9 @@ Deno.test("outbound requests never reach private addresses when private URLs are
       return new Response("é".repeat(20_000));
     });
     try {
-      const slow = await sendWebhook(`${rx.url}/slow`, "{}", {}, { timeoutMs: 100, allowPrivateUrls: true });
+      const slow = await sendWebhook(`${rx.url}/slow`, EXAMPLE, {}, { timeoutMs: 100, allowPrivateUrls: true });
       assert.deepEqual([slow.ok, slow.httpStatus, slow.responseBody], [false, 0, "timeout after 100 ms"]);
-      const long = await sendWebhook(`${rx.url}/long`, "{}", {}, { timeoutMs: 2000, allowPrivateUrls: true });
+      const long = await sendWebhook(`${rx.url}/long`, EXAMPLE, {}, { timeoutMs: 2000, allowPrivateUrls: true });
       assert.equal(long.ok, true);
       assert.equal(new TextEncoder().encode(long.responseBody).length, 16 * 1024);
     } finally {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { Webhook } from "standardwebhooks";
 import { emitEvent } from "../../domain/webhooks/events.ts";
 import { type Company, eventually, newCompany, setup } from "../helpers.ts";
-import { type Arrival, type Receiver, startReceiver } from "../webhook_receiver.ts";
+import { type Arrival, type Receiver, seqId, startReceiver } from "../webhook_receiver.ts";
 
 const ENDPOINTS = "/api/v2/notifications/endpoints";
 
@@ -48,7 +48,7 @@ Deno.test("Standard Webhooks: receivers verify every delivery with the standardw
       async () => {
         const company = await newCompany(ctx);
         const { secret } = await endpoint(company, "/plain");
-        await emit(company, "tx-1");
+        await emit(company, seqId(1));
         const [arrival] = await arrivalsAt(rx, "/plain", 1);
 
         const verified = new Webhook(secret, { format: "raw" }).verify(arrival.raw, headersOf(arrival));
@@ -65,17 +65,17 @@ Deno.test("Standard Webhooks: receivers verify every delivery with the standardw
       assert.throws(() => new Webhook("0".repeat(64), { format: "raw" }).verify(arrival.raw, headersOf(arrival)));
       const company = await newCompany(ctx);
       const { secret } = await endpoint(company, "/tampered");
-      await emit(company, "tx-2");
+      await emit(company, seqId(2));
       const [mine] = await arrivalsAt(rx, "/tampered", 1);
       const wh = new Webhook(secret, { format: "raw" });
-      assert.throws(() => wh.verify(mine.raw.replace("tx-2", "tx-3"), headersOf(mine)));
+      assert.throws(() => wh.verify(mine.raw.replace(seqId(2), seqId(3)), headersOf(mine)));
       assert.throws(() => wh.verify(mine.raw, { ...headersOf(mine), "webhook-id": crypto.randomUUID() }));
     });
 
     await t.step("every attempt of a record carries the same webhook-id, each signed afresh", async () => {
       const company = await newCompany(ctx);
       const { secret } = await endpoint(company, "/flaky");
-      await emit(company, "tx-4");
+      await emit(company, seqId(4));
       const [first, second] = await arrivalsAt(rx, "/flaky", 2);
       assert.equal(first.headers.get("webhook-id"), second.headers.get("webhook-id"));
       const wh = new Webhook(secret, { format: "raw" });
@@ -87,7 +87,7 @@ Deno.test("Standard Webhooks: receivers verify every delivery with the standardw
       const old = await endpoint(company, "/rotated");
       const rotated = await company.post(`${ENDPOINTS}/${old.id}/rotate_secret`);
       assert.equal(rotated.status, 200);
-      await emit(company, "tx-5");
+      await emit(company, seqId(5));
       const [arrival] = await arrivalsAt(rx, "/rotated", 1);
 
       assert.equal(arrival.headers.get("webhook-signature")!.split(" ").length, 2);
@@ -106,7 +106,7 @@ Deno.test("Standard Webhooks: receivers verify every delivery with the standardw
       const company = await newCompany(ctx);
       const old = await endpoint(company, "/recipe");
       const rotated = (await company.post(`${ENDPOINTS}/${old.id}/rotate_secret`)).body.data;
-      await emit(company, "tx-6");
+      await emit(company, seqId(6));
       const [arrival] = await arrivalsAt(rx, "/recipe", 1);
 
       for (const secret of [rotated.secret, old.secret]) {
@@ -116,7 +116,7 @@ Deno.test("Standard Webhooks: receivers verify every delivery with the standardw
       const other = ["0".repeat(64)];
       assert.equal(await verifyStandardWebhook(arrival.raw, arrival.headers, other), false);
       assert.equal(await verifyServiceSignature(arrival.raw, arrival.signature, other), false);
-      const changed = arrival.raw.replace("tx-6", "tx-7");
+      const changed = arrival.raw.replace(seqId(6), seqId(7));
       assert.equal(await verifyStandardWebhook(changed, arrival.headers, [rotated.secret]), false);
       assert.equal(await verifyServiceSignature(changed, arrival.signature, [rotated.secret]), false);
     });

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { emitEvent } from "../../domain/webhooks/events.ts";
 import { retryAfterSeconds } from "../../domain/webhooks/sender.ts";
 import { type Company, eventually, newCompany, setup } from "../helpers.ts";
-import { startReceiver } from "../webhook_receiver.ts";
+import { seqId, startReceiver } from "../webhook_receiver.ts";
 
 const ENDPOINTS = "/api/v2/notifications/endpoints";
 const EVENTS = "/api/v2/notifications/events";
@@ -37,7 +37,7 @@ Deno.test("status-aware retries and auto-disable, seen by an integrator", async 
     return res.body.data as { id: string; disabled_reason: string | null; disabled_at: string | null };
   };
   const emit = (company: Company, n: number) =>
-    ctx.sql.begin((tx) => emitEvent(tx, company.id, "identified", { transaction_id: `tx-${n}` }));
+    ctx.sql.begin((tx) => emitEvent(tx, company.id, "identified", { transaction_id: seqId(n) }));
   const shown = async (company: Company, id: string) => (await company.get(`${ENDPOINTS}/${id}`)).body.data;
   const records = async (company: Company, id: string) =>
     (await company.get(`${EVENTS}?endpoint_id=${id}&order_by=asc&per_page=100`)).body.data as { status: string }[];
@@ -60,7 +60,7 @@ Deno.test("status-aware retries and auto-disable, seen by an integrator", async 
         delivery_mode: "sequential",
       });
       await ctx.sql.begin(async (tx) => {
-        for (let i = 0; i < 3; i++) await emitEvent(tx, company.id, "identified", { transaction_id: `g-${i}` });
+        for (let i = 0; i < 3; i++) await emitEvent(tx, company.id, "identified", { transaction_id: seqId(i) });
       });
       const after = await eventually("disabled", async () => {
         const e = await shown(company, ep.id);
