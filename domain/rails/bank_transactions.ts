@@ -1,4 +1,4 @@
-import type { Sql, TransactionSql } from "../platform/db.ts";
+import type { Sql, TransactionSql, Tx } from "../platform/db.ts";
 import { ErrorBag } from "../platform/errors.ts";
 import { newId } from "../platform/ids.ts";
 import { isoUtc } from "../platform/time.ts";
@@ -148,25 +148,25 @@ export async function receiveBankTransaction(tx: TransactionSql, companyId: stri
   return saved;
 }
 
+/** Whether money waits for the `people` row of the statement: asked inside the registration's own upsert. */
+const paymentsWaiting = (sql: Tx) =>
+  sql`exists (
+    select 1 from bank_transactions b
+    where b.company_id = people.company_id and b.payer_document_type = people.document_type
+      and b.payer_document_number = people.document_number and b.status = 'pending'
+  )`;
+
 /**
- * POST /subject/people: registers the person, then turns the money that waited for this payer into their
- * identified payins. Only a new person can have money waiting (a registered payer's money is identified on
- * arrival), so repeated registrations cost nothing here; the sweep (`identifyRegisteredPayers`) covers a crash
- * between the two steps.
+ * POST /subject/people: registers the person and, when money waited for this payer (asked in the same statement,
+ * through a partial index), turns it into their identified payins. The sweep (`identifyRegisteredPayers`) covers a
+ * crash between the two steps.
  */
 export async function registerPayer(sql: Sql, companyId: string, input: PersonCreateInput) {
-  const registered = await registerPerson(sql, companyId, input);
-  const { person, created } = registered;
-  if (!created) return registered;
-  const identified = await identifyWaitingPayments(
-    sql,
-    companyId,
-    person.id,
-    person.document_type,
-    person.document_number,
-  );
+  const { person, created, asked } = await registerPerson(sql, companyId, input, { ask: paymentsWaiting });
+  if (!asked) return { person, created };
+  await identifyWaitingPayments(sql, companyId, person.id, person.document_type, person.document_number);
   // identified payins may have changed the person's status (clearance): answer it as it is now
-  return identified ? { person: await getPerson(sql, companyId, person.id), created } : registered;
+  return { person: await getPerson(sql, companyId, person.id), created };
 }
 
 /** A payer was registered while money waited for them: it becomes the person's identified payins. */
@@ -177,12 +177,6 @@ export async function identifyWaitingPayments(
   documentType: string,
   documentNumber: string,
 ) {
-  const [waiting] = await sql`
-    select 1 from bank_transactions
-    where company_id = ${companyId} and payer_document_type = ${documentType}
-      and payer_document_number = ${documentNumber} and status = 'pending'
-    limit 1`;
-  if (!waiting) return 0;
   return await sql.begin(async (tx) => {
     const rows = await tx<BankTransactionRow[]>`
       select * from bank_transactions
