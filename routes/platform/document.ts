@@ -27,6 +27,9 @@ signed with the endpoint's secret (64 hex characters, in the endpoint's \`secret
   in lowercase hex; \`v0\` the same with the previous secret while it still signs.
 - To verify: take the raw body before any JSON parsing, compute the HMAC with each secret you accept, compare with
   \`v1\` and \`v0\` in constant time, and refuse a \`t\` more than 5 minutes from your clock.
+- Every delivery also carries the [Standard Webhooks](https://www.standardwebhooks.com) headers \`webhook-id\`,
+  \`webhook-timestamp\` and \`webhook-signature\` (\`v1,<base64 HMAC of "<id>.<timestamp>.<raw body>">\`, one per
+  secret still signing), so any Standard Webhooks library verifies it, with the secret in its "raw" format.
 - Answer 2xx within the timeout to acknowledge; anything else is retried. Delivery records and their attempts are
   under \`/api/v2/notifications/events\`.
 

@@ -28,6 +28,21 @@ const SIGNATURE_HEADERS = z.object({
       "previous secret for 24 hours after a rotation)",
     example: "t=1763708400,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd",
   }),
+  "webhook-id": z.string().openapi({
+    description: "Standard Webhooks: the delivery record id, the same on every attempt (de-duplicate on it)",
+    example: "01a2090f-c78e-77e3-aced-f4defcf15951",
+  }),
+  "webhook-timestamp": z.string().openapi({
+    description: "Standard Webhooks: unix seconds, the same as `t=` of `service-signature`",
+    example: "1763708400",
+  }),
+  "webhook-signature": z.string().openapi({
+    description:
+      'Standard Webhooks: `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<raw body>">` keyed ' +
+      "with the secret's text, one per secret still signing, space-separated; verifies with the `standardwebhooks` " +
+      'package as `new Webhook(secret, {format: "raw"})`',
+    example: "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=",
+  }),
 });
 
 /**
