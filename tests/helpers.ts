@@ -14,6 +14,8 @@ import { dropDatabase, perTestDatabaseUrl, testDatabaseUrl } from "./databases.t
 
 /** 32 bytes or more, as the service requires of any JWT_SECRET. */
 export const TEST_JWT_SECRET = "test-secret-for-the-suite-0123456789abcdef";
+/** What tests seal webhook signing secrets with (32 bytes as hex). */
+export const TEST_ENCRYPTION_KEY = "7e".repeat(32);
 
 /** What tests sign bearer tokens with: the test secret and the service's default issuer, audience and lifetime. */
 export const TEST_TOKENS: TokenSettings = loadConfig({ JWT_SECRET: TEST_JWT_SECRET });
@@ -60,6 +62,7 @@ export async function setup(
   const config = loadConfig({
     DATABASE_URL: url,
     JWT_SECRET: TEST_JWT_SECRET,
+    SECRET_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
     WEBHOOK_ALLOW_PRIVATE_URLS: "true",
     WEBHOOK_RETRY_SCHEDULE: "1",
     WEBHOOK_TIMEOUT_MS: "2000",

@@ -1,6 +1,4 @@
 import type { Config } from "./config.ts";
-import { localSecret, SECRETS_DIR } from "./local_secrets.ts";
-import { log } from "./log.ts";
 
 /**
  * Secrets the service must be able to read back (webhook signing secrets) are stored sealed: AES-256-GCM with a
@@ -98,22 +96,16 @@ export async function createSecretBox(current: Uint8Array, previous: Uint8Array[
 const boxes = new WeakMap<Config, Promise<SecretBox>>();
 
 /**
- * The box of this configuration: SECRET_ENCRYPTION_KEY (and SECRET_ENCRYPTION_KEY_PREVIOUS), or, when unset, a
- * development key made once under `.data/secrets/` (see localSecret).
+ * The box of this configuration: SECRET_ENCRYPTION_KEY (and SECRET_ENCRYPTION_KEY_PREVIOUS). Outside production the
+ * configuration carries the key generated for this machine when the variable is unset (`loadConfigWithLocalSecrets`).
  */
 export function secretBoxFor(config: Config): Promise<SecretBox> {
   let box = boxes.get(config);
   if (!box) {
-    box = (async () => {
-      let key = config.secretEncryptionKey;
-      if (!key) {
-        // a configuration built without the local secrets (tests); production refuses to start without the key
-        if (config.appEnv === "production") throw new Error("SECRET_ENCRYPTION_KEY is not set");
-        key = Uint8Array.fromHex(await localSecret("secret_encryption_key"));
-        log.warn(`SECRET_ENCRYPTION_KEY is not set: sealing with the development key in ${SECRETS_DIR}/`);
-      }
-      return createSecretBox(key, config.secretEncryptionKeyPrevious ? [config.secretEncryptionKeyPrevious] : []);
-    })();
+    const key = config.secretEncryptionKey;
+    box = key
+      ? createSecretBox(key, config.secretEncryptionKeyPrevious ? [config.secretEncryptionKeyPrevious] : [])
+      : Promise.reject(new Error("SECRET_ENCRYPTION_KEY is not set, and no key was generated for this machine"));
     box.catch(() => boxes.delete(config));
     boxes.set(config, box);
   }

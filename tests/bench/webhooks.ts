@@ -120,7 +120,13 @@ async function waitForNoJobs(sql: Sql, task: string, timeoutMs = 300_000) {
 export async function benchWebhooks(): Promise<Record<string, number | string>> {
   setLogLevel("silent");
   const url = await freshBenchDatabase();
-  const config = loadConfig({ DATABASE_URL: url, JWT_SECRET, WEBHOOK_ALLOW_PRIVATE_URLS: "true", LOG_LEVEL: "silent" });
+  const config = loadConfig({
+    DATABASE_URL: url,
+    JWT_SECRET,
+    SECRET_ENCRYPTION_KEY: "5b".repeat(32),
+    WEBHOOK_ALLOW_PRIVATE_URLS: "true",
+    LOG_LEVEL: "silent",
+  });
   const sql = connect(url, { max: 10 });
   await migrate(sql, url);
   // `as`: the fields Deps may gain (a process id) are not needed here.
