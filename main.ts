@@ -1,8 +1,5 @@
 import { createApp } from "./routes/app.ts";
-import { identifyRegisteredPayers } from "./domain/rails/bank_transactions.ts";
-import { pruneIdempotencyKeys } from "./domain/platform/idempotency.ts";
-import { releaseDeadLeases, wakeStalledEndpoints } from "./domain/webhooks/recovery.ts";
-import { taskList } from "./jobs/index.ts";
+import { taskList, upkeep } from "./jobs/index.ts";
 import type { Config } from "./domain/platform/config.ts";
 import { loadConfigWithLocalSecrets, SECRETS_DIR } from "./domain/platform/local_secrets.ts";
 import { connect, ensureDatabase, serverAnswers } from "./domain/platform/db.ts";
@@ -77,11 +74,7 @@ export async function start(config: Config) {
   let worker: Worker | null = null;
   const deps = { sql, config, processId: crypto.randomUUID(), workerRunning: () => worker !== null };
   if (config.worker) {
-    worker = await startWorker(url, config.workerConcurrency, taskList(deps), {
-      processId: deps.processId,
-      onDeadProcesses: (ids) => releaseDeadLeases(sql, ids),
-      onSweep: () => Promise.all([wakeStalledEndpoints(sql), identifyRegisteredPayers(sql), pruneIdempotencyKeys(sql)]),
-    });
+    worker = await startWorker(url, config.workerConcurrency, taskList(deps), upkeep(deps));
   }
 
   const app = createApp(deps);

@@ -1,8 +1,5 @@
 import { createApp } from "../routes/app.ts";
-import { taskList } from "../jobs/index.ts";
-import { identifyRegisteredPayers } from "../domain/rails/bank_transactions.ts";
-import { pruneIdempotencyKeys } from "../domain/platform/idempotency.ts";
-import { releaseDeadLeases, wakeStalledEndpoints } from "../domain/webhooks/recovery.ts";
+import { taskList, upkeep } from "../jobs/index.ts";
 import { signToken, type TokenSettings } from "../domain/platform/tokens.ts";
 import { type Config, loadConfig } from "../domain/platform/config.ts";
 import { connect, ensureDatabase, type Sql } from "../domain/platform/db.ts";
@@ -76,11 +73,7 @@ export async function setup(
   let worker: Worker | null = null;
   const deps: Deps = { sql, config, processId: crypto.randomUUID(), workerRunning: () => worker !== null };
   if (opts.worker) {
-    worker = await startWorker(url, config.workerConcurrency, taskList(deps), {
-      processId: deps.processId,
-      onDeadProcesses: (ids) => releaseDeadLeases(sql, ids),
-      onSweep: () => Promise.all([wakeStalledEndpoints(sql), identifyRegisteredPayers(sql), pruneIdempotencyKeys(sql)]),
-    });
+    worker = await startWorker(url, config.workerConcurrency, taskList(deps), upkeep(deps));
   }
   const app = createApp(deps);
   return {
