@@ -1,5 +1,6 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
+import { except } from "hono/combine";
 import { ensureCompany } from "../domain/companies/companies.ts";
 import { requireCompany } from "./platform/auth.ts";
 import { ApiError, methodNotAllowed, notFound } from "../domain/platform/errors.ts";
@@ -26,6 +27,7 @@ import { documentRoutes } from "./subjects/documents.ts";
 import { sandboxRoutes } from "./sandbox/sandbox.ts";
 import { transactionRoutes } from "./rails/transactions.ts";
 import { wireRoutes } from "./rails/wires.ts";
+import { SIGN_IN_PATH, signInRoutes } from "./companies/sign_in.ts";
 
 export const MAX_BODY_BYTES = 22 * 1024 * 1024;
 const REQUEST_ID_RE = /^[A-Za-z0-9._:\-]{1,128}$/;
@@ -33,6 +35,7 @@ const REQUEST_ID_RE = /^[A-Za-z0-9._:\-]{1,128}$/;
 /** The whole HTTP API, without a server: `main.ts` serves it and tests call `app.request`. */
 export function createApp(deps: Deps) {
   const app = newRouter();
+  const { limits } = deps.config;
 
   app.use("*", async (c, next) => {
     const started = performance.now();
@@ -58,9 +61,15 @@ export function createApp(deps: Deps) {
   app.use("*", securityHeaders);
   app.use("*", limitInFlight(deps.config.maxInflightRequests, ["/healthz"]));
   // the token is checked before a byte of the body is read: an anonymous client cannot make us receive 22 MB
-  app.use("/api/*", requireCompany(deps.config, (id) => ensureCompany(deps.sql, id)));
-  const { limits } = deps.config;
-  app.use("/api/*", limitPerCompany({ perSecond: limits.requestsPerSecond, burst: limits.requestBurst }));
+  // sign-in is how a token is obtained: it has no company yet, and its own throttle (routes/companies/sign_in.ts)
+  app.use(
+    "/api/*",
+    except(
+      SIGN_IN_PATH,
+      requireCompany(deps.config, (id) => ensureCompany(deps.sql, id)),
+      limitPerCompany({ perSecond: limits.requestsPerSecond, burst: limits.requestBurst }),
+    ),
+  );
   if (deps.config.sandbox) {
     app.use("/api/sandbox/*", limitPerCompany({ perSecond: limits.sandboxPerSecond, burst: limits.sandboxBurst }));
   }
@@ -73,6 +82,7 @@ export function createApp(deps: Deps) {
 
   app.route("/", operationsRoutes(deps));
   app.route("/", docsRoutes());
+  app.route("/", signInRoutes(deps));
   app.route("/", peopleRoutes(deps));
   app.route("/", webhookEndpointRoutes(deps));
   app.route("/", webhookEventRoutes(deps));

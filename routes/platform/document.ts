@@ -37,6 +37,7 @@ The retry schedule, ordering, and a receiver in TypeScript are in docs/webhooks.
 
 /** The tags of the document, in the order `/docs` shows them. */
 export const TAGS = [
+  { name: "Authentication", description: "Sign in with a username and password for a 24-hour bearer token" },
   { name: "People", description: "Customers (subjects) of your company: registration, update, status" },
   { name: "Documents", description: "Documents that clear a customer for higher amounts" },
   { name: "Bank accounts", description: "Customer accounts (BRL, MXN, COP) and your company's (USD, EUR)" },

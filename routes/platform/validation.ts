@@ -16,7 +16,7 @@ import {
 export type AppEnv = { Variables: { companyId: string; requestId: string } };
 
 /** Keys that wrap a request body (`{person: {...}}`); their absence is a 400 with a detail, not a field error. */
-const WRAPPER_KEYS = new Set(["person", "bank_account", "document"]);
+const WRAPPER_KEYS = new Set(["person", "company", "bank_account", "document", "transaction", "user"]);
 
 /**
  * One vocabulary of messages for every schema (docs/errors.md, Messages), so no schema has to spell them out.

@@ -1,0 +1,28 @@
+import { parseArgs } from "node:util";
+import { loadConfigWithLocalSecrets } from "../../domain/platform/local_secrets.ts";
+import { openDatabase } from "./database.ts";
+import { resetPassword } from "../../domain/companies/users.ts";
+
+/**
+ * `deno task user:password --username <name>`: replaces the user's password with a generated one and prints it
+ * once, alone on the last line. Tokens already issued stay valid until they expire (24 hours at most).
+ */
+const { values } = parseArgs({ args: Deno.args, options: { username: { type: "string" } } });
+if (!values.username) {
+  console.error("usage: deno task user:password --username <name>");
+  Deno.exit(2);
+}
+const config = await loadConfigWithLocalSecrets();
+const { sql, close } = await openDatabase(config);
+try {
+  const reset = await resetPassword(sql, values.username);
+  if (!reset) {
+    console.error(`no user ${values.username}`);
+    Deno.exitCode = 1;
+  } else {
+    console.log(`new password of ${reset.user.username}:`);
+    console.log(reset.password);
+  }
+} finally {
+  await close();
+}

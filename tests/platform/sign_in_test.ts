@@ -1,0 +1,170 @@
+import assert from "node:assert/strict";
+import { decode } from "hono/jwt";
+import { createUser } from "../../domain/companies/users.ts";
+import { setup } from "../helpers.ts";
+import { startService } from "../service_process.ts";
+
+const UNAUTHORIZED = { errors: { detail: "Unauthorized" } };
+const root = new URL("../..", import.meta.url).pathname;
+
+/** `deno task <task> <args>` against the test database; its stdout lines. */
+async function runTask(databaseUrl: string, args: string[]) {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["task", "-q", ...args],
+    cwd: root,
+    env: { DATABASE_URL: databaseUrl, LOG_LEVEL: "error", JWT_SECRET: "unused-by-these-commands-0123456789abcdef" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(out.stdout).trimEnd();
+  return { code: out.code, lines: text.split("\n"), stderr: new TextDecoder().decode(out.stderr) };
+}
+
+Deno.test("signing in with a username and password", async (t) => {
+  const ctx = await setup("sign_in");
+  const signIn = async (body: unknown, headers: Record<string, string> = {}) => {
+    const res = await ctx.app.request("/api/v1/sign_in", {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: typeof body === "string" ? body : JSON.stringify(body),
+    });
+    return { status: res.status, body: await res.json(), headers: res.headers };
+  };
+  const companyId = crypto.randomUUID();
+  const made = await createUser(ctx.sql, { companyId, username: "ana@acme.example", name: "Ana Lima" });
+  assert.ok("password" in made);
+  const { password } = made;
+
+  try {
+    await t.step("the connector's body answers username, name and a 24-hour jwt at the top level", async () => {
+      const res = await signIn(`{"user":{"username":"ana@acme.example","password":"${password}"}}`);
+      assert.equal(res.status, 200);
+      assert.deepEqual(Object.keys(res.body).sort(), ["jwt", "name", "username"]);
+      assert.equal(res.body.username, "ana@acme.example");
+      assert.equal(res.body.name, "Ana Lima");
+      assert.equal(res.headers.get("cache-control"), "no-store");
+      const { payload } = decode(res.body.jwt);
+      assert.equal(payload.sub, companyId);
+      assert.equal(Number(payload.exp) - Number(payload.iat), 86_400);
+    });
+
+    await t.step("the jwt is a bearer for the user's company", async () => {
+      const { body } = await signIn({ user: { username: "ana@acme.example", password } });
+      const res = await ctx.app.request("/api/v1/subject/people", { headers: { authorization: `Bearer ${body.jwt}` } });
+      assert.equal(res.status, 200);
+      const [row] = await ctx.sql`select id from companies where id = ${companyId}`;
+      assert.ok(row, "the company exists");
+    });
+
+    await t.step("usernames match without regard to case", async () => {
+      assert.equal((await signIn({ user: { username: "ANA@Acme.Example", password } })).status, 200);
+    });
+
+    await t.step("a wrong password and an unknown username answer the same", async () => {
+      const wrong = await signIn({ user: { username: "ana@acme.example", password: password + "x" } });
+      const unknown = await signIn({ user: { username: "nobody@acme.example", password } });
+      assert.deepEqual([wrong.status, wrong.body], [401, UNAUTHORIZED]);
+      assert.deepEqual([unknown.status, unknown.body], [401, UNAUTHORIZED]);
+      const shown = (h: Headers) => [...h.keys()].filter((k) => k !== "x-request-id").sort();
+      assert.deepEqual(shown(wrong.headers), shown(unknown.headers));
+    });
+
+    await t.step("a malformed body names the field; no bearer is asked for", async () => {
+      const res = await signIn({ user: { username: "ana@acme.example" } });
+      assert.equal(res.status, 400); // a missing field is a 400 (docs/errors.md)
+      assert.deepEqual(res.body, { errors: { password: ["can't be blank"] } });
+      assert.equal((await signIn("{not json")).status, 400);
+    });
+
+    await t.step("an Idempotency-Key never replays a token", async () => {
+      const key = { "idempotency-key": "sign-in-1" };
+      const first = await signIn({ user: { username: "ana@acme.example", password } }, key);
+      const second = await signIn({ user: { username: "ana@acme.example", password } }, key);
+      assert.equal(second.status, 200);
+      assert.equal(second.headers.get("idempotent-replayed"), null);
+      assert.equal(first.status, 200);
+    });
+
+    await t.step("more than 10 failures for one username in 15 minutes answer 429 with Retry-After", async () => {
+      const other = await createUser(ctx.sql, { companyId, username: "bruno" });
+      assert.ok("password" in other);
+      for (let i = 0; i < 10; i++) {
+        assert.equal((await signIn({ user: { username: "bruno", password: "guess" + i } })).status, 401);
+      }
+      const throttled = await signIn({ user: { username: "Bruno", password: other.password } });
+      assert.equal(throttled.status, 429);
+      const wait = Number(throttled.headers.get("retry-after"));
+      assert.ok(wait > 800 && wait <= 900, `Retry-After ${wait} is the rest of the 15-minute window`);
+      // another username is not held back by bruno's failures
+      assert.equal((await signIn({ user: { username: "ana@acme.example", password } })).status, 200);
+    });
+  } finally {
+    await ctx.close();
+  }
+});
+
+Deno.test("user:create and user:password, then sign-in on the running service; no password in any log line", async (t) => {
+  const ctx = await setup("sign_in_commands");
+  const companyId = crypto.randomUUID();
+  let password = "";
+  const service = await startService(ctx.url, { LOG_LEVEL: "debug" }, { logs: true });
+  const signIn = (username: string, pass: string) =>
+    fetch(`${service.base}/api/v1/sign_in`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ user: { username, password: pass } }),
+    }).then(async (r) => ({ status: r.status, text: await r.text() }));
+  try {
+    await t.step("user:create prints the generated password alone on the last line", async () => {
+      const out = await runTask(ctx.url, [
+        "user:create",
+        "--company",
+        companyId,
+        "--username",
+        "carla",
+        "--name",
+        "Carla",
+      ]);
+      assert.equal(out.code, 0, out.stderr);
+      password = out.lines.at(-1)!;
+      assert.match(password, /^[A-Za-z0-9_-]{32}$/);
+      const [row] = await ctx.sql`select password_hash from users where username = 'carla'`;
+      assert.ok(!row.password_hash.includes(password), "only a hash is stored");
+      assert.match(row.password_hash, /^scrypt\$/);
+    });
+
+    await t.step("the same username again is refused", async () => {
+      const out = await runTask(ctx.url, ["user:create", "--company", companyId, "--username", "CARLA"]);
+      assert.equal(out.code, 1);
+      assert.match(out.stderr, /taken/);
+    });
+
+    await t.step("the password signs in; a response never carries it", async () => {
+      const res = await signIn("carla", password);
+      assert.equal(res.status, 200);
+      assert.ok(!res.text.includes(password));
+    });
+
+    await t.step("user:password replaces it: the old one fails, the new one works", async () => {
+      const out = await runTask(ctx.url, ["user:password", "--username", "carla"]);
+      assert.equal(out.code, 0, out.stderr);
+      const fresh = out.lines.at(-1)!;
+      assert.notEqual(fresh, password);
+      assert.equal((await signIn("carla", password)).status, 401);
+      assert.equal((await signIn("carla", fresh)).status, 200);
+      password = fresh;
+    });
+
+    await t.step("no log line holds a password, right or wrong", async () => {
+      await signIn("carla", "wrong-password-in-clear");
+      await new Promise((r) => setTimeout(r, 200));
+      const text = JSON.stringify(service.logs());
+      assert.ok(text.includes("/api/v1/sign_in"), "the sign-in requests were logged");
+      assert.ok(!text.includes(password));
+      assert.ok(!text.includes("wrong-password-in-clear"));
+    });
+  } finally {
+    await service.stop();
+    await ctx.close();
+  }
+});
