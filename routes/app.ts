@@ -27,6 +27,7 @@ import { documentRoutes } from "./subjects/documents.ts";
 import { sandboxRoutes } from "./sandbox/sandbox.ts";
 import { transactionRoutes } from "./rails/transactions.ts";
 import { wireRoutes } from "./rails/wires.ts";
+import { paymentRoutes } from "./rails/payments.ts";
 import { SIGN_IN_PATH, signInRoutes } from "./companies/sign_in.ts";
 
 export const MAX_BODY_BYTES = 22 * 1024 * 1024;
@@ -90,6 +91,7 @@ export function createApp(deps: Deps) {
   app.route("/", documentRoutes(deps));
   app.route("/", bankAccountRoutes(deps));
   app.route("/", transactionRoutes(deps));
+  app.route("/", paymentRoutes(deps));
   app.route("/", wireRoutes(deps));
   if (deps.config.sandbox) app.route("/", sandboxRoutes(deps));
 

@@ -23,6 +23,7 @@ export type BankAccountRow = Omit<NormalizedBankAccount, "bank"> & {
   bank_swift: string | null;
   bank_name: string | null;
   bank_country: string | null;
+  internal: boolean;
   company_social_name: string | null;
   company_document_type: string | null;
   company_document_number: string | null;
@@ -73,6 +74,11 @@ export function presentBankAccount(row: BankAccountRow, opts: { onCreate?: boole
   };
 }
 
+/** One of the company's own accounts: the bank-account object, and whether it is an internal account. */
+export function presentOwnBankAccount(row: BankAccountRow) {
+  return { ...presentBankAccount(row), internal: row.internal };
+}
+
 export type BankAccountView = ReturnType<typeof presentBankAccount>;
 
 function selectAccounts(sql: Tx) {
@@ -97,6 +103,21 @@ export async function getBankAccount(sql: Tx, companyId: string, id: string): Pr
 export async function getSubjectBankAccount(sql: Tx, companyId: string, subjectId: string, id: string) {
   const [row] = await sql<BankAccountRow[]>`
     ${selectAccounts(sql)} where a.company_id = ${companyId} and a.subject_id = ${subjectId} and a.id = ${id}`;
+  if (!row) throw notFound();
+  return row;
+}
+
+/** The company's own accounts (internal ones first, by currency, then the international ones it registered). */
+export async function listOwnBankAccounts(sql: Sql, companyId: string) {
+  return await sql<BankAccountRow[]>`
+    ${selectAccounts(sql)} where a.company_id = ${companyId} and a.subject_id is null
+    order by a.internal desc, a.id`;
+}
+
+/** One of the company's own accounts: a subject's account answers 404 here. */
+export async function getOwnBankAccount(sql: Tx, companyId: string, id: string): Promise<BankAccountRow> {
+  const [row] = await sql<BankAccountRow[]>`
+    ${selectAccounts(sql)} where a.company_id = ${companyId} and a.subject_id is null and a.id = ${id}`;
   if (!row) throw notFound();
   return row;
 }

@@ -49,6 +49,19 @@ export async function createPixCharge(tx: TransactionSql, companyId: string, inp
     value: input.value,
     event: null,
   });
+  return await issuePixCode(tx, companyId, { id, ...input });
+}
+
+/**
+ * The dynamic QR code (a BR Code) of a pending BRL transaction with the same id: what the sandbox pays or expires
+ * and what a pay-in created with `use_dynamic_pix` answers as `dynamic_pix_code`.
+ */
+export async function issuePixCode(
+  tx: TransactionSql,
+  companyId: string,
+  input: PixChargeInput & { id: string },
+): Promise<PixChargeRow> {
+  const { id } = input;
   const [row] = await tx<PixChargeRow[]>`
     insert into pix_charges ${
     tx({

@@ -18,7 +18,7 @@ import { attachToWire, failWire, type WireErrorCode } from "./wires.ts";
 export const CURRENCIES = ["BRL", "MXN", "COP", "CLP", "EUR", "USD"] as const;
 export type Currency = typeof CURRENCIES[number];
 
-export type TransactionKind = "payin" | "payout" | "card_payment" | "pix_charge";
+export type TransactionKind = "payin" | "payout" | "card_payment" | "pix_charge" | "refund";
 export type TransactionStatus =
   | "pending"
   | "identified"
@@ -28,7 +28,8 @@ export type TransactionStatus =
   | "expired"
   | "exchanged"
   | "wired"
-  | "waiting_correction";
+  | "waiting_correction"
+  | "canceled";
 
 export type TransactionRow = {
   id: string;
@@ -44,6 +45,12 @@ export type TransactionRow = {
   bank_account_id: string | null;
   exchange_id: string | null;
   wire_id: string | null;
+  exchange_currency: string | null;
+  exchanged_value: string | null;
+  from_bank_account_id: string | null;
+  to_bank_account_id: string | null;
+  dynamic_pix_expires_at: Date | null;
+  refund_of: string | null;
   inserted_at: Date;
   updated_at: Date;
 };
@@ -74,6 +81,15 @@ async function usdValueOf(tx: TransactionSql, currency: string, value: string): 
   return row.usd_value;
 }
 
+/** The value in `exchangeCurrency` by the rate table, rounded to cents; null when nothing is converted. */
+async function exchangedValueOf(tx: TransactionSql, m: Movement): Promise<string | null> {
+  if (!m.exchangeCurrency || m.exchangeCurrency === m.currency) return null;
+  const [row] = await tx<{ value: string }[]>`
+    select round(${m.value}::numeric * f.usd_per_unit / t.usd_per_unit, 2)::numeric(30, 2) as value
+    from usd_rates f, usd_rates t where f.currency = ${m.currency} and t.currency = ${m.exchangeCurrency}`;
+  return row.value;
+}
+
 /** Money that moves for a subject: a new transaction, and what the rails must do with it. */
 export type Movement = {
   id?: string;
@@ -90,6 +106,12 @@ export type Movement = {
   wantsExchange?: boolean;
   /** The receiving bank refuses the account data (sandbox): the wire waits for a correction instead. */
   wireError?: WireErrorCode | null;
+  /** What the transactions API records (README, "Transactions"): the currency it converts to, the accounts. */
+  exchangeCurrency?: string | null;
+  fromBankAccountId?: string | null;
+  toBankAccountId?: string | null;
+  dynamicPixExpiresAt?: Date | null;
+  refundOf?: string | null;
 };
 
 /**
@@ -100,7 +122,9 @@ export type Movement = {
  */
 export async function moveMoney(tx: TransactionSql, companyId: string, movement: Movement): Promise<TransactionRow> {
   const usdValue = await usdValueOf(tx, movement.currency, movement.value);
-  const clearance = await decideClearance(tx, companyId, movement.subjectId, counts(movement.status) ? usdValue : null);
+  // a refund gives back money counted when it came in: it is judged like money that does not move
+  const judged = counts(movement.status) && movement.kind !== "refund";
+  const clearance = await decideClearance(tx, companyId, movement.subjectId, judged ? usdValue : null);
   const [row] = await tx<TransactionRow[]>`
     insert into transactions ${
     tx({
@@ -115,6 +139,12 @@ export async function moveMoney(tx: TransactionSql, companyId: string, movement:
       cleared: clearance.cleared,
       wants_exchange: movement.wantsExchange ?? false,
       bank_account_id: movement.bankAccountId ?? null,
+      exchange_currency: movement.exchangeCurrency ?? null,
+      exchanged_value: await exchangedValueOf(tx, movement),
+      from_bank_account_id: movement.fromBankAccountId ?? null,
+      to_bank_account_id: movement.toBankAccountId ?? null,
+      dynamic_pix_expires_at: movement.dynamicPixExpiresAt ?? null,
+      refund_of: movement.refundOf ?? null,
     })
   }
     returning *`;
@@ -180,19 +210,21 @@ async function forwardCleared(
   wireError?: WireErrorCode | null,
 ): Promise<boolean> {
   const groups = new Map<string, { rows: TransactionRow[]; kind: "exchange" | "wire" }>();
-  for (const row of rows) {
-    if (!row.cleared || row.status !== "identified") continue;
-    let key: string | null = null;
-    if (row.kind === "payin" && row.wants_exchange && !row.exchange_id) key = `exchange:${row.currency}`;
-    if (row.kind === "payout" && row.bank_account_id && !row.wire_id) {
-      key = `wire:${row.bank_account_id}:${row.currency}`;
-    }
-    if (!key) continue;
-    const group = groups.get(key) ?? { rows: [], kind: key.startsWith("exchange") ? "exchange" : "wire" };
+  const join = (key: string, kind: "exchange" | "wire", row: TransactionRow) => {
+    const group = groups.get(key) ?? { rows: [], kind };
     group.rows.push(row);
     groups.set(key, group);
+  };
+  for (const row of rows) {
+    if (!row.cleared || row.status !== "identified") continue;
+    // a conversion first (a pay-in, or a pay-out in another currency than it is paid in), then the wire
+    if (row.wants_exchange && !row.exchange_id) join(`exchange:${row.currency}`, "exchange", row);
+    if (row.kind === "payout" && row.bank_account_id && !row.wire_id) {
+      join(`wire:${row.bank_account_id}:${row.currency}`, "wire", row);
+    }
   }
-  for (const { rows: group, kind } of groups.values()) {
+  const ordered = [...groups.values()].sort((a, b) => a.kind === b.kind ? 0 : a.kind === "exchange" ? -1 : 1);
+  for (const { rows: group, kind } of ordered) {
     const first = group[0];
     const transactionIds = group.map((r) => r.id);
     if (kind === "exchange") {

@@ -53,6 +53,26 @@ export function presentWire(w: WireRow) {
   };
 }
 
+/** GET /api/v1/wires/:id: the wire with the transactions it carries (404 for another company's). */
+export async function getWireView(sql: Tx, companyId: string, id: string) {
+  const [w] = await sql<(WireRow & { transaction_ids: string[] })[]>`
+    select w.*, coalesce(array(
+      select t.id from transactions t where t.company_id = ${companyId} and t.wire_id = w.id order by t.id
+    ), '{}') as transaction_ids
+    from wires w where w.company_id = ${companyId} and w.id = ${id}`;
+  if (!w) throw notFound();
+  return {
+    id: w.id,
+    status: w.status,
+    value: w.value,
+    currency: w.currency,
+    bank_account_id: w.bank_account_id,
+    transaction_ids: w.transaction_ids,
+    error_code: w.error_code,
+    inserted_at: naiveUtc(w.inserted_at),
+  };
+}
+
 /**
  * The destination as the wire carries it: the bank account object, plus the `company` sub-object of the wire
  * record (the integrator's profile; fields it does not keep are null).

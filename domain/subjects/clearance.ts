@@ -17,6 +17,7 @@ export function movedThisYear(tx: Tx, companyId: string, subjectId: string) {
     select currency, value, usd_value from transactions
     where company_id = ${companyId} and subject_id = ${subjectId}
       and status in ${tx(TRANSACTED_STATUSES)}
+      and kind <> 'refund' -- a refund gives back money already counted when it came in
       and inserted_at >= date_trunc('year', now() at time zone 'UTC') at time zone 'UTC'`;
 }
 

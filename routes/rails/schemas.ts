@@ -1,10 +1,20 @@
 import { z } from "@hono/zod-openapi";
+import { CURRENCIES } from "../../domain/rails/transactions.ts";
+import { toCents } from "../../domain/platform/money.ts";
+/** A positive amount, required: a JSON number is read as its text, never as a float. */
+export const amount = z.preprocess(
+  (v) => typeof v === "number" ? String(v) : v,
+  z.string().trim().min(1).regex(/^\d{1,18}(\.\d{1,2})?$/, "has invalid format"),
+).pipe(z.string().refine((v) => (toCents(v) ?? 0n) > 0n, "must be greater than 0"))
+  .openapi({ type: "string", example: "1500.00" });
+export const currency = z.string().trim().toUpperCase().pipe(z.enum(CURRENCIES))
+  .openapi({ type: "string", enum: [...CURRENCIES], example: "BRL" });
 
 const money = z.string().openapi({ example: "1500.00" });
 
 export const Transaction = z.object({
   id: z.string().uuid(),
-  kind: z.enum(["payin", "payout", "card_payment", "pix_charge"]),
+  kind: z.enum(["payin", "payout", "card_payment", "pix_charge", "refund"]),
   status: z.string().openapi({ example: "identified" }),
   currency: z.string(),
   value: money,

@@ -3,6 +3,7 @@ import { newRouter } from "../platform/router.ts";
 import { sandboxPaymentRoutes } from "./payments.ts";
 import { sandboxSubjectRoutes } from "./subjects.ts";
 import { sandboxSubscriptionRoutes } from "./subscriptions.ts";
+import { sandboxTransactionRoutes } from "./transactions.ts";
 
 /**
  * The sandbox API (docs/sandbox.md), served only when SANDBOX is on: each call plays the payment rails or the back
@@ -12,5 +13,6 @@ export function sandboxRoutes(deps: Deps) {
   return newRouter()
     .route("/", sandboxPaymentRoutes(deps))
     .route("/", sandboxSubjectRoutes(deps))
-    .route("/", sandboxSubscriptionRoutes(deps));
+    .route("/", sandboxSubscriptionRoutes(deps))
+    .route("/", sandboxTransactionRoutes(deps));
 }

@@ -1,21 +1,12 @@
 import { z } from "@hono/zod-openapi";
 import { REPROVAL_ITEMS, REQUIRED_DOCUMENTS } from "../../domain/subjects/status.ts";
-import { CURRENCIES } from "../../domain/rails/transactions.ts";
 import { WIRE_ERROR_CODES } from "../../domain/rails/wires.ts";
 import { DOCUMENT_TYPES } from "../../domain/subjects/person_rules.ts";
-import { toCents } from "../../domain/platform/money.ts";
 import { optionalText, requiredText, uuid } from "../platform/schemas.ts";
+import { amount, currency } from "../rails/schemas.ts";
 
 /** Sandbox bodies are plain JSON objects (no wrapper key); field errors name the field. */
 
-/** A positive amount, required: a JSON number is read as its text, never as a float. */
-const amount = z.preprocess(
-  (v) => typeof v === "number" ? String(v) : v,
-  z.string().trim().min(1).regex(/^\d{1,18}(\.\d{1,2})?$/, "has invalid format"),
-).pipe(z.string().refine((v) => (toCents(v) ?? 0n) > 0n, "must be greater than 0"))
-  .openapi({ type: "string", example: "1500.00" });
-const currency = z.string().trim().toUpperCase().pipe(z.enum(CURRENCIES))
-  .openapi({ type: "string", enum: [...CURRENCIES], example: "BRL" });
 /** An enum whose absence reads "can't be blank" (a bare z.enum would answer "must be one of" for it). */
 const oneOf = <T extends readonly [string, ...string[]]>(values: T) =>
   z.string().trim().pipe(z.enum(values)).openapi({ type: "string", enum: [...values] });
