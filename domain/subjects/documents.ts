@@ -1,8 +1,8 @@
 import { fileTypeFromBuffer } from "file-type";
 import type { Tx } from "../platform/db.ts";
-import { ApiError, ErrorBag } from "../platform/errors.ts";
+import { ApiError, ErrorBag, notFound } from "../platform/errors.ts";
 import { newId } from "../platform/ids.ts";
-import { putBlob } from "./storage.ts";
+import { getBlob, putBlob } from "./storage.ts";
 
 /** One document as a client sends it: Base64 `file_data` with a `file_name`, or a `file_url`. */
 export type DocumentInput = {
@@ -205,4 +205,35 @@ export async function insertDocument(tx: Tx, companyId: string, personId: string
             ${doc.bytes?.length ?? null})`;
   if (doc.bytes) await putBlob(tx, id, doc.bytes);
   return id;
+}
+
+/** One subject's documents as `documents` of the person object shows them, oldest first (404 for another's subject). */
+export async function listDocuments(sql: Tx, companyId: string, subjectId: string): Promise<DocumentSummary[]> {
+  const [subject] = await sql`select 1 from people where company_id = ${companyId} and id = ${subjectId}`;
+  if (!subject) throw notFound();
+  return await sql<DocumentSummary[]>`
+    ${selectDocuments(sql)} where company_id = ${companyId} and person_id = ${subjectId} order by id`;
+}
+
+/** One document of the subject (404 when either is not the company's). */
+export async function getDocument(sql: Tx, companyId: string, subjectId: string, id: string): Promise<DocumentSummary> {
+  const [doc] = await sql<DocumentSummary[]>`
+    ${selectDocuments(sql)} where company_id = ${companyId} and person_id = ${subjectId} and id = ${id}`;
+  if (!doc) throw notFound();
+  return doc;
+}
+
+/** The bytes of one document, with what to serve them as; 404 for a document given by URL (it has no bytes here). */
+export async function getDocumentFile(sql: Tx, companyId: string, subjectId: string, id: string) {
+  const doc = await getDocument(sql, companyId, subjectId, id);
+  const bytes = await getBlob(sql, id);
+  if (!bytes) throw new ApiError(404, { detail: "this document was given by URL: read it at its file_url" });
+  return { doc, bytes };
+}
+
+function selectDocuments(sql: Tx) {
+  return sql`
+    select id, labels, file_type, file_name, file_url, size,
+           to_char(inserted_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS') as inserted_at
+    from documents`;
 }

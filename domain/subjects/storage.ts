@@ -2,8 +2,14 @@ import type { Tx } from "../platform/db.ts";
 
 /**
  * Where document bytes live. Postgres for now; this module is the seam where object storage would go,
- * so nothing else writes `document_blobs` (no endpoint reads the bytes back yet).
+ * so nothing else reads or writes `document_blobs`.
  */
 export async function putBlob(tx: Tx, documentId: string, bytes: Uint8Array): Promise<void> {
   await tx`insert into document_blobs (document_id, bytes) values (${documentId}, ${bytes})`;
+}
+
+/** The bytes of a stored document, or null when it has none (a document given by URL). */
+export async function getBlob(sql: Tx, documentId: string): Promise<Uint8Array | null> {
+  const [row] = await sql<{ bytes: Uint8Array }[]>`select bytes from document_blobs where document_id = ${documentId}`;
+  return row?.bytes ?? null;
 }

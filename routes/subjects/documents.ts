@@ -3,8 +3,8 @@ import { uploadDocument } from "../../domain/subjects/document_uploads.ts";
 import type { Deps } from "../../domain/platform/deps.ts";
 import { newRouter } from "../platform/router.ts";
 import { alsoCheck } from "../platform/validation.ts";
-import { prepareDocument } from "../../domain/subjects/documents.ts";
-import { bodyErrorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
+import { getDocument, getDocumentFile, listDocuments, prepareDocument } from "../../domain/subjects/documents.ts";
+import { bodyErrorResponses, errorResponses, IdParam, jsonBody, jsonResponse, uuid } from "../platform/schemas.ts";
 import { DOCUMENT_UPLOAD_EXAMPLE, DocumentUploadBody } from "./document_schemas.ts";
 import { DocumentSummary } from "./schemas.ts";
 
@@ -22,9 +22,75 @@ const upload = createRoute({
   },
 });
 
+const DocumentParams = IdParam.extend({
+  document_id: uuid.openapi({
+    param: { name: "document_id", in: "path" },
+    format: "uuid",
+    description: "The document's id",
+  }),
+});
+
+const list = createRoute({
+  operationId: "listDocuments",
+  method: "get",
+  path: "/api/v1/subject/{id}/documents",
+  tags: ["Documents"],
+  summary: "A subject's documents, oldest first",
+  request: { params: IdParam },
+  responses: { 200: jsonResponse("The documents", z.object({ data: z.array(DocumentSummary) })), ...errorResponses },
+});
+
+const show = createRoute({
+  operationId: "getDocument",
+  method: "get",
+  path: "/api/v1/subject/{id}/documents/{document_id}",
+  tags: ["Documents"],
+  summary: "One document's metadata",
+  request: { params: DocumentParams },
+  responses: { 200: jsonResponse("The document", z.object({ data: DocumentSummary })), ...errorResponses },
+});
+
+const file = createRoute({
+  operationId: "downloadDocument",
+  method: "get",
+  path: "/api/v1/subject/{id}/documents/{document_id}/file",
+  tags: ["Documents"],
+  summary: "The document's bytes, as its file_type (404 for a document given by URL)",
+  request: { params: DocumentParams },
+  responses: {
+    200: {
+      description: "The file",
+      content: { "application/octet-stream": { schema: z.string().openapi({ format: "binary" }) } },
+    },
+    ...errorResponses,
+  },
+});
+
+/** A file name safe in a header: what is not plain ASCII becomes "_" (the original stays in the metadata). */
+const headerSafe = (name: string) => name.replace(/[^A-Za-z0-9._ -]/g, "_").slice(0, 200) || "document";
+
 export function documentRoutes({ sql }: Deps) {
-  return newRouter().openapi(upload, async (c) => {
-    const doc = await uploadDocument(sql, c.get("companyId"), c.req.valid("param").id, c.req.valid("json").document);
-    return c.json({ data: doc }, 201);
-  }, alsoCheck(DocumentUploadBody, (body) => prepareDocument(body.document ?? {})));
+  return newRouter()
+    .openapi(upload, async (c) => {
+      const doc = await uploadDocument(sql, c.get("companyId"), c.req.valid("param").id, c.req.valid("json").document);
+      return c.json({ data: doc }, 201);
+    }, alsoCheck(DocumentUploadBody, (body) => prepareDocument(body.document ?? {})))
+    .openapi(list, async (c) => {
+      return c.json({ data: await listDocuments(sql, c.get("companyId"), c.req.valid("param").id) }, 200);
+    })
+    .openapi(show, async (c) => {
+      const { id, document_id } = c.req.valid("param");
+      return c.json({ data: await getDocument(sql, c.get("companyId"), id, document_id) }, 200);
+    })
+    .openapi(file, async (c) => {
+      const { id, document_id } = c.req.valid("param");
+      const { doc, bytes } = await getDocumentFile(sql, c.get("companyId"), id, document_id);
+      // served as a download of the type it was checked to be, never sniffed into something a browser runs
+      return c.body(bytes as Uint8Array<ArrayBuffer>, 200, {
+        "content-type": doc.file_type,
+        "content-disposition": `attachment; filename="${headerSafe(doc.file_name ?? "document")}"`,
+        "x-content-type-options": "nosniff",
+        "cache-control": "private, no-store",
+      });
+    });
 }

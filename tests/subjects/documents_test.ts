@@ -481,3 +481,64 @@ Deno.test("document upload", async (t) => {
 
   await ctx.close();
 });
+
+Deno.test("documents read back: list, metadata, the bytes as uploaded; another company's ids are not found", async (t) => {
+  const ctx = await setup("documents_read_back");
+  try {
+    const company = await newCompany(ctx);
+    const other = await newCompany(ctx);
+    const person = await newPerson(company);
+    const bytes = await png();
+    const stored = await company.post(`/api/v1/subject/${person}/documents`, {
+      document: { labels: ["rg-photo"], file_type: "image/png", file_name: "Foto do RG.png", file_data: b64(bytes) },
+    });
+    assert.equal(stored.status, 201, JSON.stringify(stored.body));
+    const byUrl = await company.post(`/api/v1/subject/${person}/documents`, {
+      document: {
+        labels: ["proof_of_address"],
+        file_type: "application/pdf",
+        file_url: "https://files.example.com/a.pdf",
+      },
+    });
+    assert.equal(byUrl.status, 201, JSON.stringify(byUrl.body));
+    const base = `/api/v1/subject/${person}/documents`;
+
+    await t.step("the list shows both, oldest first, as the upload answered them", async () => {
+      const res = await company.get(base);
+      assert.equal(res.status, 200);
+      assert.deepEqual(res.body.data, [stored.body.data, byUrl.body.data]);
+    });
+
+    await t.step("one document's metadata", async () => {
+      const res = await company.get(`${base}/${stored.body.data.id}`);
+      assert.deepEqual(res.body.data, stored.body.data);
+    });
+
+    await t.step("the file: the same bytes, its type, a download that is never sniffed", async () => {
+      const res = await ctx.app.request(`${base}/${stored.body.data.id}/file`, {
+        headers: { authorization: `Bearer ${company.token}` },
+      });
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get("content-type"), "image/png");
+      assert.equal(res.headers.get("x-content-type-options"), "nosniff");
+      assert.equal(res.headers.get("content-disposition"), 'attachment; filename="Foto do RG.png"');
+      assert.deepEqual(new Uint8Array(await res.arrayBuffer()), bytes);
+    });
+
+    await t.step("a document given by URL has no bytes here: 404 naming file_url", async () => {
+      const res = await company.get(`${base}/${byUrl.body.data.id}/file`);
+      assert.equal(res.status, 404);
+      assert.match(res.body.errors.detail, /file_url/);
+    });
+
+    await t.step("another company: 404 for the subject, the document and the file", async () => {
+      for (const path of [base, `${base}/${stored.body.data.id}`, `${base}/${stored.body.data.id}/file`]) {
+        assert.equal((await other.get(path)).status, 404, path);
+      }
+      const mine = await newPerson(company, "11144477735");
+      assert.equal((await company.get(`/api/v1/subject/${mine}/documents/${stored.body.data.id}`)).status, 404);
+    });
+  } finally {
+    await ctx.close();
+  }
+});
