@@ -17,6 +17,7 @@ import { operationsRoutes } from "./operations.ts";
 import { docsRoutes } from "./docs.ts";
 import { metrics } from "../domain/platform/metrics.ts";
 import { peopleRoutes } from "./subjects/people.ts";
+import { companyRoutes } from "./subjects/companies.ts";
 import { REQUEST_ID_HEADER } from "./platform/schemas.ts";
 import { API_DESCRIPTION, TAGS } from "./platform/document.ts";
 import { webhookEndpointRoutes } from "./webhooks/endpoints.ts";
@@ -85,6 +86,7 @@ export function createApp(deps: Deps) {
   app.route("/", docsRoutes());
   app.route("/", signInRoutes(deps));
   app.route("/", peopleRoutes(deps));
+  app.route("/", companyRoutes(deps));
   app.route("/", webhookEndpointRoutes(deps));
   app.route("/", webhookEventRoutes(deps));
   app.route("/", webhookEventTypeRoutes(deps));

@@ -51,6 +51,25 @@ export function nit(base: string): string {
   return base + String(r < 2 ? r : 11 - r);
 }
 
+/**
+ * Mexico's RFC (SAT): a company's 12 characters are read with a leading space; each of the first 12 takes its value in
+ * "0-9 A-N & O-Z space Ñ" (0..38) times a weight from 13 down to 2; r = sum mod 11; the digit is 0 for r = 0, "A" for
+ * 11 - r = 10, else 11 - r.
+ */
+export function rfc(first11: string): string {
+  const table = "0123456789ABCDEFGHIJKLMN&OPQRSTUVWXYZ Ñ";
+  const padded = ` ${first11}`;
+  const r = [...padded].reduce((s, c, i) => s + table.indexOf(c) * (13 - i), 0) % 11;
+  return first11 + (r === 0 ? "0" : 11 - r === 10 ? "A" : String(11 - r));
+}
+
+/** Chile's RUT (SII): weights 2..7 repeating from the rightmost digit; 11 - sum mod 11, "0" for 11 and "K" for 10. */
+export function rut(body: string): string {
+  const sum = digits(body).reverse().reduce((s, v, i) => s + v * (2 + (i % 6)), 0);
+  const d = 11 - (sum % 11);
+  return body + (d === 11 ? "0" : d === 10 ? "K" : String(d));
+}
+
 /** US ABA routing number: 3·(d1+d4+d7) + 7·(d2+d5+d8) + (d3+d6+d9) is a multiple of 10; the last digit makes it so. */
 export function aba(first8: string): string {
   const d = digits(first8);

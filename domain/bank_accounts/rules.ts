@@ -1,3 +1,4 @@
+import { isValidNit } from "../subjects/company_rules.ts";
 import { isValidCNPJ, isValidCPF, isValidEmail } from "@brazilian-utils/brazilian-utils";
 import { clabe } from "clabe-validator";
 import { electronicFormatIBAN, isValidBIC, isValidIBAN } from "ibantools";
@@ -288,22 +289,6 @@ function checkMexico(input: BankAccountInput, out: NormalizedBankAccount, bag: E
     normalise: (n) => n.toUpperCase(),
     valid: { curp: isValidCurp, rfc: (n) => RFC_RE.test(n) },
   });
-}
-
-const NIT_WEIGHTS = [3, 7, 13, 17, 19, 23, 29, 37, 41, 43, 47, 53, 59, 67, 71];
-
-/** DIAN's NIT check digit: prime weights from the rightmost digit, sum mod 11, then 11 - r when r > 1. */
-export function nitCheckDigit(base: string): number {
-  let sum = 0;
-  for (let i = 0; i < base.length; i++) sum += Number(base[base.length - 1 - i]) * NIT_WEIGHTS[i];
-  const r = sum % 11;
-  return r > 1 ? 11 - r : r;
-}
-
-/** A NIT of 9 digits, or 9 digits and its check digit (10 in all), the check digit verified. */
-export function isValidNit(n: string): boolean {
-  if (/^\d{9}$/.test(n)) return true;
-  return /^\d{10}$/.test(n) && nitCheckDigit(n.slice(0, 9)) === Number(n[9]);
 }
 
 function checkColombia(input: BankAccountInput, out: NormalizedBankAccount, bag: ErrorBag) {

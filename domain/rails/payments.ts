@@ -3,7 +3,7 @@ import { ErrorBag, notFound, unprocessable } from "../platform/errors.ts";
 import { newId } from "../platform/ids.ts";
 import { naiveUtc } from "../platform/time.ts";
 import { type BankAccountRow, getBankAccount, presentOwnBankAccount } from "../bank_accounts/bank_accounts.ts";
-import { getPerson, presentPerson } from "../subjects/people.ts";
+import { getSubject, presentSubject } from "../subjects/subjects.ts";
 import { TRANSACTED_STATUSES } from "../subjects/clearance.ts";
 import { emitEvent } from "../webhooks/events.ts";
 import { expirePixCharge, issuePixCode, payPixCharge } from "./pix_charges.ts";
@@ -71,7 +71,7 @@ function accountInTransaction(account: BankAccountRow) {
 
 /** The `<transaction>` object of the transactions API. */
 export async function presentPayment(sql: Tx, companyId: string, { row, pixCode }: Loaded) {
-  const subject = await getPerson(sql, companyId, row.subject_id);
+  const subject = await getSubject(sql, companyId, row.subject_id);
   const account = (id: string | null) => id ? getBankAccount(sql, companyId, id).then(accountInTransaction) : null;
   // clients require a destination: a refund to a payer whose account is unknown (paid by PIX) shows the account
   // the money leaves from
@@ -87,7 +87,7 @@ export async function presentPayment(sql: Tx, companyId: string, { row, pixCode 
     exchange_currency: row.exchange_currency ?? row.currency,
     exchanged_value: row.exchanged_value,
     subject_id: row.subject_id,
-    subject: presentPerson(subject),
+    subject: presentSubject(subject),
     subject_is_receiver: row.kind === "payout",
     to_bank_account: to,
     from_bank_account: from,
@@ -246,7 +246,7 @@ export async function voidPayment(tx: TransactionSql, companyId: string, id: str
 
 /** The answer of a void: the cancellation, and the transaction it canceled as the bank saw it. */
 export async function presentVoid(sql: Tx, companyId: string, row: TransactionRow) {
-  const subject = await getPerson(sql, companyId, row.subject_id);
+  const subject = await getSubject(sql, companyId, row.subject_id);
   return {
     id: row.id,
     reason: CANCELED_REASON.canceled!,

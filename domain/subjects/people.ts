@@ -99,8 +99,8 @@ export function presentPerson(p: PersonRow, opts: { detail?: boolean } = {}) {
   };
 }
 
-/** A person with its documents (newest last) in one round trip. */
-function selectPeople(sql: Tx) {
+/** A subject (person or company) with its documents (newest last) in one round trip. */
+export function selectSubjects(sql: Tx) {
   return sql`
     select p.*, coalesce((
       select json_agg(json_build_object(
@@ -113,8 +113,10 @@ function selectPeople(sql: Tx) {
     from people p`;
 }
 
+/** A person of the company; a company customer's id is not found here (it has its own routes). */
 export async function getPerson(sql: Tx, companyId: string, id: string): Promise<PersonRow> {
-  const [row] = await sql<PersonRow[]>`${selectPeople(sql)} where p.company_id = ${companyId} and p.id = ${id}`;
+  const [row] = await sql<PersonRow[]>`
+    ${selectSubjects(sql)} where p.company_id = ${companyId} and p.id = ${id} and p.kind = 'person'`;
   if (!row) throw notFound();
   return row;
 }
@@ -127,8 +129,8 @@ export async function assertPerson(sql: Tx, companyId: string, id: string): Prom
 
 export function listPeople(sql: Sql, companyId: string, lastId: string | undefined): Promise<PersonRow[]> {
   return sql<PersonRow[]>`
-    ${selectPeople(sql)}
-    where p.company_id = ${companyId} ${lastId ? sql`and p.id > ${lastId}` : sql``}
+    ${selectSubjects(sql)}
+    where p.company_id = ${companyId} and p.kind = 'person' ${lastId ? sql`and p.id > ${lastId}` : sql``}
     order by p.id
     limit ${PAGE_SIZE}`;
 }
@@ -228,7 +230,7 @@ function checkPatch(current: PersonRow, patch: PersonUpdateInput) {
 export async function updatePerson(sql: Sql, companyId: string, id: string, patch: PersonUpdateInput) {
   return await sql.begin(async (tx) => {
     const [current] = await tx<PersonRow[]>`
-      select * from people where company_id = ${companyId} and id = ${id} for update`;
+      select * from people where company_id = ${companyId} and id = ${id} and kind = 'person' for update`;
     if (!current) throw notFound();
     const fields = checkPatch(current, patch);
     const keys = Object.keys(fields) as Editable[];
@@ -242,7 +244,8 @@ export async function updatePerson(sql: Sql, companyId: string, id: string, patc
 
 /** The rules PUT /subject/people/:id applies, without writing (an unknown person is 404). */
 export async function checkPersonPatch(sql: Sql, companyId: string, id: string, patch: PersonUpdateInput) {
-  const [current] = await sql<PersonRow[]>`select * from people where company_id = ${companyId} and id = ${id}`;
+  const [current] = await sql<PersonRow[]>`
+    select * from people where company_id = ${companyId} and id = ${id} and kind = 'person'`;
   if (!current) throw notFound();
   checkPatch(current, patch);
 }

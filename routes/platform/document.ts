@@ -39,6 +39,7 @@ The retry schedule, ordering, and a receiver in TypeScript are in docs/webhooks.
 export const TAGS = [
   { name: "Authentication", description: "Sign in with a username and password for a 24-hour bearer token" },
   { name: "People", description: "Customers (subjects) of your company: registration, update, status" },
+  { name: "Company customers", description: "Customers that are companies: CNPJ, RFC, NIT, RUT or another tax id" },
   { name: "Documents", description: "Documents that clear a customer for higher amounts" },
   { name: "Bank accounts", description: "Customer accounts (BRL, MXN, COP) and your company's (USD, EUR)" },
   { name: "Transactions", description: "Money a customer moved, and the totals of the year" },

@@ -3,6 +3,7 @@ import { uuid } from "../platform/schemas.ts";
 import { API_STATUSES } from "../../domain/rails/payments.ts";
 import { BankAccount } from "../bank_accounts/schemas.ts";
 import { Person } from "../subjects/schemas.ts";
+import { CompanyCustomer } from "../subjects/company_schemas.ts";
 import { amount, currency } from "./schemas.ts";
 
 const nullableUuid = uuid.nullish();
@@ -65,7 +66,7 @@ export const Payment = z.object({
   exchange_currency: z.string(),
   exchanged_value: sn,
   subject_id: z.string().uuid(),
-  subject: Person,
+  subject: z.union([Person, CompanyCustomer]),
   subject_is_receiver: z.boolean(),
   to_bank_account: TransactionAccount.nullable(),
   from_bank_account: TransactionAccount.nullable(),

@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { getPerson, presentPerson } from "../../domain/subjects/people.ts";
+import { getSubject, presentSubject } from "../../domain/subjects/subjects.ts";
 import { approveAndRelease } from "../../domain/rails/transactions.ts";
 import { reproveSubject, requestDocuments } from "../../domain/subjects/status.ts";
 import type { TransactionSql } from "../../domain/platform/db.ts";
@@ -7,11 +7,15 @@ import type { Deps } from "../../domain/platform/deps.ts";
 import { newRouter } from "../platform/router.ts";
 import { bodyErrorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
 import { Person } from "../subjects/schemas.ts";
+import { CompanyCustomer } from "../subjects/company_schemas.ts";
 import { ReproveBody, RequestDocumentsBody, SANDBOX_EXAMPLES } from "./schemas.ts";
 
 const tags = ["Sandbox"];
 const responses = {
-  201: jsonResponse("The person after the decision", z.object({ data: Person })),
+  201: jsonResponse(
+    "The subject (person or company) after the decision",
+    z.object({ data: z.union([Person, CompanyCustomer]) }),
+  ),
   ...bodyErrorResponses,
 };
 
@@ -50,9 +54,9 @@ export function sandboxSubjectRoutes({ sql }: Deps) {
   const decide = async (companyId: string, id: string, change: (tx: TransactionSql) => Promise<unknown>) => {
     const person = await sql.begin(async (tx) => {
       await change(tx);
-      return await getPerson(tx, companyId, id);
+      return await getSubject(tx, companyId, id);
     });
-    return { data: presentPerson(person, { detail: true }) };
+    return { data: presentSubject(person, { detail: true }) };
   };
   return newRouter()
     .openapi(approve, async (c) => {

@@ -4,7 +4,15 @@ import type { Deps } from "../../domain/platform/deps.ts";
 import { newRouter } from "../platform/router.ts";
 import { alsoCheck } from "../platform/validation.ts";
 import { getDocument, getDocumentFile, listDocuments, prepareDocument } from "../../domain/subjects/documents.ts";
-import { bodyErrorResponses, errorResponses, IdParam, jsonBody, jsonResponse, uuid } from "../platform/schemas.ts";
+import {
+  bodyErrorResponses,
+  errorResponses,
+  IdParam,
+  jsonBody,
+  jsonResponse,
+  requestIdHeader,
+  uuid,
+} from "../platform/schemas.ts";
 import { DOCUMENT_UPLOAD_EXAMPLE, DocumentUploadBody } from "./document_schemas.ts";
 import { DocumentSummary } from "./schemas.ts";
 
@@ -60,6 +68,7 @@ const file = createRoute({
   responses: {
     200: {
       description: "The file",
+      headers: requestIdHeader,
       content: { "application/octet-stream": { schema: z.string().openapi({ format: "binary" }) } },
     },
     ...errorResponses,

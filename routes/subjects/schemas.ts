@@ -23,11 +23,10 @@ const birthDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, { message: "has invali
   "is invalid",
 );
 
-const nullable = <T extends z.ZodType>(s: T) => s.nullish();
+export const nullable = <T extends z.ZodType>(s: T) => s.nullish();
 
-/** Optional fields, shared by registration and update. */
-const optionalFields = {
-  rfc_pf: nullable(z.string().trim().toUpperCase().regex(/^[A-ZÑ&]{4}\d{6}[A-Z\d]{3}$/, "has invalid format")),
+/** How a customer, person or company, is reached: optional, shared by registration and update of both. */
+export const contactFields = {
   email: nullable(z.string().trim().max(254).pipe(z.email())),
   website: nullable(
     z.string().trim().max(2048).regex(/^[hH][tT][tT][pP][sS]?:\/\/[^\s/$.?#][^\s]*$/, "has invalid format"),
@@ -35,8 +34,6 @@ const optionalFields = {
   phone_country_code: nullable(z.string().trim().regex(/^\d{2}$/, "has invalid format")),
   phone_area_code: nullable(z.string().trim().regex(/^\d{1,5}$/, "has invalid format")),
   phone_number: nullable(z.string().trim().regex(/^\d{4,15}$/, "has invalid format")),
-  birth_date: nullable(birthDate),
-  net_monthly_average_income: nullable(decimalString).openapi({ type: ["string", "null"], example: "1500.00" }),
   address_street: optionalText(),
   address_number: optionalText(50),
   address_complement: optionalText(),
@@ -45,6 +42,14 @@ const optionalFields = {
   address_city: optionalText(),
   address_state: nullable(z.string().trim().toUpperCase().max(50)),
   address_country: optionalText(100),
+};
+
+/** Optional fields of a person, shared by registration and update. */
+const optionalFields = {
+  rfc_pf: nullable(z.string().trim().toUpperCase().regex(/^[A-ZÑ&]{4}\d{6}[A-Z\d]{3}$/, "has invalid format")),
+  birth_date: nullable(birthDate),
+  net_monthly_average_income: nullable(decimalString).openapi({ type: ["string", "null"], example: "1500.00" }),
+  ...contactFields,
 };
 
 export const PersonCreate = z.object({

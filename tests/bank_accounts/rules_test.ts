@@ -5,11 +5,10 @@ import {
   type BankAccountScope,
   isValidAba,
   isValidClabe,
-  isValidNit,
-  nitCheckDigit,
   type NormalizedBankAccount,
   validateBankAccountInput,
 } from "../../domain/bank_accounts/rules.ts";
+import { isValidNit, nitCheckDigit } from "../../domain/subjects/company_rules.ts";
 import { ApiError, type FieldErrors } from "../../domain/platform/errors.ts";
 import * as check from "../check_digits.ts";
 
