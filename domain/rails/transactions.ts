@@ -274,9 +274,8 @@ export async function listSubjectTransactions(sql: Sql, companyId: string, subje
 export async function subjectTransactionValues(sql: Sql, companyId: string, subjectId: string) {
   await assertPerson(sql, companyId, subjectId);
   return await sql<{ currency: string; value: string; usd_value: string; count: number }[]>`
-    select currency, sum(value)::numeric(30, 2) as value, sum(usd_value)::numeric(30, 2) as usd_value,
-           count(*)::int as count
+    select currency, value, usd_value, count
     from (${movedThisYear(sql, companyId, subjectId)}) as moved
-    group by currency
+    where count > 0
     order by currency`;
 }

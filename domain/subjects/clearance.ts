@@ -5,20 +5,23 @@ import { holdSubject, lockSubject, type ReprovalItem, type RequiredDocument } fr
 /** Yearly (calendar year, UTC) amount a subject may transact before the mandatory documents are needed. */
 export const YEARLY_LIMIT_USD = "20000.00";
 
-/** Transaction statuses that moved money, so they count towards the yearly total. */
+/**
+ * Transaction statuses that moved money, so they count towards the yearly total. The running totals define the same
+ * set in SQL (`transactions.counted`, sql/0015_running_totals.sql); tests/rails/running_totals_test.ts holds the two
+ * equal.
+ */
 export const TRANSACTED_STATUSES = ["identified", "approved", "exchanged", "wired", "waiting_correction"] as const;
 
 /**
- * The money a subject moved this calendar year (UTC): its transactions (`currency`, `value`, `usd_value`) in a
- * status that moved money. The one definition behind the clearance limit and the transaction_values answer.
+ * The money a subject moved this calendar year (UTC), per currency (`currency`, `value`, `usd_value`, `count`): the
+ * running totals the transaction rows keep (sql/0015_running_totals.sql, where "money that counts" is defined), a
+ * handful of rows however long the history. The one definition behind the clearance limit and transaction_values.
  */
 export function movedThisYear(tx: Tx, companyId: string, subjectId: string) {
   return tx`
-    select currency, value, usd_value from transactions
-    where company_id = ${companyId} and subject_id = ${subjectId}
-      and status in ${tx(TRANSACTED_STATUSES)}
-      and kind <> 'refund' -- a refund gives back money already counted when it came in
-      and inserted_at >= date_trunc('year', now() at time zone 'UTC') at time zone 'UTC'`;
+    select currency, value, usd_value, count from subject_totals
+    where subject_id = ${subjectId} and company_id = ${companyId}
+      and year = extract(year from now() at time zone 'UTC')::int`;
 }
 
 const ITEM_OF: Record<MandatoryDocument, ReprovalItem> = {

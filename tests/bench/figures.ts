@@ -63,6 +63,20 @@ const DESCRIPTIONS: Record<string, Description> = {
     meaning: "delivery records not succeeded when the run ended",
     target: { text: "0", met: (v) => v === 0 },
   },
+  volume_history_seeded: {
+    meaning: "transactions this year seeded (set-based SQL) into the one subject of the volume part",
+  },
+  volume_seed_s: { meaning: "seconds the seeding took (transactions and their events)" },
+  volume_payins_fresh_rps: { meaning: "sandbox pay-ins/s into one subject with almost no history, 16 connections" },
+  volume_payins_aged_rps: { meaning: "the same pay-ins/s after the seeded history" },
+  volume_payins_aged_vs_fresh: {
+    meaning: "pay-ins/s with the history as a share of without (ratio)",
+    target: atLeast(0.9),
+  },
+  volume_payins_errors: { meaning: "pay-in answers that were not 2xx, plus socket errors" },
+  volume_values_fresh_p50_ms: { meaning: "median GET transaction_values with little history (ms)" },
+  volume_values_aged_p50_ms: { meaning: "median GET transaction_values after the seeded history (ms)" },
+  volume_values_aged_p99_ms: { meaning: "99th percentile GET transaction_values after the seeded history (ms)" },
   peak_rss_mb: {
     meaning: "peak resident memory of the process running worker, producers and receiver (MB)",
     target: below(512, " MB"),

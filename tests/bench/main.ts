@@ -8,40 +8,10 @@ import { loadConfig } from "../../domain/platform/config.ts";
 import { load, type LoadResult } from "./http.ts";
 import { describe, type Figures, summary } from "./figures.ts";
 import { dropDatabase, freshDatabase } from "../helpers.ts";
-import { freePort } from "../free_port.ts";
+import { BENCH_JWT_SECRET as JWT_SECRET, startService } from "./service.ts";
 
-const PORT = freePort();
-const BASE = `http://127.0.0.1:${PORT}`;
 const SECONDS = Number(Deno.env.get("BENCH_SECONDS") ?? 10);
 const CONNECTIONS = 32;
-const JWT_SECRET = "bench-secret-0123456789abcdef0123456789";
-
-async function startService(databaseUrl: string) {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-all", "main.ts"],
-    cwd: new URL("../..", import.meta.url).pathname,
-    // the per-company rate limit off: the bench measures the service's ceiling with one company's token
-    env: { DATABASE_URL: databaseUrl, PORT: String(PORT), JWT_SECRET, LOG_LEVEL: "info", RATE_LIMIT_PER_SECOND: "0" },
-    stdout: "null",
-    stderr: "inherit",
-  }).spawn();
-  const state: { exited: Deno.CommandStatus | null } = { exited: null };
-  child.status.then((status) => state.exited = status);
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline && !state.exited) {
-    try {
-      const res = await fetch(`${BASE}/healthz`);
-      await res.body?.cancel();
-      if (res.ok) return child;
-    } catch { /* not up yet */ }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  if (state.exited) {
-    throw new Error(`the service exited with code ${state.exited.code} before serving on port ${PORT}`);
-  }
-  child.kill("SIGKILL");
-  throw new Error("service did not start");
-}
 
 function row(name: string, r: LoadResult) {
   return `${name.padEnd(22)} ${r.requestsPerSecond.toFixed(0).padStart(8)} req/s   p50 ${
@@ -51,7 +21,7 @@ function row(name: string, r: LoadResult) {
 
 async function benchHttp(): Promise<Figures> {
   const url = await freshDatabase("bench_http");
-  const service = await startService(url);
+  const { child: service, base: BASE } = await startService(url);
   try {
     const token = await signToken(loadConfig({ JWT_SECRET }), crypto.randomUUID());
     const auth = { authorization: `Bearer ${token}` };
@@ -132,15 +102,15 @@ async function benchHttp(): Promise<Figures> {
 
 const round = (n: number, places = 1) => Math.round(n * 10 ** places) / 10 ** places;
 
-const only = Deno.env.get("BENCH_ONLY"); // "http" or "webhooks"
+const only = Deno.env.get("BENCH_ONLY"); // "http", "webhooks" or "volume"
 let all: Figures = {};
-if (only !== "webhooks") {
+if (!only || only === "http") {
   const figures = await benchHttp();
   console.log("");
   for (const line of describe(figures)) console.log(line);
   all = { ...all, ...figures };
 }
-if (only !== "http") {
+if (!only || only === "webhooks") {
   try {
     const { benchWebhooks } = await import("./webhooks.ts");
     console.log("\nWebhooks");
@@ -150,5 +120,11 @@ if (only !== "http") {
   } catch (err) {
     console.error("webhook benchmark unavailable:", err instanceof Error ? err.message : err);
   }
+}
+if (!only || only === "volume") {
+  const { benchVolumeMoney } = await import("./volume_money.ts");
+  const figures = await benchVolumeMoney();
+  for (const line of describe(figures)) console.log(line);
+  all = { ...all, ...figures };
 }
 console.log(`\n${summary(all)}`);
