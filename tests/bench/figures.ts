@@ -77,6 +77,12 @@ const DESCRIPTIONS: Record<string, Description> = {
   volume_values_fresh_p50_ms: { meaning: "median GET transaction_values with little history (ms)" },
   volume_values_aged_p50_ms: { meaning: "median GET transaction_values after the seeded history (ms)" },
   volume_values_aged_p99_ms: { meaning: "99th percentile GET transaction_values after the seeded history (ms)" },
+  history_rows: { meaning: "delivery records (and events) seeded for the events-list part" },
+  history_seed_s: { meaning: "seconds the seeding from 10,000 to that many records took (set-based SQL)" },
+  events_list_worst_p99_ratio: {
+    meaning: "the largest ratio of an events-list filter's p99 with the full history to its p99 with 10,000 records",
+    target: { text: "<= 1.5", met: (v) => v <= 1.5 },
+  },
   peak_rss_mb: {
     meaning: "peak resident memory of the process running worker, producers and receiver (MB)",
     target: below(512, " MB"),
@@ -94,12 +100,21 @@ export function verdicts(figures: Figures): Verdict[] {
   });
 }
 
+/** Figures named per events-list filter (tests/bench/volume_history.ts). */
+function generated(name: string): string | undefined {
+  const m = /^events_list_(\w+?)_p99_(ms|ratio)$/.exec(name);
+  if (!m) return undefined;
+  return m[2] === "ms"
+    ? `99th percentile of one events-list page filtered "${m[1]}" with the full history (ms)`
+    : `that p99 as a ratio of the same filter's p99 with 10,000 records`;
+}
+
 /** The lines to print for `figures`: per figure the machine-readable line, then its meaning and target. */
 export function describe(figures: Figures): string[] {
   const results = new Map(verdicts(figures).map((v) => [v.name, v]));
   return Object.entries(figures).flatMap(([name, value]) => {
     const verdict = results.get(name);
-    const meaning = DESCRIPTIONS[name]?.meaning ?? "(no description)";
+    const meaning = DESCRIPTIONS[name]?.meaning ?? generated(name) ?? "(no description)";
     const target = verdict ? `; target ${verdict.target}: ${verdict.met ? "met" : "NOT MET"}` : "";
     return [`${name.padEnd(32)} ${value}`, `    ${meaning}${target}`];
   });

@@ -123,8 +123,11 @@ if (!only || only === "webhooks") {
 }
 if (!only || only === "volume") {
   const { benchVolumeMoney } = await import("./volume_money.ts");
-  const figures = await benchVolumeMoney();
-  for (const line of describe(figures)) console.log(line);
-  all = { ...all, ...figures };
+  const { benchVolumeHistory } = await import("./volume_history.ts");
+  for (const part of [benchVolumeMoney, benchVolumeHistory]) {
+    const figures = await part();
+    for (const line of describe(figures)) console.log(line);
+    all = { ...all, ...figures };
+  }
 }
 console.log(`\n${summary(all)}`);
