@@ -5,6 +5,7 @@ import { loadConfigWithLocalSecrets, SECRETS_DIR } from "./domain/platform/local
 import { connect, ensureDatabase, serverAnswers } from "./domain/platform/db.ts";
 import { type EmbeddedPostgres, startEmbeddedPostgres } from "./domain/platform/embedded_pg.ts";
 import { flushLogs, log, setLogLevel } from "./domain/platform/log.ts";
+import { ensurePartitions } from "./domain/webhooks/retention.ts";
 import { migrate } from "./domain/platform/migrate.ts";
 import { secretBoxFor } from "./domain/platform/secret_box.ts";
 import { sealStoredSecrets } from "./domain/webhooks/endpoints.ts";
@@ -68,6 +69,8 @@ export async function start(config: Config) {
   await ensureDatabase(url);
   const sql = connect(url, { max: 10 });
   await migrate(sql, url);
+  // the days to come of the webhook history, should the service have been down past the ones made ahead
+  await ensurePartitions(sql);
   // Before anything reads them: secrets written before they were sealed at rest, in plain text until now.
   await sealStoredSecrets(sql, await secretBoxFor(config), { reseal: false });
 

@@ -4,6 +4,8 @@ import { pruneIdempotencyKeys } from "../domain/platform/idempotency.ts";
 import { identifyRegisteredPayers } from "../domain/rails/bank_transactions.ts";
 import { releaseDeadLeases, wakeStalledEndpoints } from "../domain/webhooks/recovery.ts";
 import { TASKS } from "../domain/webhooks/queue.ts";
+import { pruneHistory } from "../domain/webhooks/retention.ts";
+import { log } from "../domain/platform/log.ts";
 import { deliverWebhookTask } from "./deliver_webhook.ts";
 import { retryWireTask } from "./retry_wire.ts";
 
@@ -16,14 +18,41 @@ export function taskList(deps: Deps): TaskList {
   };
 }
 
+const HOUR_MS = 3_600_000;
+
+/**
+ * `work` started at most once per `everyMs`, never twice at once, in the background: the sweep that calls it does not
+ * wait for a long prune. The first call starts it.
+ */
+export function atMostEvery(everyMs: number, name: string, work: () => Promise<unknown>) {
+  let last = -Infinity;
+  let running = false;
+  return () => {
+    if (running || performance.now() - last < everyMs) return;
+    running = true;
+    last = performance.now();
+    work().catch((err) => log.error(`${name} failed`, { error: err instanceof Error ? err.message : String(err) }))
+      .finally(() => running = false);
+  };
+}
+
 /**
  * The worker's upkeep, for `startWorker`: free the leases of processes found dead, and on every sweep wake stalled
- * endpoints, identify money waiting for payers registered meanwhile and prune expired idempotency keys.
+ * endpoints, identify money waiting for payers registered meanwhile and prune expired idempotency keys; once an hour,
+ * the webhook history past its retention (docs/webhooks.md, "Retention").
  */
-export function upkeep({ sql, processId }: Pick<Deps, "sql" | "processId">) {
+export function upkeep({ sql, processId, config }: Pick<Deps, "sql" | "processId" | "config">) {
+  const pruneOld = atMostEvery(
+    HOUR_MS,
+    "webhook history prune",
+    () => pruneHistory(sql, { retentionDays: config.eventRetentionDays }),
+  );
   return {
     processId,
     onDeadProcesses: (ids: string[]) => releaseDeadLeases(sql, ids),
-    onSweep: () => Promise.all([wakeStalledEndpoints(sql), identifyRegisteredPayers(sql), pruneIdempotencyKeys(sql)]),
+    onSweep: () => {
+      pruneOld();
+      return Promise.all([wakeStalledEndpoints(sql), identifyRegisteredPayers(sql), pruneIdempotencyKeys(sql)]);
+    },
   };
 }

@@ -107,6 +107,7 @@ const EnvSchema = z.object({
   WEBHOOK_RETRY_SCHEDULE: schedule.default(expandSchedule(DEFAULT_RETRY_SCHEDULE.split(",").map(Number))),
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
   WEBHOOK_DISABLE_AFTER_SECONDS: z.coerce.number().min(0).default(432_000),
+  EVENT_RETENTION_DAYS: z.coerce.number().positive().max(36_500).default(30),
   WEBHOOK_ALLOW_PRIVATE_URLS: flag(false),
   SANDBOX: optionalFlag,
   SECRET_ENCRYPTION_KEY: encryptionKey.optional(),
@@ -144,6 +145,8 @@ export type Config = {
   webhookTimeoutMs: number;
   /** An endpoint whose attempts have all failed for this long is disabled (`disabled_reason: "failing"`). */
   webhookDisableAfterSeconds: number;
+  /** Events, delivery records and attempts older than this go (fractions of a day allowed); pending records stay. */
+  eventRetentionDays: number;
   allowPrivateUrls: boolean;
   sandbox: boolean;
   /** Seals webhook signing secrets at rest; null: a development key kept under `.data/secrets/`. */
@@ -218,6 +221,7 @@ export function loadConfig(
     retrySchedule: e.WEBHOOK_RETRY_SCHEDULE,
     webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
     webhookDisableAfterSeconds: e.WEBHOOK_DISABLE_AFTER_SECONDS,
+    eventRetentionDays: e.EVENT_RETENTION_DAYS,
     allowPrivateUrls: e.WEBHOOK_ALLOW_PRIVATE_URLS,
     // a production instance with the defaults must not let integrators fabricate money movements
     sandbox: e.SANDBOX ?? !production,
