@@ -48,6 +48,26 @@ export function adminUrl(url: string): string {
   return admin.toString();
 }
 
+/**
+ * The migrated database the runner made for this run (TEST_TEMPLATE_DATABASE), or null when a test file runs on its
+ * own without the runner.
+ */
+export const TEMPLATE_DATABASE = Deno.env.get("TEST_TEMPLATE_DATABASE") || null;
+
+/**
+ * Creates the database of `url` as a copy of `template`: a few dozen milliseconds where running the migrations takes
+ * a second. Copies of one template may be made at once; the template itself must have no session open.
+ */
+export async function cloneDatabase(url: string, template: string): Promise<void> {
+  const dbName = decodeURIComponent(new URL(url).pathname.slice(1));
+  const sql = postgres(adminUrl(url), { max: 1, onnotice: () => {} });
+  try {
+    await sql`create database ${sql(dbName)} template ${sql(template)}`;
+  } finally {
+    await sql.end();
+  }
+}
+
 /** Drops a database (its connections are closed by then, or forced out). */
 export async function dropDatabase(url: string): Promise<void> {
   const dbName = decodeURIComponent(new URL(url).pathname.slice(1));

@@ -7,7 +7,7 @@ import type { Deps } from "../domain/platform/deps.ts";
 import { setLogLevel } from "../domain/platform/log.ts";
 import { migrate } from "../domain/platform/migrate.ts";
 import { startWorker, stopWorker, type Worker } from "../domain/platform/worker.ts";
-import { dropDatabase, perTestDatabaseUrl, testDatabaseUrl } from "./databases.ts";
+import { cloneDatabase, dropDatabase, perTestDatabaseUrl, TEMPLATE_DATABASE, testDatabaseUrl } from "./databases.ts";
 
 /** 32 bytes or more, as the service requires of any JWT_SECRET. */
 export const TEST_JWT_SECRET = "test-secret-for-the-suite-0123456789abcdef";
@@ -36,6 +36,17 @@ export async function freshDatabase(name: string): Promise<string> {
   return url;
 }
 
+/**
+ * A database of its own for one test with the migrations applied: a copy of the runner's migrated template when
+ * there is one (`migrate` then finds nothing to do), otherwise an empty one the caller migrates.
+ */
+export async function migratedDatabase(name: string): Promise<string> {
+  if (!TEMPLATE_DATABASE) return await freshDatabase(name);
+  const url = perTestDatabaseUrl(name);
+  await cloneDatabase(url, TEMPLATE_DATABASE);
+  return url;
+}
+
 export type TestContext = {
   url: string;
   sql: Sql;
@@ -55,7 +66,7 @@ export async function setup(
   opts: { worker?: boolean; env?: Record<string, string> } = {},
 ): Promise<TestContext> {
   setLogLevel("silent");
-  const url = await freshDatabase(name);
+  const url = await migratedDatabase(name);
   const config = loadConfig({
     DATABASE_URL: url,
     JWT_SECRET: TEST_JWT_SECRET,

@@ -12,10 +12,11 @@
  * At the end it also drops the databases of this run that a failed or killed test file left behind.
  * Arguments go to `deno test` (files, folders, `--filter ...`); without a file or folder it runs tests/.
  */
-import { serverAnswers } from "../domain/platform/db.ts";
+import { connect, ensureDatabase, serverAnswers } from "../domain/platform/db.ts";
+import { migrate } from "../domain/platform/migrate.ts";
 import { type EmbeddedPostgres, startEmbeddedPostgres } from "../domain/platform/embedded_pg.ts";
 import { setLogLevel } from "../domain/platform/log.ts";
-import { DEFAULT_TEST_DATABASE_URL, dropLeftovers, newRunId, withUser } from "./databases.ts";
+import { DEFAULT_TEST_DATABASE_URL, dropDatabase, dropLeftovers, newRunId, withUser } from "./databases.ts";
 import { freePort } from "./free_port.ts";
 
 const root = new URL("..", import.meta.url).pathname;
@@ -112,13 +113,35 @@ async function chooseServer(): Promise<Server> {
   return await startSuiteServer(defaultUrl);
 }
 
+/**
+ * A database of this run with every migration applied, which each test copies instead of migrating its own
+ * (tests/helpers.ts, `migratedDatabase`); its name follows the run's so the cleanup at the end drops it.
+ */
+async function migratedTemplate(url: string, runId: string): Promise<URL> {
+  const template = new URL(withUser(url));
+  const name = `${decodeURIComponent(template.pathname.slice(1))}_template_${runId}${"0".repeat(4)}`;
+  template.pathname = `/${encodeURIComponent(name)}`;
+  await ensureDatabase(template.toString());
+  const sql = connect(template.toString(), { max: 1 });
+  try {
+    await migrate(sql, template.toString());
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+  return template;
+}
+
 /** Runs `deno test` on `url` and resolves with its exit code; SIGINT and SIGTERM are passed on to it. */
-async function runTests(url: string, runId: string, args: string[]): Promise<number> {
+async function runTests(url: string, runId: string, template: URL, args: string[]): Promise<number> {
   const paths = args.some((arg) => !arg.startsWith("-") && exists(arg)) ? [] : ["tests/"];
   const child = new Deno.Command(Deno.execPath(), {
     args: ["test", ...PERMISSIONS, "--parallel", ...args, ...paths],
     cwd: root,
-    env: { TEST_DATABASE_URL: url, TEST_RUN_ID: runId },
+    env: {
+      TEST_DATABASE_URL: url,
+      TEST_RUN_ID: runId,
+      TEST_TEMPLATE_DATABASE: decodeURIComponent(template.pathname.slice(1)),
+    },
     stdin: "inherit",
     stdout: "inherit",
     stderr: "inherit",
@@ -171,7 +194,12 @@ async function main(): Promise<number> {
   const runId = newRunId();
   let code = 1;
   try {
-    code = await runTests(server.url, runId, Deno.args);
+    const template = await migratedTemplate(server.url, runId);
+    try {
+      code = await runTests(server.url, runId, template, Deno.args);
+    } finally {
+      await dropDatabase(template.toString());
+    }
   } finally {
     try {
       if (server.embedded) await stopEmbedded(server.embedded.pg, server.embedded.dir);
