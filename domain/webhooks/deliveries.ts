@@ -98,7 +98,7 @@ export async function listDeliveries(sql: Sql, companyId: string, f: EventsFilte
   return await sql<DeliveryRow[]>`
     select d.id, d.event_id, d.endpoint_id, d.company_id, d.type, d.status, e.data as payload,
       e.inserted_at as event_created_at, d.inserted_at
-    from webhook_deliveries d join events e on e.id = d.event_id and e.company_id = d.company_id
+    from webhook_deliveries d join events e on e.id = d.event_id and e.inserted_at = d.inserted_at and e.company_id = d.company_id
     where ${where}
     order by ${order}
     limit ${f.per_page ?? DEFAULT_PER_PAGE}`;
@@ -108,13 +108,13 @@ export async function getDelivery(sql: Sql, companyId: string, id: string) {
   const [row] = await sql<DeliveryRow[]>`
     select d.id, d.event_id, d.endpoint_id, d.company_id, d.type, d.status, e.data as payload,
       e.inserted_at as event_created_at, d.inserted_at
-    from webhook_deliveries d join events e on e.id = d.event_id and e.company_id = d.company_id
+    from webhook_deliveries d join events e on e.id = d.event_id and e.inserted_at = d.inserted_at and e.company_id = d.company_id
     where d.company_id = ${companyId} and d.id = ${id}`;
   if (!row) throw notFound();
   const attempts = await sql<AttemptRow[]>`
     select id, attempt_number, http_status, response_body, duration_ms, response_headers, inserted_at
     from webhook_attempts
-    where company_id = ${companyId} and delivery_id = ${id}
+    where company_id = ${companyId} and delivery_id = ${id} and inserted_at >= ${row.inserted_at}
     order by attempt_number, inserted_at`;
   return { delivery: row, attempts };
 }
@@ -220,7 +220,7 @@ export async function sendTestEvent(sql: Sql, companyId: string, endpointId: str
     const [row] = await tx<DeliveryRow[]>`
       select d.id, d.event_id, d.endpoint_id, d.company_id, d.type, d.status, e.data as payload,
         e.inserted_at as event_created_at, d.inserted_at
-      from webhook_deliveries d join events e on e.id = d.event_id and e.company_id = d.company_id
+      from webhook_deliveries d join events e on e.id = d.event_id and e.inserted_at = d.inserted_at and e.company_id = d.company_id
       where d.company_id = ${companyId} and d.event_id = ${id} and d.endpoint_id = ${endpointId}`;
     return row;
   });

@@ -94,7 +94,7 @@ function fillSlots(sql: Tx, lease: postgres.Fragment, owner: string): postgres.F
     ), taken as (
       update webhook_deliveries d set lease_token = gen_random_uuid(), leased_until = ${lease}, leased_by = ${owner}
       from paired p where d.id = p.next_id
-      returning p.idx, d.id, d.type, d.event_id, d.company_id, d.wake_job_id, d.lease_token
+      returning p.idx, d.id, d.type, d.event_id, d.company_id, d.wake_job_id, d.lease_token, d.inserted_at
     ), cancelled_job as (
       select graphile_worker.complete_jobs(array_agg(wake_job_id)) from taken where wake_job_id is not null
       having count(*) > 0
@@ -169,7 +169,7 @@ export async function claimNext(sql: Sql, endpointId: string, opts: Lease): Prom
     cross join commit_mode
     left join taken t on true
     left join taken_slot on true
-    left join events e on e.id = t.event_id and e.company_id = t.company_id`;
+    left join events e on e.id = t.event_id and e.inserted_at = t.inserted_at and e.company_id = t.company_id`;
   return row ? toClaim(row) : null;
 }
 
@@ -363,7 +363,7 @@ async function recordBatch(sql: Sql, items: RecordItem[], opts: RecordOptions): 
     left join ep on ep.id = r.endpoint_id
     left join health h on h.id = r.endpoint_id and h.disable is not null
     left join taken t on t.idx = r.idx
-    left join events e on e.id = t.event_id and e.company_id = t.company_id`;
+    left join events e on e.id = t.event_id and e.inserted_at = t.inserted_at and e.company_id = t.company_id`;
   const results: Recorded[] = items.map(() => ({
     status: null,
     next: null,

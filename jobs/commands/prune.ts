@@ -16,9 +16,7 @@ try {
   console.log(
     `partitions dropped: ${pruned.partitions_dropped.length ? pruned.partitions_dropped.join(", ") : "none"}`,
   );
-  console.log(
-    `rows deleted: ${pruned.deliveries} delivery records, ${pruned.attempts} attempts, ${pruned.events} events`,
-  );
+  console.log(`delivery records deleted: ${pruned.deliveries}`);
 } finally {
   await close();
 }

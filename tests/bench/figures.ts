@@ -83,6 +83,27 @@ const DESCRIPTIONS: Record<string, Description> = {
     meaning: "the largest ratio of an events-list filter's p99 with the full history to its p99 with 10,000 records",
     target: { text: "<= 1.5", met: (v) => v <= 1.5 },
   },
+  prune_history_rows: { meaning: "rows of events, delivery records and attempts before the prune (45 days)" },
+  prune_seed_s: { meaning: "seconds the seeding of that history took (set-based SQL)" },
+  prune_rows_removed: { meaning: "rows the prune removed: everything older than the 30-day retention" },
+  prune_rows_left_past_retention: {
+    meaning: "rows older than the retention still there after the prune",
+    target: { text: "0", met: (v) => v === 0 },
+  },
+  prune_partitions_dropped: { meaning: "day partitions of events and attempts the prune detached and dropped" },
+  prune_records_deleted_in_batches: { meaning: "delivery records the prune deleted, 5,000 per transaction" },
+  prune_s: { meaning: "seconds the prune took" },
+  prune_lost_within_retention: {
+    meaning: "delivery records inside the retention that the prune removed",
+    target: { text: "0", met: (v) => v === 0 },
+  },
+  prune_delivery_p99_quiet_ms: { meaning: "p99 emit-to-receipt at 100 events/s without a prune (ms)" },
+  prune_delivery_p99_during_ms: {
+    meaning: "p99 emit-to-receipt at 100 events/s while the prune runs (ms)",
+    target: below(250, " ms"),
+  },
+  prune_emit_p99_quiet_ms: { meaning: "p99 of committing one event without a prune (ms)" },
+  prune_emit_p99_during_ms: { meaning: "p99 of committing one event while the prune runs (ms)" },
   peak_rss_mb: {
     meaning: "peak resident memory of the process running worker, producers and receiver (MB)",
     target: below(512, " MB"),

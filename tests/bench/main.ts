@@ -124,7 +124,8 @@ if (!only || only === "webhooks") {
 if (!only || only === "volume") {
   const { benchVolumeMoney } = await import("./volume_money.ts");
   const { benchVolumeHistory } = await import("./volume_history.ts");
-  for (const part of [benchVolumeMoney, benchVolumeHistory]) {
+  const { benchVolumePrune } = await import("./volume_prune.ts");
+  for (const part of [benchVolumeMoney, benchVolumeHistory, benchVolumePrune]) {
     const figures = await part();
     for (const line of describe(figures)) console.log(line);
     all = { ...all, ...figures };

@@ -44,7 +44,7 @@ async function freshBenchDatabase(): Promise<string> {
   return base.toString();
 }
 
-function percentile(sorted: number[], p: number): number {
+export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
 }
@@ -56,7 +56,7 @@ const round = (n: number, places = 1) => Math.round(n * 10 ** places) / 10 ** pl
  * UUIDv7, made when the event was emitted, so its first 48 bits are the emit time in ms and the event data stays
  * what the event catalogue says.
  */
-function startReceiver() {
+export function startReceiver() {
   let received = 0;
   const latencies: number[] = [];
   let waiter: { count: number; resolve: () => void } | null = null;

@@ -113,9 +113,15 @@ Deno.test("listing delivery records", async (t) => {
   });
 
   await t.step("from and to are inclusive UTC bounds, as days or full datetimes", async () => {
-    const [a, b, c] = everything.slice(-3).map((r) => r.id); // the three oldest
+    // three records of events with one record each (at `all`), moved in time together with their event
+    const single = everything.filter((r) => r.type === "identified" || r.type === "subject_approved");
+    const [a, b, c] = single.map((r) => r.id);
     const place = (id: string, at: string) =>
-      ctx.sql`update webhook_deliveries set inserted_at = ${at}::timestamptz where id = ${id}`;
+      ctx.sql.begin(async (tx) => {
+        await tx`update events set inserted_at = ${at}::timestamptz
+                 where id = (select event_id from webhook_deliveries where id = ${id})`;
+        await tx`update webhook_deliveries set inserted_at = ${at}::timestamptz where id = ${id}`;
+      });
     await place(a, "2020-01-10T00:00:00Z");
     await place(b, "2020-01-10T23:59:59.500Z");
     await place(c, "2020-01-11T00:00:00Z");
