@@ -29,7 +29,7 @@ export function deliverWebhookTask({ sql, config, processId }: Deps): Task {
         sendDelivery(await secretBoxFor(config), endpoint, delivery, { ...sending, signal }),
       recordAndClaimNext: (delivery, result) => recordAndClaimNext(sql, endpointId, delivery, result, recording),
       release: (delivery) => releaseClaim(sql, endpointId, delivery),
-      wake: () => wakeEndpoints(sql, [endpointId]),
+      wake: (slot) => wakeEndpoints(sql, [endpointId], slot),
       failPending: (endpoint) => failPendingDeliveries(sql, endpoint.company_id, [endpoint.id]),
     }, { budget: RUN_BUDGET, now: () => performance.now(), signal: helpers.abortSignal });
   };

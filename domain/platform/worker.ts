@@ -113,6 +113,11 @@ export async function stopWorker(worker: Worker): Promise<void> {
   clearInterval(worker.sweeper);
   await worker.runner.stop();
   await worker.pool.end();
-  await worker.liveness.query("delete from worker_processes where backend_pid = pg_backend_pid()").catch(() => {});
+  // A job fetched while the runner was stopping can stay locked by it (for hours, in graphile-worker's eyes):
+  // nothing of this process runs any more, so whatever it still holds goes back to the queue.
+  await worker.liveness.query(
+    `with gone as (delete from worker_processes where backend_pid = pg_backend_pid() returning worker_ids)
+     select graphile_worker.force_unlock_workers(coalesce((select worker_ids from gone), '{}'))`,
+  ).catch((err) => log.warn("could not hand back the jobs of this process", { error: err.message }));
   await worker.liveness.end();
 }

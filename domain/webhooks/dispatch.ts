@@ -2,7 +2,7 @@ import type postgres from "postgres";
 import type { Sql, Tx } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
 import type { DisabledReason, EndpointRow } from "./endpoints.ts";
-import { addDrainJobs } from "./queue.ts";
+import { addDrainJobs, RETRY_LANE } from "./queue.ts";
 import type { SendResult } from "./sender.ts";
 
 /**
@@ -11,8 +11,9 @@ import type { SendResult } from "./sender.ts";
  * A drain job (domain/webhooks/queue.ts) runs the drain loop (domain/webhooks/drain.ts) for one endpoint: it claims
  * a concurrency slot of the endpoint together with the next deliverable record, attempts it, then records the
  * attempt and in the same statement hands its slot to the next due record, until nothing is due (the slot is
- * freed) or every slot is taken. emitEvent, a failed attempt (at its next due time), acknowledge and retry each add
- * a drain job; a queued job whose record another drainer already leased is deleted unrun.
+ * freed) or every slot is taken. emitEvent, acknowledge and retry add a drain job on one of the endpoint's lanes, a
+ * first claim that leaves more due wakes the next lane, and the endpoint's retry job waits for its next due record
+ * (domain/webhooks/queue.ts): the queue holds at most one waiting job per lane, whatever the backlog.
  *
  * Why no wake-up is lost: a job that finds every slot taken ends, trusting the holders. A holder that frees its
  * slot (a committed statement) claims once more afterwards, so that claim starts after the job looked and sees the
@@ -60,8 +61,6 @@ export function leaseFree(sql: Tx, row: string): postgres.Fragment {
  *   locking right now;
  * - sequential: the oldest pending record (by id, i.e. event order), and only when it is due and nobody holds it,
  *   so a failing head holds the rest until it succeeds, is acknowledged or fails for good.
- *
- * A record leased here has its queued wake-up job deleted: there is nothing left for that job to do.
  */
 function fillSlots(sql: Tx, lease: postgres.Fragment, owner: string): postgres.Fragment {
   return sql`
@@ -94,10 +93,7 @@ function fillSlots(sql: Tx, lease: postgres.Fragment, owner: string): postgres.F
     ), taken as (
       update webhook_deliveries d set lease_token = gen_random_uuid(), leased_until = ${lease}, leased_by = ${owner}
       from paired p where d.id = p.next_id
-      returning p.idx, d.id, d.type, d.event_id, d.company_id, d.wake_job_id, d.lease_token, d.inserted_at
-    ), cancelled_job as (
-      select graphile_worker.complete_jobs(array_agg(wake_job_id)) from taken where wake_job_id is not null
-      having count(*) > 0
+      returning p.idx, d.id, d.type, d.event_id, d.company_id, d.lease_token, d.inserted_at
     )`;
 }
 
@@ -115,7 +111,7 @@ export type ClaimedDelivery = {
 export type Claim = { endpoint: EndpointRow; delivery: ClaimedDelivery | null };
 
 type ClaimRow = EndpointRow & {
-  cancelled_jobs?: string;
+  spread_jobs?: string;
   delivery_id: string | null;
   delivery_type: string | null;
   event_data: Record<string, unknown> | null;
@@ -124,7 +120,7 @@ type ClaimRow = EndpointRow & {
 };
 
 function toClaim(row: ClaimRow): Claim {
-  const { delivery_id, delivery_type, event_data, slot, lease_token, cancelled_jobs: _, ...endpoint } = row;
+  const { delivery_id, delivery_type, event_data, slot, lease_token, spread_jobs: _, ...endpoint } = row;
   return {
     endpoint,
     delivery: delivery_id && slot !== null && lease_token
@@ -162,9 +158,21 @@ export async function claimNext(sql: Sql, endpointId: string, opts: Lease): Prom
       from paired p join gate g on g.idx = p.idx
       where s.endpoint_id = g.endpoint_id and s.slot = g.slot
       returning s.slot
+    ), next_lane as (
+      -- More is due than this slot carries, and the endpoint has slots beyond it: wake the next lane, so a backlog
+      -- fans out over the slots one job at a time, whoever woke the endpoint.
+      select ${endpointId}::uuid, (ts.slot + 1)::text, null::timestamptz
+      from taken_slot ts cross join ep
+      where ts.slot + 1 < ${slotLimit(sql, "ep")} and exists (
+        select 1 from webhook_deliveries d
+        where d.endpoint_id = ${endpointId} and d.status = 'pending' and d.next_attempt_at <= now()
+          and ${leaseFree(sql, "d")} and d.id not in (select id from taken)
+      )
+    ), spread as (
+      select count(*) from ${addDrainJobs(sql, sql`select * from next_lane`)} where exists (select 1 from next_lane)
     )
     select ep.*, t.id as delivery_id, t.type as delivery_type, e.data as event_data, t.lease_token, taken_slot.slot,
-      (select count(*) from cancelled_job) as cancelled_jobs
+      (select count(*) from spread) as spread_jobs
     from ep
     cross join commit_mode
     left join taken t on true
@@ -267,11 +275,8 @@ type RecordRow = ClaimRow & {
 async function recordBatch(sql: Sql, items: RecordItem[], opts: RecordOptions): Promise<Recorded[]> {
   const lease = leaseUntil(sql, opts.leaseMs);
   const giveUp = sql`d.status <> 'pending' or d.schedule_attempts + 1 >= ${MAX_ATTEMPTS} or v.disable is not null`;
-  // A failed attempt that stays pending wakes its endpoint again when it is due.
-  const retries = addDrainJobs(
-    sql,
-    sql`select endpoint_id, next_attempt_at from updated where next_attempt_at is not null`,
-  );
+  // The endpoint's one retry job waits for its earliest record due later (this batch's failures included).
+  const retries = addDrainJobs(sql, sql`select endpoint_id, ${RETRY_LANE}, run_at from next_retry_due`, "retry");
   const rows = await sql<RecordRow[]>`
     with commit_mode as (
       select set_config('synchronous_commit', 'off', true)
@@ -334,8 +339,24 @@ async function recordBatch(sql: Sql, items: RecordItem[], opts: RecordOptions): 
       from r join verdict v on v.endpoint_id = r.endpoint_id
       where d.id = r.delivery_id and d.lease_token = r.token
       returning r.idx, d.status, d.next_attempt_at, d.endpoint_id, d.attempts
+    ), next_retry as (
+      select b.endpoint_id, least(
+        (select min(u.next_attempt_at) from updated u where u.endpoint_id = b.endpoint_id),
+        (select min(d.next_attempt_at) from webhook_deliveries d
+          where d.endpoint_id = b.endpoint_id and d.status = 'pending' and d.next_attempt_at > now()
+            and d.id <> all(b.delivery_ids))
+      ) as run_at
+      from (select endpoint_id, array_agg(delivery_id) as delivery_ids from r group by endpoint_id) b
+    ), next_retry_due as (
+      -- Unless that job already waits for that time: a healthy stretch of a backlog does not rewrite it per batch.
+      select n.* from next_retry n
+      where n.run_at is not null and not exists (
+        select 1 from graphile_worker.jobs j
+        where j.key = 'deliver:' || n.endpoint_id || ':' || ${RETRY_LANE} and j.run_at = n.run_at
+          and j.locked_at is null
+      )
     ), retry_job as (
-      select count(*) from ${retries} where exists (select 1 from updated where next_attempt_at is not null)
+      select count(*) from ${retries} where exists (select 1 from next_retry_due)
     ), ep as (
       select * from webhook_endpoints where id in (select endpoint_id from r)
     ), gate as (
@@ -356,7 +377,7 @@ async function recordBatch(sql: Sql, items: RecordItem[], opts: RecordOptions): 
       u.attempts as attempt_number,
       h.disable as endpoint_disabled, t.id as delivery_id, t.type as delivery_type,
       t.lease_token, e.data as event_data, r.slot,
-      (select count(*) from retry_job) as retry_jobs, (select count(*) from cancelled_job) as cancelled_jobs
+      (select count(*) from retry_job) as retry_jobs
     from r
     cross join commit_mode
     left join updated u on u.idx = r.idx

@@ -17,8 +17,8 @@ export type DrainSteps = {
   recordAndClaimNext(delivery: ClaimedDelivery, result: SendResult): Promise<Recorded>;
   /** Gives back a slot and its record without an attempt. */
   release(delivery: ClaimedDelivery): Promise<void>;
-  /** Asks for another drain job for this endpoint. */
-  wake(): Promise<void>;
+  /** Asks for another drain job for this endpoint, on the lane of the slot given up. */
+  wake(slot: number): Promise<void>;
   /** Marks what is still pending for a disabled endpoint as failed. */
   failPending(endpoint: EndpointRow): Promise<void>;
 };
@@ -61,7 +61,7 @@ export async function drainEndpoint(
     if (attempts >= budget.deliveries || now() - started > budget.ms || signal?.aborted) {
       await steps.release(delivery);
       // After the release, so that the job it adds finds the slot free.
-      await steps.wake();
+      await steps.wake(delivery.slot);
       return "handed_over";
     }
     const result = await steps.send(endpoint, delivery, signal);

@@ -1,7 +1,7 @@
 import type { TransactionSql } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
 import { slotLimit } from "./dispatch.ts";
-import { drainJobsFor } from "./queue.ts";
+import { addDrainJobs } from "./queue.ts";
 
 /** Every event type (docs/webhooks.md, Bodies). */
 export const EVENT_TYPES = [
@@ -25,20 +25,19 @@ export const EVENT_TYPES = [
 ] as const;
 export type EventType = typeof EVENT_TYPES[number];
 
-/**
- * Drain jobs already added per endpoint by the current transaction. Each job can keep one delivery in flight, so a
- * transaction adds one per event up to what the endpoint may run at once (1 when sequential), and no more.
- */
-const wokenInTx = new WeakMap<object, Map<string, number>>();
+/** Endpoints already woken by the current transaction: one drain job per endpoint and transaction is enough. */
+const wokenInTx = new WeakMap<object, Set<string>>();
 
 /**
  * The one way to emit an event. Call it with the transaction of the state change that caused it:
  * the event, its delivery records and their jobs commit or roll back together with that change.
  *
  * Fan-out: one delivery record per ACTIVE endpoint of the company that enables the type, due at once, plus a
- * drain job that wakes the endpoint (domain/webhooks/queue.ts). It takes a transaction, never the pool: the event
- * never exists without its deliveries, nor they without the change that caused them. `onlyEndpointId` narrows the
- * fan-out to that one endpoint (a test event).
+ * drain job on one of the endpoint's lanes, picked at random (domain/webhooks/queue.ts): the job's row stays
+ * locked until this transaction ends, so producers of one endpoint spread over its lanes instead of queueing on one
+ * row, and the first drainer fans out over the other slots by itself (domain/webhooks/dispatch.ts). It takes a
+ * transaction, never the pool: the event never exists without its deliveries, nor they without the change that
+ * caused them. `onlyEndpointId` narrows the fan-out to that one endpoint (a test event).
  */
 export async function emitEvent(
   tx: TransactionSql,
@@ -60,18 +59,20 @@ export async function emitEvent(
   }
   const endpointIds = endpoints.map((e) => e.id);
   let woken = wokenInTx.get(tx);
-  if (!woken) wokenInTx.set(tx, woken = new Map());
-  const wake: string[] = [];
-  for (const e of endpoints) {
-    const added = woken.get(e.id) ?? 0;
-    if (added < e.slots) {
-      wake.push(e.id);
-      woken.set(e.id, added + 1);
-    }
-  }
+  if (!woken) wokenInTx.set(tx, woken = new Set());
+  const wake = endpoints.filter((e) => !woken.has(e.id));
+  for (const e of wake) woken.add(e.id);
   const wakeJobs = wake.length
-    ? tx`select id, (payload->>'endpoint_id')::uuid as endpoint_id from ${drainJobsFor(tx, wake)}`
-    : tx`select null::bigint as id, null::uuid as endpoint_id where false`;
+    ? tx`select count(*) from ${
+      addDrainJobs(
+        tx,
+        tx`select unnest(${wake.map((e) => e.id)}::uuid[]),
+          unnest(${
+          wake.map((e) => String(Math.floor(Math.random() * Math.max(1, e.slots))))
+        }::text[]), null::timestamptz`,
+      )
+    }`
+    : tx`select 0`;
   await tx`
     with event as (
       insert into events (id, company_id, type, data) values (${id}, ${companyId}, ${type}, ${json})
@@ -79,10 +80,10 @@ export async function emitEvent(
     ), jobs as (
       ${wakeJobs}
     )
-    insert into webhook_deliveries (id, company_id, event_id, endpoint_id, type, next_attempt_at, inserted_at, wake_job_id)
-    select d.id, ${companyId}, ${id}, d.endpoint_id, ${type}, event.inserted_at, event.inserted_at, jobs.id
+    insert into webhook_deliveries (id, company_id, event_id, endpoint_id, type, next_attempt_at, inserted_at)
+    select d.id, ${companyId}, ${id}, d.endpoint_id, ${type}, event.inserted_at, event.inserted_at
     from unnest(${endpointIds.map(() => newId())}::uuid[], ${endpointIds}::uuid[]) as d(id, endpoint_id)
     cross join event
-    left join jobs on jobs.endpoint_id = d.endpoint_id`;
+    cross join jobs`;
   return { id };
 }

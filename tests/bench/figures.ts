@@ -59,6 +59,20 @@ const DESCRIPTIONS: Record<string, Description> = {
     meaning: "99th percentile time from commit to receipt at the steady rate (ms)",
     target: below(250, " ms"),
   },
+  fair_sequential_alone_per_s: {
+    meaning: "deliveries/s of a sequential endpoint's own backlog with nothing else queued",
+  },
+  fair_sequential_beside_per_s: {
+    meaning: "the same backlog's deliveries/s when queued behind a parallel endpoint's backlog of events_per_run",
+  },
+  fair_sequential_beside_vs_alone: {
+    meaning: "sequential deliveries/s beside the parallel backlog as a share of alone (ratio)",
+    target: atLeast(0.8),
+  },
+  fair_parallel_done_when_sequential_done: {
+    meaning: "parallel deliveries received by the time the sequential backlog was done (it drained beside it)",
+  },
+  fair_parallel_beside_per_s: { meaning: "the parallel backlog's deliveries/s while the sequential one drained too" },
   deliveries_not_succeeded: {
     meaning: "delivery records not succeeded when the run ended",
     target: { text: "0", met: (v) => v === 0 },

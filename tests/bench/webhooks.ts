@@ -7,7 +7,9 @@
  * - live ceiling: 8 producers adding one no-op job per transaction while the worker runs (jobs/s);
  * - live: the same producers emitting 20,000 events, one per transaction, while the worker delivers them
  *   (deliveries/s, p50 and p99 emit-to-receipt latency);
- * - steady: 100 events/s for 10 s (p50 and p99 latency).
+ * - steady: 100 events/s for 10 s (p50 and p99 latency);
+ * - fairness: a sequential endpoint's backlog drained alone, then again beside a parallel endpoint's 20,000-record
+ *   backlog queued before it (each with its own receiver): its rate beside as a share of alone.
  * Peak RSS is sampled through the whole run. Measures only; nothing here asserts a timing.
  */
 import { emitEvent } from "../../domain/webhooks/events.ts";
@@ -28,6 +30,7 @@ const EVENTS = Number(Deno.env.get("BENCH_WEBHOOK_EVENTS") ?? 20_000);
 const PRODUCERS = 8;
 const STEADY_RATE = 100;
 const STEADY_SECONDS = Number(Deno.env.get("BENCH_STEADY_SECONDS") ?? 10);
+const SEQUENTIAL_EVENTS = Number(Deno.env.get("BENCH_SEQUENTIAL_EVENTS") ?? 1_000);
 const JWT_SECRET = "bench-secret-0123456789abcdef0123456789";
 
 /** A database of this run's own, so two people benchmarking on one server never drop each other's. */
@@ -96,7 +99,7 @@ export function startReceiver() {
 }
 
 /** `total` events, one per transaction, from `producers` concurrent producers. */
-async function emitMany(sql: Sql, companyId: string, total: number, producers: number) {
+async function emitMany(sql: Sql, companyId: string, total: number, producers = PRODUCERS) {
   let next = 0;
   await Promise.all(Array.from({ length: producers }, async () => {
     while (next < total) {
@@ -213,13 +216,43 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
       const due = steadyStart + (i * 1000) / STEADY_RATE;
       const wait = due - performance.now();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      pending.push(
-        sql.begin((tx) => emitEvent(tx, companyId, "identified", { transaction_id: crypto.randomUUID() })),
-      );
+      pending.push(emitMany(sql, companyId, 1, 1));
     }
     await Promise.all(pending);
     await receiver.until(steadyTotal);
     const steady = [...receiver.latencies].sort((a, b) => a - b);
+
+    // Fairness: a sequential endpoint of another company, alone and then behind a parallel backlog.
+    await stop();
+    const box = await secretBoxFor(config);
+    const seqCompany = crypto.randomUUID();
+    await sql`insert into companies (id) values (${seqCompany})`;
+    const seqReceiver = startReceiver();
+    await createEndpoint(sql, seqCompany, { url: seqReceiver.url, delivery_mode: "sequential" }, {
+      allowPrivateUrls: true,
+      quota,
+      box,
+    });
+    const drainSequential = async () => {
+      seqReceiver.reset();
+      const started = performance.now();
+      await start();
+      await seqReceiver.until(SEQUENTIAL_EVENTS);
+      return SEQUENTIAL_EVENTS / ((performance.now() - started) / 1000);
+    };
+    await emitMany(sql, seqCompany, SEQUENTIAL_EVENTS);
+    const sequentialAlone = await drainSequential();
+    await stop();
+    receiver.reset();
+    await emitMany(sql, companyId, EVENTS);
+    await emitMany(sql, seqCompany, SEQUENTIAL_EVENTS);
+    const besideStarted = performance.now();
+    const sequentialBeside = await drainSequential();
+    const parallelAtThatPoint = receiver.received;
+    await receiver.until(EVENTS);
+    const parallelBeside = EVENTS / ((performance.now() - besideStarted) / 1000);
+    await seqReceiver.close();
+    await waitForNoJobs(sql, TASKS.deliverWebhook);
 
     // A receipt comes before its attempt is recorded: let the last records settle.
     for (let i = 0; i < 100; i++) {
@@ -246,6 +279,11 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
       steady_rate_per_s: STEADY_RATE,
       steady_latency_p50_ms: percentile(steady, 0.5),
       steady_latency_p99_ms: percentile(steady, 0.99),
+      fair_sequential_alone_per_s: round(sequentialAlone, 0),
+      fair_sequential_beside_per_s: round(sequentialBeside, 0),
+      fair_sequential_beside_vs_alone: round(sequentialBeside / sequentialAlone, 2),
+      fair_parallel_done_when_sequential_done: parallelAtThatPoint,
+      fair_parallel_beside_per_s: round(parallelBeside, 0),
       deliveries_not_succeeded: failed,
       peak_rss_mb: round(peakRss / 1024 / 1024),
     };

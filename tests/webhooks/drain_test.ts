@@ -44,6 +44,9 @@ class FakeEndpoint {
   retryMs = 1_000;
   /** Step names in call order. */
   calls: string[] = [];
+  /** Slots given back without an attempt, and the lanes woken, in order. */
+  releasedSlots: number[] = [];
+  wokenLanes: number[] = [];
   /** The budget of every run, those started by `wake` included. */
   budget = NO_LIMIT;
   /** Runs started by `wake`, when `wakeRuns` is on (a worker picking up the job at once). */
@@ -163,6 +166,7 @@ class FakeEndpoint {
     const record = this.records.find((r) => r.id === delivery.id)!;
     if (record.token === delivery.token) record.token = null;
     if (this.slots[delivery.slot] === delivery.id) this.slots[delivery.slot] = null;
+    this.releasedSlots.push(delivery.slot);
   }
 
   async send(delivery: ClaimedDelivery, signal?: AbortSignal): Promise<SendResult> {
@@ -201,8 +205,9 @@ class FakeEndpoint {
       },
       recordAndClaimNext: async (delivery, result) => answer("record", await this.record(delivery, result)),
       release: (delivery) => answer("release", this.release(delivery)),
-      wake: () => {
+      wake: (lane) => {
         this.calls.push("wake");
+        this.wokenLanes.push(lane);
         // the job may start at once: the worker is free
         if (this.wakeRuns) this.runs.push(this.run());
         return tick();
@@ -294,6 +299,7 @@ Deno.test("the drain loop", async (t) => {
     const handOver = fake.calls.indexOf("release");
     assert.deepEqual(fake.calls.slice(handOver, handOver + 2), ["release", "wake"]);
     assert.equal(fake.heldSlots(), 0);
+    assert.deepEqual(fake.wokenLanes, fake.releasedSlots, "each hand-over wakes the lane of the slot it gave up");
   });
 
   await t.step("the time budget, on the clock given to the loop", async () => {

@@ -1,0 +1,103 @@
+import assert from "node:assert/strict";
+import { emitEvent } from "../../domain/webhooks/events.ts";
+import { startWorker, stopWorker, type Worker } from "../../domain/platform/worker.ts";
+import { taskList, upkeep } from "../../jobs/index.ts";
+import { type Company, eventually, newCompany, setup, type TestContext } from "../helpers.ts";
+import { sleep, startReceiver } from "../webhook_receiver.ts";
+
+const ENDPOINTS = "/api/v2/notifications/endpoints";
+const BACKLOG = 1_500;
+
+async function createEndpoint(company: Company, url: string, settings: Record<string, unknown> = {}) {
+  const res = await company.post(ENDPOINTS, { url, ...settings });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  return res.body.data;
+}
+
+/** `total` events, one per transaction (as producers emit them), from `producers` at once. */
+async function emitMany(ctx: TestContext, company: Company, total: number, producers = 8): Promise<string[]> {
+  const ids: string[] = [];
+  await Promise.all(Array.from({ length: producers }, async () => {
+    while (ids.length < total) {
+      const transactionId = crypto.randomUUID();
+      ids.push(transactionId);
+      await ctx.sql.begin((tx) => emitEvent(tx, company.id, "identified", { transaction_id: transactionId }));
+    }
+  }));
+  return ids;
+}
+
+/** The drain jobs in the queue for one endpoint: lane and due time. */
+function jobsOf(ctx: TestContext, endpointId: string) {
+  return ctx.sql<{ lane: string; run_at: Date; key: string }[]>`
+    select split_part(key, ':', 3) as lane, run_at, key from graphile_worker.jobs
+    where task_identifier = 'deliver_webhook' and key like ${`deliver:${endpointId}:%`}
+    order by run_at`;
+}
+
+Deno.test("fair, bounded delivery under backlog", async (t) => {
+  // A long retry schedule: records that fail stay pending with their retry due well after the test.
+  const ctx = await setup("webhook_fairness", { env: { WEBHOOK_RETRY_SCHEDULE: "600", WORKER_CONCURRENCY: "6" } });
+  // The parallel receiver takes a few milliseconds per request, so its backlog takes seconds to drain.
+  const rx = startReceiver(async (a) => {
+    if (a.path === "/busy") await sleep(4);
+    if (a.path === "/down") return new Response("down for maintenance", { status: 500 });
+    return new Response("ok");
+  });
+  let worker: Worker | null = null;
+  const busy = await newCompany(ctx);
+  const quiet = await newCompany(ctx);
+  const busyEndpoint = await createEndpoint(busy, `${rx.url}/busy`, { max_concurrency: 8 });
+  const quietEndpoint = await createEndpoint(quiet, `${rx.url}/quiet`, { delivery_mode: "sequential" });
+
+  try {
+    await t.step("a backlog of 1,500 events waits in at most one job per lane of its endpoint", async () => {
+      await emitMany(ctx, busy, BACKLOG);
+      const jobs = await jobsOf(ctx, busyEndpoint.id);
+      assert.ok(jobs.length >= 1 && jobs.length <= 8, `${jobs.length} jobs for an 8-slot endpoint`);
+      assert.equal(new Set(jobs.map((j) => j.lane)).size, jobs.length, "one job per lane");
+      for (const j of jobs) assert.equal(j.key, `deliver:${busyEndpoint.id}:${j.lane}`);
+      assert.ok(jobs.every((j) => Number(j.lane) >= 0 && Number(j.lane) < 8), "lanes within the endpoint's slots");
+    });
+
+    await t.step("a sequential endpoint queued behind that backlog is served while the backlog drains", async () => {
+      const emitted = await emitMany(ctx, quiet, 10, 1);
+      worker = await startWorker(ctx.url, ctx.config.workerConcurrency, taskList(ctx.deps), upkeep(ctx.deps));
+      await eventually("the sequential endpoint's 10 deliveries", () => rx.at("/quiet").length >= 10, 20_000, 10);
+      const busyDone = rx.at("/busy").length;
+      assert.ok(busyDone < BACKLOG / 2, `the quiet endpoint waited for ${busyDone} of ${BACKLOG} busy deliveries`);
+      assert.deepEqual(
+        rx.at("/quiet").map((a) => a.body.data.transaction_id),
+        emitted,
+        "in event order",
+      );
+      await eventually("the busy backlog drained", () => rx.at("/busy").length >= BACKLOG, 60_000, 50);
+      assert.ok(rx.maxInFlight("/busy") <= 8, "never more than max_concurrency in flight");
+      assert.ok(rx.maxInFlight("/busy") > 1, "the backlog fanned out over the endpoint's slots");
+    });
+
+    await t.step("the failing records of an endpoint wait in one retry job, due at the earliest retry", async () => {
+      const failing = await newCompany(ctx);
+      const down = await createEndpoint(failing, `${rx.url}/down`, { max_concurrency: 3 });
+      await emitMany(ctx, failing, 30);
+      const attempted = await eventually("30 first attempts recorded", async () => {
+        const rows = await ctx.sql<{ next_attempt_at: Date }[]>`
+          select next_attempt_at from webhook_deliveries
+          where endpoint_id = ${down.id} and status = 'pending' and attempts = 1 order by next_attempt_at`;
+        return rows.length === 30 ? [...rows] : null;
+      }, 20_000);
+      const jobs = await eventually("only the retry job left", async () => {
+        const jobs = await jobsOf(ctx, down.id);
+        return jobs.length === 1 ? [...jobs] : null;
+      });
+      assert.equal(jobs[0].lane, "retry");
+      assert.equal(jobs[0].key, `deliver:${down.id}:retry`);
+      assert.equal(jobs[0].run_at.getTime(), attempted[0].next_attempt_at.getTime(), "due with the earliest retry");
+      assert.ok(jobs[0].run_at.getTime() > Date.now() + 500_000, "as far away as the schedule says");
+    });
+  } finally {
+    if (worker) await stopWorker(worker);
+    await rx.close();
+    await ctx.close();
+  }
+});
