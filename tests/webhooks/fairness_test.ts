@@ -74,6 +74,10 @@ Deno.test("fair, bounded delivery under backlog", async (t) => {
       await eventually("the busy backlog drained", () => rx.at("/busy").length >= BACKLOG, 60_000, 50);
       assert.ok(rx.maxInFlight("/busy") <= 8, "never more than max_concurrency in flight");
       assert.ok(rx.maxInFlight("/busy") > 1, "the backlog fanned out over the endpoint's slots");
+      await eventually("no job left behind once both are drained", async () => {
+        const left = [...await jobsOf(ctx, quietEndpoint.id), ...await jobsOf(ctx, busyEndpoint.id)];
+        return left.length === 0;
+      });
     });
 
     await t.step("the failing records of an endpoint wait in one retry job, due at the earliest retry", async () => {
