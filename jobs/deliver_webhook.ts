@@ -1,12 +1,16 @@
 import type { Task } from "graphile-worker";
 import type { Deps } from "../domain/platform/deps.ts";
 import { UUID_RE } from "../domain/platform/ids.ts";
+import { whileUnreachable } from "../domain/platform/db.ts";
 import { claimNext, leaseMsFor, recordAndClaimNext, releaseClaim } from "../domain/webhooks/dispatch.ts";
 import { drainEndpoint, RUN_BUDGET } from "../domain/webhooks/drain.ts";
 import { failPendingDeliveries } from "../domain/webhooks/endpoints.ts";
 import { TASKS, wakeEndpoints } from "../domain/webhooks/queue.ts";
 import { sendDelivery } from "../domain/webhooks/sender.ts";
 import { secretBoxFor } from "../domain/platform/secret_box.ts";
+
+/** How long a drain job waits for an unreachable database before it fails. */
+const OUTAGE_PATIENCE_MS = 60_000;
 
 /** The drain job: runs the drain loop for one endpoint with the steps made of Postgres and the HTTP sender. */
 export function deliverWebhookTask({ sql, config, processId }: Deps): Task {
@@ -23,14 +27,17 @@ export function deliverWebhookTask({ sql, config, processId }: Deps): Task {
       helpers.logger.error(`${TASKS.deliverWebhook}: bad payload`, { payload });
       return;
     }
+    // While the database is away (a restart, a failover) each step waits for it rather than failing the job, whose
+    // failure graphile-worker could not record either (docs/operations: a database outage).
+    const patiently = <T>(step: () => Promise<T>) => whileUnreachable(step, Date.now() + OUTAGE_PATIENCE_MS);
     await drainEndpoint({
-      claim: () => claimNext(sql, endpointId, lease),
+      claim: () => patiently(() => claimNext(sql, endpointId, lease)),
       send: async (endpoint, delivery, signal) =>
         sendDelivery(await secretBoxFor(config), endpoint, delivery, { ...sending, signal }),
       recordAndClaimNext: (delivery, result) => recordAndClaimNext(sql, endpointId, delivery, result, recording),
-      release: (delivery) => releaseClaim(sql, endpointId, delivery),
-      wake: (slot) => wakeEndpoints(sql, [endpointId], slot),
-      failPending: (endpoint) => failPendingDeliveries(sql, endpoint.company_id, [endpoint.id]),
+      release: (delivery) => patiently(() => releaseClaim(sql, endpointId, delivery)),
+      wake: (slot) => patiently(() => wakeEndpoints(sql, [endpointId], slot)),
+      failPending: (endpoint) => patiently(() => failPendingDeliveries(sql, endpoint.company_id, [endpoint.id])),
     }, { budget: RUN_BUDGET, now: () => performance.now(), signal: helpers.abortSignal });
   };
 }

@@ -13,6 +13,7 @@ import { readBody } from "./platform/read_body.ts";
 import { documentIdempotencyKey, idempotentPosts } from "./platform/idempotency.ts";
 import { allowedMethods } from "./platform/methods.ts";
 import { log } from "../domain/platform/log.ts";
+import { isDatabaseUnreachable } from "../domain/platform/db.ts";
 import { operationsRoutes } from "./operations.ts";
 import { docsRoutes } from "./docs.ts";
 import { metrics } from "../domain/platform/metrics.ts";
@@ -134,6 +135,13 @@ export function createApp(deps: Deps) {
         ? "Unauthorized"
         : err.message || "Bad Request";
       return c.json({ errors: { detail } }, err.status);
+    }
+    if (isDatabaseUnreachable(err)) {
+      // Nothing was written (a transaction that lost its connection rolls back): the same request may be sent again.
+      log.warn("database unreachable", { request_id: c.get("requestId"), error: (err as Error).message });
+      return c.json({ errors: { detail: "The database is unavailable; try again shortly" } }, 503, {
+        "retry-after": "1",
+      });
     }
     log.error("unhandled error", {
       request_id: c.get("requestId"),

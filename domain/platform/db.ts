@@ -60,3 +60,43 @@ export async function serverAnswers(url: string): Promise<boolean> {
     await sql.end({ timeout: 1 });
   }
 }
+
+/**
+ * True for an error that says the database could not be reached or went away (refused, reset, shutting down,
+ * starting up), as opposed to an error in the statement: the same statement may succeed once the server is back.
+ */
+export function isDatabaseUnreachable(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== "string") return false;
+  return /^(08|57P)/.test(code) || UNREACHABLE_CODES.has(code);
+}
+
+/** postgres.js's and the socket's own codes for a connection that could not be made or was lost. */
+const UNREACHABLE_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "ENOTCONN",
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "CONNECTION_DESTROYED",
+  "CONNECT_TIMEOUT",
+]);
+
+/**
+ * Runs `attempt` again while it fails because the database is unreachable, waiting a little longer each time (up
+ * to a second), until `deadline` (ms since the epoch): work already done elsewhere (a request sent to a receiver)
+ * is recorded once the database is back instead of being lost with the connection. Any other error, or the deadline,
+ * ends it with that error.
+ */
+export async function whileUnreachable<T>(attempt: () => Promise<T>, deadline: number): Promise<T> {
+  for (let wait = 50;; wait = Math.min(wait * 2, 1_000)) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (!isDatabaseUnreachable(err) || Date.now() + wait > deadline) throw err;
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
+}

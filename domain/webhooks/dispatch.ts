@@ -1,5 +1,5 @@
 import type postgres from "postgres";
-import type { Sql, Tx } from "../platform/db.ts";
+import { type Sql, type Tx, whileUnreachable } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
 import type { DisabledReason, EndpointRow } from "./endpoints.ts";
 import { addDrainJobs, RETRY_LANE } from "./queue.ts";
@@ -194,7 +194,7 @@ export type Recorded = {
   attempt: number | null;
 };
 
-type RecordItem = { endpointId: string; delivery: ClaimedDelivery; result: SendResult };
+type RecordItem = { endpointId: string; delivery: ClaimedDelivery; result: SendResult; attemptId: string };
 type RecordOptions = Lease & { retrySchedule: number[]; disableAfterSeconds: number };
 
 /**
@@ -223,7 +223,7 @@ export function recordAndClaimNext(
   if (!byOpts) batchers.set(sql, byOpts = new Map());
   let batcher = byOpts.get(key);
   if (!batcher) byOpts.set(key, batcher = new RecordBatcher(sql, opts));
-  return batcher.submit({ endpointId, delivery, result });
+  return batcher.submit({ endpointId, delivery, result, attemptId: newId() });
 }
 
 const batchers = new WeakMap<Sql, Map<string, RecordBatcher>>();
@@ -231,26 +231,55 @@ const batchers = new WeakMap<Sql, Map<string, RecordBatcher>>();
 const MAX_WRITERS = 2;
 const MAX_BATCH = 64;
 
+type Waiting = { item: RecordItem; resolve: (r: Recorded) => void; reject: (e: unknown) => void };
+
+/**
+ * The attempts waiting to be written, queued per endpoint and taken round-robin: a statement carries one attempt of
+ * each waiting endpoint before a second of any, so a sequential endpoint's one attempt is in the next statement
+ * rather than behind a parallel endpoint's backlog (docs/webhooks.md, Fair delivery under backlog).
+ */
 class RecordBatcher {
-  private queue: { item: RecordItem; resolve: (r: Recorded) => void; reject: (e: unknown) => void }[] = [];
+  private waiting = new Map<string, Waiting[]>();
   private writers = 0;
 
   constructor(private sql: Sql, private opts: RecordOptions) {}
 
   submit(item: RecordItem): Promise<Recorded> {
     const { promise, resolve, reject } = Promise.withResolvers<Recorded>();
-    this.queue.push({ item, resolve, reject });
+    const queue = this.waiting.get(item.endpointId);
+    if (queue) queue.push({ item, resolve, reject });
+    else this.waiting.set(item.endpointId, [{ item, resolve, reject }]);
     if (this.writers < MAX_WRITERS) this.write();
     return promise;
+  }
+
+  /** Up to MAX_BATCH attempts, one per endpoint in turn; an endpoint served goes to the back of the line. */
+  private take(): Waiting[] {
+    const batch: Waiting[] = [];
+    while (batch.length < MAX_BATCH && this.waiting.size) {
+      for (const [endpointId, queue] of this.waiting) {
+        batch.push(queue.shift()!);
+        this.waiting.delete(endpointId);
+        if (queue.length) this.waiting.set(endpointId, queue);
+        if (batch.length === MAX_BATCH) break;
+      }
+    }
+    return batch;
   }
 
   private async write() {
     this.writers++;
     try {
-      while (this.queue.length) {
-        const batch = this.queue.splice(0, MAX_BATCH);
+      for (let batch = this.take(); batch.length; batch = this.take()) {
         try {
-          const results = await recordBatch(this.sql, batch.map((b) => b.item), this.opts);
+          // An attempt made is stored even when the database went away meanwhile: the statement is made again
+          // until it is back, within the lease (after it, another process may already be making the attempt again).
+          let tries = 0;
+          const items = batch.map((b) => b.item);
+          const results = await whileUnreachable(
+            () => recordBatch(this.sql, items, this.opts, tries++ > 0),
+            Date.now() + LEASE_SLACK_MS * 0.8,
+          );
           batch.forEach((b, i) => b.resolve(results[i]));
         } catch (err) {
           for (const b of batch) b.reject(err);
@@ -272,7 +301,12 @@ type RecordRow = ClaimRow & {
 };
 
 /** One statement for a batch of attempts; results in the order of `items`. */
-async function recordBatch(sql: Sql, items: RecordItem[], opts: RecordOptions): Promise<Recorded[]> {
+async function recordBatch(
+  sql: Sql,
+  items: RecordItem[],
+  opts: RecordOptions,
+  again = false,
+): Promise<Recorded[]> {
   const lease = leaseUntil(sql, opts.leaseMs);
   const giveUp = sql`d.status <> 'pending' or d.schedule_attempts + 1 >= ${MAX_ATTEMPTS} or v.disable is not null`;
   // The endpoint's one retry job waits for its earliest record due later (this batch's failures included).
@@ -291,7 +325,7 @@ async function recordBatch(sql: Sql, items: RecordItem[], opts: RecordOptions): 
         ${items.map((i) => i.result.httpStatus)}::int[],
         ${items.map((i) => i.result.responseBody)}::text[],
         ${items.map((i) => Math.round(i.result.durationMs))}::int[],
-        ${items.map(() => newId())}::uuid[],
+        ${items.map((i) => i.attemptId)}::uuid[],
         ${items.map((i) => JSON.stringify(i.result.responseHeaders ?? {}))}::text[],
         ${items.map((i) => i.result.retryAfterSeconds ?? 0)}::float8[]
       ) as r(idx, endpoint_id, delivery_id, token, slot, ok, http_status, response_body, duration_ms, attempt_id,
@@ -302,6 +336,12 @@ async function recordBatch(sql: Sql, items: RecordItem[], opts: RecordOptions): 
       select r.attempt_id, d.id, d.company_id, d.attempts + 1, r.http_status, r.response_body, r.duration_ms,
         r.response_headers::jsonb
       from r join webhook_deliveries d on d.id = r.delivery_id
+      ${
+    again
+      // made again after a lost connection: the first may have committed before the answer was lost
+      ? sql`where not exists (select 1 from webhook_attempts a where a.delivery_id = r.delivery_id and a.id = r.attempt_id)`
+      : sql``
+  }
     ), verdict as (
       -- Per endpoint: whether these attempts disable it, as of this statement's snapshot.
       select a.endpoint_id, a.any_ok, e.failing_since,

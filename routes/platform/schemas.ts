@@ -59,7 +59,10 @@ const errorResponse = (description: string, headers: Record<string, Header> = {}
 /** The error responses any route of the service can give, whatever its path: busy, or broken. */
 export const serverErrorResponses = {
   500: errorResponse("Unexpected failure; the body never says more, the logs do under the response's x-request-id"),
-  503: errorResponse("The instance is handling as many requests as it may; try again after `Retry-After`", retryAfter),
+  503: errorResponse(
+    "The instance is handling as many requests as it may, or its database is unavailable; try again after `Retry-After`",
+    retryAfter,
+  ),
 } as const;
 
 /** The error responses every authenticated route can give, for the OpenAPI document. */

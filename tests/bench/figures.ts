@@ -60,7 +60,7 @@ const DESCRIPTIONS: Record<string, Description> = {
     target: below(250, " ms"),
   },
   fair_sequential_alone_per_s: {
-    meaning: "deliveries/s of a sequential endpoint's own backlog with nothing else queued",
+    meaning: "deliveries/s of a sequential endpoint's own backlog, nothing else queued, receiver answering in 50 ms",
   },
   fair_sequential_beside_per_s: {
     meaning: "the same backlog's deliveries/s when queued behind a parallel endpoint's backlog of events_per_run",
@@ -72,7 +72,20 @@ const DESCRIPTIONS: Record<string, Description> = {
   fair_parallel_done_when_sequential_done: {
     meaning: "parallel deliveries received by the time the sequential backlog was done (it drained beside it)",
   },
-  fair_parallel_beside_per_s: { meaning: "the parallel backlog's deliveries/s while the sequential one drained too" },
+  fair_parallel_beside_per_s: { meaning: "the parallel backlog's deliveries/s (100 slots) while the sequential drained" },
+  fair_instant_sequential_alone_per_s: {
+    meaning: "the same with receivers answering at once: the sequential endpoint alone (deliveries/s)",
+  },
+  fair_instant_sequential_beside_per_s: {
+    meaning: "...and beside the parallel backlog, which then saturates the process and the database (deliveries/s)",
+  },
+  fair_instant_sequential_beside_vs_alone: {
+    meaning: "instant receivers: sequential beside as a share of alone (ratio; the CPU, not the queue, is shared)",
+  },
+  fair_instant_parallel_done_when_sequential_done: {
+    meaning: "instant receivers: parallel deliveries received by the time the sequential backlog was done",
+  },
+  fair_instant_parallel_beside_per_s: { meaning: "instant receivers: the parallel backlog's deliveries/s" },
   deliveries_not_succeeded: {
     meaning: "delivery records not succeeded when the run ended",
     target: { text: "0", met: (v) => v === 0 },

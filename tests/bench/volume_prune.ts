@@ -82,7 +82,7 @@ export async function benchVolumePrune(): Promise<Figures> {
     LOG_LEVEL: "silent",
   });
   const sql = connect(url, { max: 10 });
-  const receiver = startReceiver();
+  const receiver = await startReceiver();
   let worker: Awaited<ReturnType<typeof startWorker>> | null = null;
   try {
     await migrate(sql, url);
@@ -114,7 +114,7 @@ export async function benchVolumePrune(): Promise<Figures> {
 
     // Steady events until `done()` says so; answers the emit-to-receipt latencies of that window.
     const steady = async (done: (elapsedMs: number) => boolean) => {
-      receiver.reset();
+      await receiver.reset();
       const emitMs: number[] = [];
       const started = performance.now();
       const pending: Promise<unknown>[] = [];
@@ -129,7 +129,7 @@ export async function benchVolumePrune(): Promise<Figures> {
       }
       await Promise.all(pending);
       await receiver.until(pending.length, 120_000);
-      return { deliveries: [...receiver.latencies].sort((a, b) => a - b), emits: emitMs.sort((a, b) => a - b) };
+      return { deliveries: (await receiver.latencies()).sort((a, b) => a - b), emits: emitMs.sort((a, b) => a - b) };
     };
 
     await steady((ms) => ms > 2000); // warm-up: connections opened, statements prepared

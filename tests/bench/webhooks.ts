@@ -9,7 +9,9 @@
  *   (deliveries/s, p50 and p99 emit-to-receipt latency);
  * - steady: 100 events/s for 10 s (p50 and p99 latency);
  * - fairness: a sequential endpoint's backlog drained alone, then again beside a parallel endpoint's 20,000-record
- *   backlog queued before it (each with its own receiver): its rate beside as a share of alone.
+ *   backlog queued before it (each with its own receiver): its rate beside as a share of alone, once with receivers
+ *   answering after 50 ms (as across a network) and once answering at once (the process then saturated by the
+ *   parallel backlog, and the sequential endpoint's every step waits its turn).
  * Peak RSS is sampled through the whole run. Measures only; nothing here asserts a timing.
  */
 import { emitEvent } from "../../domain/webhooks/events.ts";
@@ -55,46 +57,45 @@ export function percentile(sorted: number[], p: number): number {
 const round = (n: number, places = 1) => Math.round(n * 10 ** places) / 10 ** places;
 
 /**
- * Counts receipts and keeps each delivery's emit-to-receipt latency: the body's `id` is the delivery record's
- * UUIDv7, made when the event was emitted, so its first 48 bits are the emit time in ms and the event data stays
- * what the event catalogue says.
+ * A webhook receiver on loopback in a process of its own (tests/bench/receiver.ts): counts receipts and keeps each
+ * delivery's emit-to-receipt latency, so that the service's figures (its memory above all) leave the receiving end
+ * out, as with a real integrator's server.
  */
-export function startReceiver() {
-  let received = 0;
-  const latencies: number[] = [];
-  let waiter: { count: number; resolve: () => void } | null = null;
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
-    const body = await req.json();
-    latencies.push(Date.now() - parseInt(body.id.slice(0, 8) + body.id.slice(9, 13), 16));
-    received++;
-    if (waiter && received >= waiter.count) waiter.resolve();
-    return new Response("ok");
-  });
+export async function startReceiver(answerAfterMs = 0) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-net", new URL("./receiver.ts", import.meta.url).pathname, String(answerAfterMs)],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let first = "";
+  while (!first.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error("the receiver process ended before it listened");
+    first += value;
+  }
+  reader.releaseLock();
+  child.stdout.cancel().catch(() => {});
+  const base = `http://127.0.0.1:${first.trim()}`;
+  const ask = (what: string) => fetch(`${base}/__${what}?path=/hook`).then((r) => r.json());
+  const count = (): Promise<number> => ask("count");
   return {
-    url: `http://127.0.0.1:${(server.addr as Deno.NetAddr).port}/hook`,
-    get received() {
-      return received;
+    url: `${base}/hook`,
+    count,
+    latencies: (): Promise<number[]> => ask("latencies"),
+    reset: () => fetch(`${base}/__reset?path=/hook`, { method: "POST" }).then((r) => r.body?.cancel()),
+    async until(wanted: number, timeoutMs = 300_000): Promise<void> {
+      const deadline = Date.now() + timeoutMs;
+      for (let got = await count(); got < wanted; got = await count()) {
+        if (Date.now() > deadline) throw new Error(`only ${got} of ${wanted} deliveries arrived`);
+        await new Promise((r) => setTimeout(r, 10));
+      }
     },
-    reset() {
-      received = 0;
-      latencies.length = 0;
+    /** Answers what is in flight, then stops. */
+    close: async () => {
+      child.kill("SIGTERM");
+      await child.status;
     },
-    latencies,
-    until(count: number, timeoutMs = 300_000): Promise<void> {
-      if (received >= count) return Promise.resolve();
-      return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`only ${received} of ${count} deliveries arrived`)), timeoutMs);
-        waiter = {
-          count,
-          resolve: () => {
-            clearTimeout(timer);
-            waiter = null;
-            resolve();
-          },
-        };
-      });
-    },
-    close: () => server.shutdown(),
   };
 }
 
@@ -134,7 +135,7 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
   await migrate(sql, url);
   // `as`: the fields Deps may gain (a process id) are not needed here.
   const deps = { sql, config, processId: crypto.randomUUID() } as Deps;
-  const receiver = startReceiver();
+  const receiver = await startReceiver();
   let peakRss = Deno.memoryUsage().rss;
   const sampler = setInterval(() => peakRss = Math.max(peakRss, Deno.memoryUsage().rss), 100);
   let worker: Worker | null = null;
@@ -173,7 +174,7 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
     const emitStarted = performance.now();
     await emitMany(sql, companyId, EVENTS, PRODUCERS);
     const emitPerSecond = EVENTS / ((performance.now() - emitStarted) / 1000);
-    receiver.reset();
+    await receiver.reset();
     t0 = performance.now();
     await start();
     await receiver.until(EVENTS);
@@ -199,16 +200,16 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
     worker!.runner.events.off("job:complete", onComplete);
 
     // Live: producers and deliveries at the same time.
-    receiver.reset();
+    await receiver.reset();
     t0 = performance.now();
     await emitMany(sql, companyId, EVENTS, PRODUCERS);
     await receiver.until(EVENTS);
     const livePerSecond = EVENTS / ((performance.now() - t0) / 1000);
-    const live = [...receiver.latencies].sort((a, b) => a - b);
+    const live = (await receiver.latencies()).sort((a, b) => a - b);
     await waitForNoJobs(sql, TASKS.deliverWebhook);
 
     // Steady: 100 events/s, one per transaction.
-    receiver.reset();
+    await receiver.reset();
     const steadyTotal = STEADY_RATE * STEADY_SECONDS;
     const steadyStart = performance.now();
     const pending: Promise<unknown>[] = [];
@@ -220,39 +221,45 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
     }
     await Promise.all(pending);
     await receiver.until(steadyTotal);
-    const steady = [...receiver.latencies].sort((a, b) => a - b);
+    const steady = (await receiver.latencies()).sort((a, b) => a - b);
 
-    // Fairness: a sequential endpoint of another company, alone and then behind a parallel backlog.
+    // Fairness: a sequential endpoint alone, then behind a parallel endpoint's backlog (two new companies each time),
+    // with receivers answering at once (the process saturated by the parallel backlog) and after 50 ms (as across a
+    // network).
     await stop();
     const box = await secretBoxFor(config);
-    const seqCompany = crypto.randomUUID();
-    await sql`insert into companies (id) values (${seqCompany})`;
-    const seqReceiver = startReceiver();
-    await createEndpoint(sql, seqCompany, { url: seqReceiver.url, delivery_mode: "sequential" }, {
-      allowPrivateUrls: true,
-      quota,
-      box,
-    });
-    const drainSequential = async () => {
-      seqReceiver.reset();
+    const fairness = async (answerAfterMs: number, sequentialEvents: number) => {
+      const [seqCompany, parCompany] = [crypto.randomUUID(), crypto.randomUUID()];
+      await sql`insert into companies (id) values (${seqCompany}), (${parCompany})`;
+      const [seqReceiver, parReceiver] = [await startReceiver(answerAfterMs), await startReceiver(answerAfterMs)];
+      const endpoint = { allowPrivateUrls: true, quota, box };
+      await createEndpoint(sql, seqCompany, { url: seqReceiver.url, delivery_mode: "sequential" }, endpoint);
+      await createEndpoint(sql, parCompany, { url: parReceiver.url, max_concurrency: 100 }, endpoint);
+      const drainSequential = async () => {
+        await seqReceiver.reset();
+        const started = performance.now();
+        await start();
+        await seqReceiver.until(sequentialEvents);
+        return sequentialEvents / ((performance.now() - started) / 1000);
+      };
+      await emitMany(sql, seqCompany, sequentialEvents);
+      const alone = await drainSequential();
+      await stop();
+      await emitMany(sql, parCompany, EVENTS);
+      await emitMany(sql, seqCompany, sequentialEvents);
       const started = performance.now();
-      await start();
-      await seqReceiver.until(SEQUENTIAL_EVENTS);
-      return SEQUENTIAL_EVENTS / ((performance.now() - started) / 1000);
+      const beside = await drainSequential();
+      const parallelAtThatPoint = await parReceiver.count();
+      await parReceiver.until(EVENTS);
+      const parallel = EVENTS / ((performance.now() - started) / 1000);
+      await waitForNoJobs(sql, TASKS.deliverWebhook);
+      await stop();
+      await seqReceiver.close();
+      await parReceiver.close();
+      return { alone, beside, parallelAtThatPoint, parallel };
     };
-    await emitMany(sql, seqCompany, SEQUENTIAL_EVENTS);
-    const sequentialAlone = await drainSequential();
-    await stop();
-    receiver.reset();
-    await emitMany(sql, companyId, EVENTS);
-    await emitMany(sql, seqCompany, SEQUENTIAL_EVENTS);
-    const besideStarted = performance.now();
-    const sequentialBeside = await drainSequential();
-    const parallelAtThatPoint = receiver.received;
-    await receiver.until(EVENTS);
-    const parallelBeside = EVENTS / ((performance.now() - besideStarted) / 1000);
-    await seqReceiver.close();
-    await waitForNoJobs(sql, TASKS.deliverWebhook);
+    const instant = await fairness(0, SEQUENTIAL_EVENTS);
+    const networked = await fairness(50, SEQUENTIAL_EVENTS / 10);
 
     // A receipt comes before its attempt is recorded: let the last records settle.
     for (let i = 0; i < 100; i++) {
@@ -279,11 +286,16 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
       steady_rate_per_s: STEADY_RATE,
       steady_latency_p50_ms: percentile(steady, 0.5),
       steady_latency_p99_ms: percentile(steady, 0.99),
-      fair_sequential_alone_per_s: round(sequentialAlone, 0),
-      fair_sequential_beside_per_s: round(sequentialBeside, 0),
-      fair_sequential_beside_vs_alone: round(sequentialBeside / sequentialAlone, 2),
-      fair_parallel_done_when_sequential_done: parallelAtThatPoint,
-      fair_parallel_beside_per_s: round(parallelBeside, 0),
+      fair_sequential_alone_per_s: round(networked.alone, 1),
+      fair_sequential_beside_per_s: round(networked.beside, 1),
+      fair_sequential_beside_vs_alone: round(networked.beside / networked.alone, 2),
+      fair_parallel_done_when_sequential_done: networked.parallelAtThatPoint,
+      fair_parallel_beside_per_s: round(networked.parallel, 0),
+      fair_instant_sequential_alone_per_s: round(instant.alone, 0),
+      fair_instant_sequential_beside_per_s: round(instant.beside, 0),
+      fair_instant_sequential_beside_vs_alone: round(instant.beside / instant.alone, 2),
+      fair_instant_parallel_done_when_sequential_done: instant.parallelAtThatPoint,
+      fair_instant_parallel_beside_per_s: round(instant.parallel, 0),
       deliveries_not_succeeded: failed,
       peak_rss_mb: round(peakRss / 1024 / 1024),
     };

@@ -1,0 +1,37 @@
+/**
+ * The benchmarks' webhook receiver, in a process of its own: integrators' servers are not in the service's process,
+ * so the service's event loop and memory are measured without the receiving end. It answers 200 to every POST and
+ * keeps, per path, how many arrived and each one's emit-to-receipt latency: the body's `id` is the delivery record's
+ * UUIDv7, made when the event was emitted, so its first 48 bits are the emit time in ms.
+ *
+ * With a number as its argument it answers that many milliseconds after a delivery arrives, as a server across a
+ * network would.
+ *
+ * `GET /__count?path=P` answers the count, `GET /__latencies?path=P` the latencies, `POST /__reset?path=P` forgets
+ * them. Started by `startReceiver` (tests/bench/webhooks.ts), which reads the port from the first line printed.
+ */
+const delayMs = Number(Deno.args[0] ?? 0);
+const paths = new Map<string, { received: number; latencies: number[] }>();
+const at = (path: string) => paths.get(path) ?? paths.set(path, { received: 0, latencies: [] }).get(path)!;
+
+const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
+  const url = new URL(req.url);
+  const path = url.searchParams.get("path") ?? "";
+  if (url.pathname === "/__count") return Response.json(at(path).received);
+  if (url.pathname === "/__latencies") return Response.json(at(path).latencies);
+  if (url.pathname === "/__reset") {
+    paths.delete(path);
+    return new Response(null, { status: 204 });
+  }
+  const body = await req.json();
+  const p = at(url.pathname);
+  p.latencies.push(Date.now() - parseInt(body.id.slice(0, 8) + body.id.slice(9, 13), 16));
+  p.received++;
+  if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
+  return new Response("ok");
+});
+Deno.addSignalListener("SIGTERM", async () => {
+  await server.shutdown();
+  Deno.exit(0);
+});
+console.log((server.addr as Deno.NetAddr).port);
