@@ -58,7 +58,10 @@ class Liveness {
   constructor(private connectionString: string, readonly processId: string) {}
 
   async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.connectionString, application_name: "payments-worker-liveness" });
+    const client = new pg.Client({
+      connectionString: this.connectionString,
+      application_name: "payments-worker-liveness",
+    });
     client.on("error", (err) => {
       log.error("worker liveness session lost", { error: err.message });
       this.lost(client);

@@ -2,13 +2,19 @@ import { freePort } from "../free_port.ts";
 
 export const BENCH_JWT_SECRET = "bench-secret-0123456789abcdef0123456789";
 
+const root = new URL("../..", import.meta.url).pathname;
+
+/** The V8 flags `deno task start` runs the service with (deno.json), so the bench measures the service as run. */
+export const SERVICE_V8_FLAGS: string[] = JSON.parse(await Deno.readTextFile(`${root}deno.json`)).tasks.start
+  .split(" ").filter((arg: string) => arg.startsWith("--v8-flags="));
+
 /** The service on a free port against `databaseUrl`, its per-company rate limit off; resolves once it serves. */
 export async function startService(databaseUrl: string, env: Record<string, string> = {}) {
   const PORT = freePort();
   const BASE = `http://127.0.0.1:${PORT}`;
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-all", "main.ts"],
-    cwd: new URL("../..", import.meta.url).pathname,
+    args: ["run", ...SERVICE_V8_FLAGS, "--allow-all", "main.ts"],
+    cwd: root,
     // the per-company rate limit off: the bench measures the service's ceiling with one company's token
     env: {
       DATABASE_URL: databaseUrl,

@@ -77,9 +77,14 @@ Deno.test("Postgres restarted in the middle of a burst: the service carries on b
     }, 10_000);
     await sleep(1_000);
     await pg.start();
-    await eventually("/readyz answers 200 again, without a restart", async () => {
-      return await readiness(service.base) === 200;
-    }, 30_000, 100);
+    await eventually(
+      "/readyz answers 200 again, without a restart",
+      async () => {
+        return await readiness(service.base) === 200;
+      },
+      30_000,
+      100,
+    );
     await producing;
 
     assert.deepEqual(unexpected, [], "every answer was 202, or 503 while the database was away");
