@@ -2,7 +2,7 @@ import { createApp } from "./routes/app.ts";
 import { taskList, upkeep } from "./jobs/index.ts";
 import type { Config } from "./domain/platform/config.ts";
 import { loadConfigWithLocalSecrets, SECRETS_DIR } from "./domain/platform/local_secrets.ts";
-import { connect, ensureDatabase, serverAnswers } from "./domain/platform/db.ts";
+import { connect, ensureDatabase, isConnectionLayerFault, serverAnswers } from "./domain/platform/db.ts";
 import { type EmbeddedPostgres, startEmbeddedPostgres } from "./domain/platform/embedded_pg.ts";
 import { flushLogs, log, setLogLevel } from "./domain/platform/log.ts";
 import { ensurePartitions } from "./domain/webhooks/retention.ts";
@@ -128,6 +128,16 @@ if (import.meta.main) {
     flushLogs();
     Deno.exit(0);
   };
+  // A database restart must not end the process (docs/production.md, When the database goes away).
+  const survive = (event: Event, err: unknown) => {
+    if (!isConnectionLayerFault(err)) return;
+    event.preventDefault();
+    log.warn("database connection error outside a request", {
+      error: err instanceof Error ? err.message : String(err),
+    });
+  };
+  globalThis.addEventListener("unhandledrejection", (e) => survive(e, e.reason));
+  globalThis.addEventListener("error", (e) => survive(e, e.error));
   Deno.addSignalListener("SIGINT", () => onSignal("SIGINT"));
   Deno.addSignalListener("SIGTERM", () => onSignal("SIGTERM"));
 }

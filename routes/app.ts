@@ -137,7 +137,8 @@ export function createApp(deps: Deps) {
       return c.json({ errors: { detail } }, err.status);
     }
     if (isDatabaseUnreachable(err)) {
-      // Nothing was written (a transaction that lost its connection rolls back): the same request may be sent again.
+      // A transaction that lost its connection rolls back: the request may be sent again, with its Idempotency-Key
+      // for the rare commit whose answer was lost (docs/errors.md, Status codes).
       log.warn("database unreachable", { request_id: c.get("requestId"), error: (err as Error).message });
       return c.json({ errors: { detail: "The database is unavailable; try again shortly" } }, 503, {
         "retry-after": "1",

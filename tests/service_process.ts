@@ -12,6 +12,8 @@ export type ServiceProcess = {
   stop: () => Promise<Deno.CommandStatus>;
   /** The log lines written so far, parsed (only with `logs: true`; stdout is discarded otherwise). */
   logs: () => Record<string, unknown>[];
+  /** The last 4,000 characters the service wrote on stderr (a crash's stack trace). */
+  stderr: () => string;
 };
 
 const root = new URL("..", import.meta.url).pathname;
@@ -100,6 +102,7 @@ export async function startService(
       return status;
     },
     logs,
+    stderr: () => stderr,
   };
 }
 

@@ -14,6 +14,9 @@ export type Tx = TransactionSql | Sql;
 export function connect(url: string, options: { max?: number } = {}): Sql {
   return postgres(url, {
     max: options.max ?? 10,
+    // postgres.js waits up to 20 s (3^n / 100 s) before it reconnects after failed attempts, which kept the service
+    // idle for seconds after a database restart: a second at most, the callers retry on their own.
+    backoff: (retries: number) => (0.5 + Math.random() / 2) * Math.min(0.05 * 2 ** retries, 1),
     onnotice: () => {},
     connection: { application_name: "payments-api", TimeZone: "UTC" },
     types: {
@@ -69,6 +72,17 @@ export function isDatabaseUnreachable(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code !== "string") return false;
   return /^(08|57P)/.test(code) || UNREACHABLE_CODES.has(code);
+}
+
+/**
+ * True for an error that escaped the database client libraries while a connection went down: a lost connection's
+ * error that graphile-worker's job completion leaves unhandled, or postgres.js writing to a socket it has just
+ * closed. The process survives these (main.ts); any other uncaught error still ends it.
+ */
+export function isConnectionLayerFault(err: unknown): boolean {
+  if (isDatabaseUnreachable(err)) return true;
+  const stack = err instanceof Error ? err.stack ?? "" : "";
+  return /\/postgres\/src\/connection\.js|\/pg\/lib\/client\.js|\/pg-pool\//.test(stack);
 }
 
 /** postgres.js's and the socket's own codes for a connection that could not be made or was lost. */
