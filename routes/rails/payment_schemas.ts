@@ -43,8 +43,9 @@ export const TRANSACTION_EXAMPLE = {
     currency: "BRL" as const,
     exchange_currency: "BRL" as const,
     value: "150.00",
+    // No dynamic_pix_expires_at: a fixed instant in an example stops being valid the day it passes (the default is
+    // an hour from now).
     use_dynamic_pix: true,
-    dynamic_pix_expires_at: new Date("2026-11-25T12:00:00Z"),
   },
 };
 
