@@ -16,6 +16,7 @@ import { log } from "../domain/platform/log.ts";
 import { isDatabaseUnreachable } from "../domain/platform/db.ts";
 import { operationsRoutes } from "./operations.ts";
 import { docsRoutes } from "./docs.ts";
+import { consoleRoutes } from "./console/console.ts";
 import { metrics } from "../domain/platform/metrics.ts";
 import { peopleRoutes } from "./subjects/people.ts";
 import { companyRoutes } from "./subjects/companies.ts";
@@ -85,6 +86,7 @@ export function createApp(deps: Deps) {
 
   app.route("/", operationsRoutes(deps));
   app.route("/", docsRoutes());
+  app.route("/", consoleRoutes());
   app.route("/", signInRoutes(deps));
   app.route("/", peopleRoutes(deps));
   app.route("/", companyRoutes(deps));
