@@ -6,6 +6,7 @@
 import { AssertionError } from "node:assert/strict";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { CATALOGUE, type JsonSchema } from "../domain/webhooks/catalogue.ts";
+import { verifySignature } from "../domain/webhooks/signature.ts";
 
 export type Arrival = {
   raw: string;
@@ -160,3 +161,28 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A body the catalogue accepts, for tests that send through the sender by hand. */
 export const EXAMPLE = JSON.stringify(CATALOGUE[0].example);
+
+/**
+ * A receiver that checks every delivery's signature with the endpoint's secret (`useSecret` once it is known),
+ * answers 400 to a bad one, and counts arrivals per body `id`; each answer takes `answerAfterMs`.
+ */
+export function countingReceiver(answerAfterMs: number) {
+  let secret = "";
+  const arrivals = new Map<string, number>();
+  const counts = { badSignatures: 0 };
+  const receiver = startReceiver(async (arrival) => {
+    if (!(await verifySignature(arrival.raw, arrival.signature, secret))) {
+      counts.badSignatures++;
+      return new Response("bad signature", { status: 400 });
+    }
+    arrivals.set(arrival.body.id, (arrivals.get(arrival.body.id) ?? 0) + 1);
+    await sleep(answerAfterMs);
+    return new Response("ok");
+  });
+  return {
+    receiver,
+    arrivals,
+    counts,
+    useSecret: (s: string) => void (secret = s),
+  };
+}

@@ -169,6 +169,7 @@ export async function startWorker(
     noHandleSignals: true,
     logger: workerLogger(),
     events,
+    // graphile-worker's local queue and batched completion stay off (README, Operations, Memory and throughput).
   });
   await Promise.all(registrations);
   const sweeper = setInterval(() => {

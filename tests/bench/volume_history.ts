@@ -12,8 +12,8 @@ import type { Figures } from "./figures.ts";
 
 const SMALL = 10_000;
 const LARGE = Number(Deno.env.get("BENCH_HISTORY_ROWS") ?? 1_000_000);
-const RUNS = 1000;
-const WARM_UP = 100;
+const RUNS = Number(Deno.env.get("BENCH_HISTORY_RUNS") ?? 1000);
+const WARM_UP = Math.ceil(RUNS / 10);
 const round = (n: number, places = 2) => Math.round(n * 10 ** places) / 10 ** places;
 
 const COMPANY = "11111111-1111-4111-8111-111111111111";

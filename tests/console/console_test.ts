@@ -4,7 +4,8 @@ import assert from "node:assert/strict";
 import puppeteer, { type Page } from "puppeteer-core";
 import { createUser } from "../../domain/companies/users.ts";
 import { freePort } from "../free_port.ts";
-import { eventually, setup } from "../helpers.ts";
+import { signToken } from "../../domain/platform/tokens.ts";
+import { eventually, setup, TEST_TOKENS } from "../helpers.ts";
 import { startReceiver } from "../webhook_receiver.ts";
 
 /** Debian's chromium; CHROMIUM_PATH for another. The browser tests run wherever one is installed (.ci/run installs it). */
@@ -112,13 +113,27 @@ Deno.test({
         assert.match(await page.$eval("#endpoint-secret", (el) => el.textContent!), /shown once.*: [0-9a-f]{64}$/);
       });
 
-      await t.step("a test event sent from the page is delivered and listed as succeeded", async () => {
-        await click(page, "#endpoint-rows", "Send test event");
+      await t.step("a sandbox event is delivered and the log on the page shows it succeeded", async () => {
+        // the integrator's own backend, with the company's token: a customer, approved in the sandbox
+        const token = await signToken(TEST_TOKENS, companyId);
+        const call = async (path: string, body?: unknown) => {
+          const res = await ctx.app.request(path, {
+            method: "POST",
+            headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+            body: body === undefined ? undefined : JSON.stringify(body),
+          });
+          return await res.json();
+        };
+        const person = await call("/api/v1/subject/people", {
+          person: { document_number: "52998224725", document_type: "cpf", social_name: "Ana", fiscal_country: "BRA" },
+        });
+        await call(`/api/sandbox/subjects/${person.data.id}/approve`);
         await eventually("the receiver got it", () => rx.at("/console").length === 1);
+        assert.equal(rx.at("/console")[0].body.type, "subject_approved");
         await eventually("the log shows it succeeded", async () => {
           await click(page, "#filters", "Filter");
           const listed = await rows(page, "delivery-rows");
-          return listed.length === 1 && listed[0][2] === "succeeded";
+          return listed.length === 1 && listed[0][1] === "subject_approved" && listed[0][2] === "succeeded";
         });
         if (SCREENSHOTS) await page.screenshot({ path: `${docs}console-endpoints.png`, fullPage: false });
       });

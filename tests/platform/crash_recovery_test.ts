@@ -2,28 +2,16 @@ import assert from "node:assert/strict";
 import { emitEvent } from "../../domain/webhooks/events.ts";
 import { connect } from "../../domain/platform/db.ts";
 import { setLogLevel } from "../../domain/platform/log.ts";
-import { verifySignature } from "../../domain/webhooks/signature.ts";
 import { dropDatabase, eventually, freshDatabase } from "../helpers.ts";
 import { httpCompany, startService } from "../service_process.ts";
-import { sleep, startReceiver } from "../webhook_receiver.ts";
+import { countingReceiver } from "../webhook_receiver.ts";
 
 const EVENTS = 1_000;
 
 Deno.test("a service killed with SIGKILL in the middle of delivery loses nothing after a restart", async () => {
   setLogLevel("silent");
   const url = await freshDatabase("crash_recovery");
-  let secret = "";
-  const arrivals = new Map<string, number>();
-  let badSignatures = 0;
-  const receiver = startReceiver(async (arrival) => {
-    if (!(await verifySignature(arrival.raw, arrival.signature, secret))) {
-      badSignatures++;
-      return new Response("bad signature", { status: 400 });
-    }
-    arrivals.set(arrival.body.id, (arrivals.get(arrival.body.id) ?? 0) + 1);
-    await sleep(5);
-    return new Response("ok");
-  });
+  const { receiver, arrivals, counts: received, useSecret } = countingReceiver(5);
 
   let service = await startService(url);
   const sql = connect(url, { max: 2 });
@@ -34,7 +22,7 @@ Deno.test("a service killed with SIGKILL in the middle of delivery loses nothing
       max_concurrency: 8,
     });
     assert.equal(endpoint.status, 201);
-    secret = endpoint.body.data.secret;
+    useSecret(endpoint.body.data.secret);
 
     // the producer: 1,000 events through the events module, committed in batches of 100
     for (let batch = 0; batch < EVENTS / 100; batch++) {
@@ -66,7 +54,7 @@ Deno.test("a service killed with SIGKILL in the middle of delivery loses nothing
     const records = await sql<{ id: string }[]>`select id from webhook_deliveries`;
     const undelivered = records.filter((r) => !arrivals.has(r.id));
     assert.deepEqual(undelivered, [], "every event reached the receiver at least once");
-    assert.equal(badSignatures, 0);
+    assert.equal(received.badSignatures, 0);
     const [orphans] = await sql<{ n: string }[]>`
       select count(*) as n from graphile_worker.jobs j
       where j.locked_at is not null
