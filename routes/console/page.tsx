@@ -13,6 +13,19 @@ const Field: FC<{ id: string; label: string; children: unknown }> = ({ id, label
   </p>
 );
 
+/** A table the script fills: its caption, its column headers, and the id of its body. */
+const Table: FC<{ caption: string; columns: string[]; body: string }> = ({ caption, columns, body }) => (
+  <table>
+    <caption>{caption}</caption>
+    <thead>
+      <tr>
+        {columns.map((c) => <th key={c} scope="col">{c}</th>)}
+      </tr>
+    </thead>
+    <tbody id={body}></tbody>
+  </table>
+);
+
 const SignIn = () => (
   <section id="sign-in" aria-labelledby="sign-in-title">
     <h1 id="sign-in-title">Sign in</h1>
@@ -50,18 +63,7 @@ const Endpoints = () => (
       <button type="reset" id="endpoint-cancel">Clear</button>
     </form>
     <p id="endpoint-secret" class="secret" role="status" hidden></p>
-    <table>
-      <caption>Your endpoints</caption>
-      <thead>
-        <tr>
-          <th scope="col">URL</th>
-          <th scope="col">Mode</th>
-          <th scope="col">Status</th>
-          <th scope="col">Actions</th>
-        </tr>
-      </thead>
-      <tbody id="endpoint-rows"></tbody>
-    </table>
+    <Table caption="Your endpoints" columns={["URL", "Mode", "Status", "Actions"]} body="endpoint-rows" />
     <form id="recover-form">
       <Field id="recover-endpoint" label="Send failed deliveries again, for endpoint">
         <select id="recover-endpoint" name="endpoint" required></select>
@@ -111,37 +113,14 @@ const Deliveries = () => (
       </Field>
       <button type="submit">Filter</button>
     </form>
-    <table>
-      <caption>Deliveries, newest first</caption>
-      <thead>
-        <tr>
-          <th scope="col">When</th>
-          <th scope="col">Type</th>
-          <th scope="col">Status</th>
-          <th scope="col">Endpoint</th>
-        </tr>
-      </thead>
-      <tbody id="delivery-rows"></tbody>
-    </table>
+    <Table caption="Deliveries, newest first" columns={["When", "Type", "Status", "Endpoint"]} body="delivery-rows" />
     <button type="button" id="next-page" hidden>Older deliveries</button>
     <section id="delivery" aria-labelledby="delivery-title" hidden>
       <h3 id="delivery-title">Delivery</h3>
       <dl id="delivery-facts"></dl>
       <button type="button" id="delivery-retry">Retry now</button>
       <button type="button" id="delivery-acknowledge">Acknowledge</button>
-      <table>
-        <caption>Attempts</caption>
-        <thead>
-          <tr>
-            <th scope="col">#</th>
-            <th scope="col">When</th>
-            <th scope="col">HTTP status</th>
-            <th scope="col">Duration</th>
-            <th scope="col">Response</th>
-          </tr>
-        </thead>
-        <tbody id="attempt-rows"></tbody>
-      </table>
+      <Table caption="Attempts" columns={["#", "When", "HTTP status", "Duration", "Response"]} body="attempt-rows" />
     </section>
   </section>
 );

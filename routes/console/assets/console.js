@@ -250,22 +250,18 @@ async function showDelivery(id) {
   $("delivery-title").focus?.();
 }
 
-$("delivery-retry").addEventListener(
-  "click",
-  run(async () => {
-    await api("POST", `${EVENTS}/${shown.id}/retry`);
-    notice("Delivery queued again");
-    await showDelivery(shown.id);
-  }),
-);
-$("delivery-acknowledge").addEventListener(
-  "click",
-  run(async () => {
-    await api("PUT", `${EVENTS}/${shown.id}/acknowledge`);
-    notice("Delivery acknowledged");
-    await showDelivery(shown.id);
-  }),
-);
+/** A button of the delivery shown: one API call on it, then the delivery read again. */
+const onShown = (id, method, action, message) =>
+  $(id).addEventListener(
+    "click",
+    run(async () => {
+      await api(method, `${EVENTS}/${shown.id}/${action}`);
+      notice(message);
+      await showDelivery(shown.id);
+    }),
+  );
+onShown("delivery-retry", "POST", "retry", "Delivery queued again");
+onShown("delivery-acknowledge", "PUT", "acknowledge", "Delivery acknowledged");
 $("filters").addEventListener("submit", run(() => loadDeliveries()));
 $("next-page").addEventListener("click", run(() => loadDeliveries(true)));
 
