@@ -31,6 +31,9 @@ export async function migrate(sql: Sql, connectionString: string): Promise<void>
       applied_at timestamptz not null default now()
     )`;
   });
+  // graphile-worker's own schema first: jobs are added with plain SQL even by API-only instances, and our SQL uses its
+  // types (sql/0019_add_drain_jobs.sql).
+  await runMigrations({ connectionString, logger: workerLogger() });
   for (const file of await migrationFiles()) {
     await sql.begin(async (tx) => {
       await tx`select pg_advisory_xact_lock(${LOCK_KEY})`;
@@ -41,6 +44,4 @@ export async function migrate(sql: Sql, connectionString: string): Promise<void>
       log.info("migration applied", { version: file.version });
     });
   }
-  // graphile-worker's own schema: jobs are added with plain SQL even by API-only instances.
-  await runMigrations({ connectionString, logger: workerLogger() });
 }

@@ -30,16 +30,17 @@ export const TASKS = {
 export const RETRY_LANE = "retry";
 
 /**
- * `graphile_worker.add_jobs(...)` adding one keyed drain job per row of `due`, a query whose rows are
+ * `add_drain_jobs(...)` (graphile_worker.add_jobs made safe against a worker locking a job meanwhile) adding one keyed
+ * drain job per row of `due`, a query whose rows are
  * (endpoint_id uuid, lane text, run_at timestamptz; null for now) with distinct (endpoint_id, lane). A wake-up
  * keeps the run_at of a job already waiting under its key (its place in line); the retry lane replaces it (it
  * moves to the endpoint's next due time).
  *
- * add_jobs notifies the workers even when `due` is empty: call it only when there is something to add (guard the
- * select it is used in with a condition Postgres checks first, e.g. `where exists (...)`).
+ * An empty `due` adds nothing and notifies no one.
  */
 export function addDrainJobs(sql: Tx, due: postgres.Fragment, mode: "wake" | "retry" = "wake"): postgres.Fragment {
-  return sql`graphile_worker.add_jobs(array(
+  // add_drain_jobs (sql/0019_add_drain_jobs.sql): graphile_worker.add_jobs, again for a key a worker locked meanwhile
+  return sql`add_drain_jobs(array(
     select row(${TASKS.deliverWebhook}, json_build_object('endpoint_id', due.endpoint_id, 'lane', due.lane), null,
       due.run_at, null, 'deliver:' || due.endpoint_id || ':' || due.lane,
       case when due.lane = ${RETRY_LANE} then 0 else due.lane::int end, null)::graphile_worker.job_spec
