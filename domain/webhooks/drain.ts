@@ -64,8 +64,16 @@ export async function drainEndpoint(
       await steps.wake(delivery.slot);
       return "handed_over";
     }
-    const result = await steps.send(endpoint, delivery, signal);
-    const recorded = await steps.recordAndClaimNext(delivery, result);
+    let result: SendResult;
+    let recorded: Recorded;
+    try {
+      result = await steps.send(endpoint, delivery, signal);
+      recorded = await steps.recordAndClaimNext(delivery, result);
+    } catch (err) {
+      // The record goes back at once rather than when its lease runs out: at least once, a little sooner.
+      await steps.release(delivery).catch(() => {});
+      throw err;
+    }
     observeAttempt(endpoint.id, delivery, result, recorded);
     claim = recorded.next?.delivery ? recorded.next : await steps.claim();
   }

@@ -3,7 +3,7 @@ import { leaseFree } from "./dispatch.ts";
 import { wakeEndpoints } from "./queue.ts";
 
 /** A due record that no job has picked up for this long is woken again by the sweep. */
-const STALLED_AFTER_SECONDS = 30;
+const STALLED_AFTER_SECONDS = 10;
 
 /**
  * After worker processes died: frees the concurrency slots and in-flight records their leases held (the attempt

@@ -359,6 +359,19 @@ Deno.test("the drain loop", async (t) => {
     },
   );
 
+  await t.step("a failing record step gives the record back at once and ends the run with the error", async () => {
+    const fake = new FakeEndpoint("sequential");
+    fake.emit(2);
+    const steps = fake.steps();
+    const failure = new Error("deadlock detected");
+    steps.recordAndClaimNext = () => Promise.reject(failure);
+    await assert.rejects(drainEndpoint(steps, { budget: fake.budget, now: () => fake.clock }), failure);
+    assert.deepEqual(fake.sent, [1]);
+    assert.deepEqual(fake.calls.slice(-2), ["send", "release"]);
+    assert.equal(fake.heldSlots(), 0, "the slot is free for the next drain");
+    assert.ok(fake.records.every((r) => r.token === null), "no record stays leased");
+  });
+
   await t.step("a 410 answer ends the run: nothing more is sent and what was pending is failed", async () => {
     const fake = new FakeEndpoint("parallel", 1);
     fake.emit(4);
