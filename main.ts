@@ -128,7 +128,7 @@ if (import.meta.main) {
     flushLogs();
     Deno.exit(0);
   };
-  // A database restart must not end the process (docs/production.md, When the database goes away).
+  // A database restart must not end the process (README, Operations, When the database goes away).
   const survive = (event: Event, err: unknown) => {
     if (!isConnectionLayerFault(err)) return;
     event.preventDefault();

@@ -28,7 +28,7 @@ export function deliverWebhookTask({ sql, config, processId }: Deps): Task {
       return;
     }
     // While the database is away (a restart, a failover) each step waits for it rather than failing the job, whose
-    // failure graphile-worker could not record either (docs/operations: a database outage).
+    // failure graphile-worker could not record either (README, Operations, When the database goes away).
     const patiently = <T>(step: () => Promise<T>) => whileUnreachable(step, Date.now() + OUTAGE_PATIENCE_MS);
     await drainEndpoint({
       claim: () => patiently(() => claimNext(sql, endpointId, lease)),

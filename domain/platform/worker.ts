@@ -53,7 +53,7 @@ class Liveness {
   private client: pg.Client | null = null;
   private reconnecting: Promise<void> | null = null;
   private stopped = false;
-  readonly workerIds: string[] = [];
+  private workerIds: string[] = [];
 
   constructor(private connectionString: string, readonly processId: string) {}
 

@@ -2,7 +2,7 @@ import type postgres from "postgres";
 import { type Sql, type Tx, whileUnreachable } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
 import type { DisabledReason, EndpointRow } from "./endpoints.ts";
-import { addDrainJobs, RETRY_LANE } from "./queue.ts";
+import { addDrainJobs, drainJobKey, RETRY_LANE } from "./queue.ts";
 import type { SendResult } from "./sender.ts";
 
 /**
@@ -169,7 +169,7 @@ export async function claimNext(sql: Sql, endpointId: string, opts: Lease): Prom
           and ${leaseFree(sql, "d")} and d.id not in (select id from taken)
       )
     ), spread as (
-      select count(*) from ${addDrainJobs(sql, sql`select * from next_lane`)} where exists (select 1 from next_lane)
+      select count(*) from ${addDrainJobs(sql, sql`select * from next_lane`)}
     )
     select ep.*, t.id as delivery_id, t.type as delivery_type, e.data as event_data, t.lease_token, taken_slot.slot,
       (select count(*) from spread) as spread_jobs
@@ -392,11 +392,11 @@ async function recordBatch(
       select n.* from next_retry n
       where n.run_at is not null and not exists (
         select 1 from graphile_worker.jobs j
-        where j.key = 'deliver:' || n.endpoint_id || ':' || ${RETRY_LANE} and j.run_at = n.run_at
+        where j.key = ${drainJobKey(sql, sql`n.endpoint_id`, sql`${RETRY_LANE}`)} and j.run_at = n.run_at
           and j.locked_at is null
       )
     ), retry_job as (
-      select count(*) from ${retries} where exists (select 1 from next_retry_due)
+      select count(*) from ${retries}
     ), ep as (
       select * from webhook_endpoints where id in (select endpoint_id from r)
     ), gate as (

@@ -29,6 +29,11 @@ export const TASKS = {
 /** The lane of the one job that waits for an endpoint's next retry. */
 export const RETRY_LANE = "retry";
 
+/** The job key of an endpoint's lane, as SQL over an endpoint id and a lane (both SQL expressions). */
+export function drainJobKey(sql: Tx, endpointId: postgres.Fragment, lane: postgres.Fragment): postgres.Fragment {
+  return sql`'deliver:' || ${endpointId} || ':' || ${lane}`;
+}
+
 /**
  * `add_drain_jobs(...)` (graphile_worker.add_jobs made safe against a worker locking a job meanwhile) adding one keyed
  * drain job per row of `due`, a query whose rows are
@@ -42,7 +47,7 @@ export function addDrainJobs(sql: Tx, due: postgres.Fragment, mode: "wake" | "re
   // add_drain_jobs (sql/0019_add_drain_jobs.sql): graphile_worker.add_jobs, again for a key a worker locked meanwhile
   return sql`add_drain_jobs(array(
     select row(${TASKS.deliverWebhook}, json_build_object('endpoint_id', due.endpoint_id, 'lane', due.lane), null,
-      due.run_at, null, 'deliver:' || due.endpoint_id || ':' || due.lane,
+      due.run_at, null, ${drainJobKey(sql, sql`due.endpoint_id`, sql`due.lane`)},
       case when due.lane = ${RETRY_LANE} then 0 else due.lane::int end, null)::graphile_worker.job_spec
     from (${due}) as due(endpoint_id, lane, run_at)
   ), ${mode === "wake"})`;
