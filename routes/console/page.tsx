@@ -116,7 +116,7 @@ const Deliveries = () => (
     <Table caption="Deliveries, newest first" columns={["When", "Type", "Status", "Endpoint"]} body="delivery-rows" />
     <button type="button" id="next-page" hidden>Older deliveries</button>
     <section id="delivery" aria-labelledby="delivery-title" hidden>
-      <h3 id="delivery-title">Delivery</h3>
+      <h3 id="delivery-title" tabindex={-1}>Delivery</h3>
       <dl id="delivery-facts"></dl>
       <button type="button" id="delivery-retry">Retry now</button>
       <button type="button" id="delivery-acknowledge">Acknowledge</button>

@@ -247,7 +247,8 @@ async function showDelivery(id) {
     );
     return tr;
   }));
-  $("delivery-title").focus?.();
+  // keyboard and screen-reader users land on the delivery they opened
+  $("delivery-title").focus();
 }
 
 /** A button of the delivery shown: one API call on it, then the delivery read again. */
