@@ -1,8 +1,9 @@
-import type { Sql, TransactionSql } from "../platform/db.ts";
+import type { Sql, TransactionSql, Tx } from "../platform/db.ts";
 import { notFound, unprocessable, validationFailed } from "../platform/errors.ts";
 import { isoUtc, pgTimestamptz } from "../platform/time.ts";
 import { wakeEndpoints } from "./queue.ts";
 import { catalogueEntry } from "./catalogue.ts";
+import { eventData } from "./event_data.ts";
 import { emitEvent, EVENT_TYPES, type EventType } from "./events.ts";
 
 export const DEFAULT_PER_PAGE = 20;
@@ -95,28 +96,38 @@ export async function listDeliveries(sql: Sql, companyId: string, f: EventsFilte
   }
   const where = conds.reduce((all, c) => sql`${all} and ${c}`);
   const order = desc ? sql`d.inserted_at desc, d.id desc` : sql`d.inserted_at, d.id`;
-  // The page of records first, then their events: joined before the limit, the planner misjudges the join to the
-  // day-partitioned events and sorts the whole history (docs/webhooks.md, The events list and its indexes).
-  return await sql<DeliveryRow[]>`
-    select d.id, d.event_id, d.endpoint_id, d.company_id, d.type, d.status, e.data as payload,
-      e.inserted_at as event_created_at, d.inserted_at
-    from (
-      select d.id, d.event_id, d.endpoint_id, d.company_id, d.type, d.status, d.inserted_at
-      from webhook_deliveries d
-      where ${where}
-      order by ${order}
-      limit ${f.per_page ?? DEFAULT_PER_PAGE}
-    ) d
-    join events e on e.id = d.event_id and e.inserted_at = d.inserted_at and e.company_id = d.company_id
-    order by ${order}`;
+  const rows = await sql<RecordRow[]>`
+    select ${recordColumns(sql)} from webhook_deliveries d
+    where ${where}
+    order by ${order}
+    limit ${f.per_page ?? DEFAULT_PER_PAGE}`;
+  return await withEvents(sql, rows);
+}
+
+/** A delivery record as read before its event's data is added. */
+type RecordRow = Omit<DeliveryRow, "payload" | "event_created_at">;
+
+const recordColumns = (sql: Tx) => sql`d.id, d.event_id, d.endpoint_id, d.company_id, d.type, d.status, d.inserted_at`;
+
+/**
+ * The records with their events' data, in their order. The events are read by a statement of their own rather than
+ * joined (domain/webhooks/events.ts, eventData); a record whose event is gone is left out, as a join would.
+ */
+async function withEvents(sql: Tx, rows: RecordRow[]): Promise<DeliveryRow[]> {
+  const data = await eventData(sql, rows);
+  return rows.flatMap((r) => {
+    const payload = data.get(r.event_id);
+    // the record is written in its event's statement, with its instant
+    return payload ? [{ ...r, payload, event_created_at: r.inserted_at }] : [];
+  });
 }
 
 export async function getDelivery(sql: Sql, companyId: string, id: string) {
-  const [row] = await sql<DeliveryRow[]>`
-    select d.id, d.event_id, d.endpoint_id, d.company_id, d.type, d.status, e.data as payload,
-      e.inserted_at as event_created_at, d.inserted_at
-    from webhook_deliveries d join events e on e.id = d.event_id and e.inserted_at = d.inserted_at and e.company_id = d.company_id
-    where d.company_id = ${companyId} and d.id = ${id}`;
+  const [row] = await withEvents(
+    sql,
+    await sql<RecordRow[]>`
+      select ${recordColumns(sql)} from webhook_deliveries d where d.company_id = ${companyId} and d.id = ${id}`,
+  );
   if (!row) throw notFound();
   const attempts = await sql<AttemptRow[]>`
     select id, attempt_number, http_status, response_body, duration_ms, response_headers, inserted_at
@@ -224,11 +235,12 @@ export async function sendTestEvent(sql: Sql, companyId: string, endpointId: str
     }
     const example = catalogueEntry(chosen).example;
     const { id } = await emitEvent(tx, companyId, chosen, example.data, { onlyEndpointId: endpointId });
-    const [row] = await tx<DeliveryRow[]>`
-      select d.id, d.event_id, d.endpoint_id, d.company_id, d.type, d.status, e.data as payload,
-        e.inserted_at as event_created_at, d.inserted_at
-      from webhook_deliveries d join events e on e.id = d.event_id and e.inserted_at = d.inserted_at and e.company_id = d.company_id
-      where d.company_id = ${companyId} and d.event_id = ${id} and d.endpoint_id = ${endpointId}`;
+    const [row] = await withEvents(
+      tx,
+      await tx<RecordRow[]>`
+        select ${recordColumns(tx)} from webhook_deliveries d
+        where d.company_id = ${companyId} and d.event_id = ${id} and d.endpoint_id = ${endpointId}`,
+    );
     return row;
   });
 }

@@ -2,6 +2,7 @@ import type postgres from "postgres";
 import { type Sql, type Tx, whileUnreachable } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
 import type { DisabledReason, EndpointRow } from "./endpoints.ts";
+import { eventData } from "./event_data.ts";
 import { addDrainJobs, drainJobKey, RETRY_LANE } from "./queue.ts";
 import type { SendResult } from "./sender.ts";
 
@@ -114,19 +115,46 @@ type ClaimRow = EndpointRow & {
   spread_jobs?: string;
   delivery_id: string | null;
   delivery_type: string | null;
-  event_data: Record<string, unknown> | null;
+  /** Where the record's event is (read by a statement of its own: domain/webhooks/event_data.ts). */
+  event_id: string | null;
+  event_inserted_at: Date | null;
   slot: number | null;
   lease_token: string | null;
 };
 
-function toClaim(row: ClaimRow): Claim {
-  const { delivery_id, delivery_type, event_data, slot, lease_token, spread_jobs: _, ...endpoint } = row;
-  return {
-    endpoint,
-    delivery: delivery_id && slot !== null && lease_token
-      ? { id: delivery_id, type: delivery_type!, data: event_data ?? {}, slot, token: lease_token }
-      : null,
-  };
+/** The columns of a claimed record, from the `taken` of `fillSlots` as `t`. */
+const claimedColumns = (sql: Tx) =>
+  sql`t.id as delivery_id, t.type as delivery_type, t.event_id, t.inserted_at as event_inserted_at, t.lease_token`;
+
+/**
+ * The claims of `rows` with their events' data, read in one statement after the claiming one. The claims are made
+ * by then: a read that fails is made again while the database is away, up to `until`, rather than claiming twice.
+ */
+async function toClaims(sql: Sql, rows: ClaimRow[], until: number): Promise<Claim[]> {
+  const keys = rows.flatMap((r) =>
+    r.delivery_id && r.event_id && r.event_inserted_at
+      ? [{ event_id: r.event_id, company_id: r.company_id, inserted_at: r.event_inserted_at }]
+      : []
+  );
+  const data = keys.length ? await whileUnreachable(() => eventData(sql, keys), until) : new Map();
+  return rows.map((row) => {
+    const {
+      delivery_id,
+      delivery_type,
+      event_id,
+      event_inserted_at: _at,
+      slot,
+      lease_token,
+      spread_jobs: _,
+      ...endpoint
+    } = row;
+    return {
+      endpoint,
+      delivery: delivery_id && slot !== null && lease_token
+        ? { id: delivery_id, type: delivery_type!, data: data.get(event_id) ?? {}, slot, token: lease_token }
+        : null,
+    };
+  });
 }
 
 /**
@@ -171,14 +199,12 @@ export async function claimNext(sql: Sql, endpointId: string, opts: Lease): Prom
     ), spread as (
       select count(*) from ${addDrainJobs(sql, sql`select * from next_lane`)}
     )
-    select ep.*, t.id as delivery_id, t.type as delivery_type, e.data as event_data, t.lease_token, taken_slot.slot,
-      (select count(*) from spread) as spread_jobs
+    select ep.*, ${claimedColumns(sql)}, taken_slot.slot, (select count(*) from spread) as spread_jobs
     from ep
     cross join commit_mode
     left join taken t on true
-    left join taken_slot on true
-    left join events e on e.id = t.event_id and e.inserted_at = t.inserted_at and e.company_id = t.company_id`;
-  return row ? toClaim(row) : null;
+    left join taken_slot on true`;
+  return row ? (await toClaims(sql, [row], Date.now() + opts.leaseMs / 2))[0] : null;
 }
 
 export type Recorded = {
@@ -276,10 +302,9 @@ class RecordBatcher {
           // until it is back, within the lease (after it, another process may already be making the attempt again).
           let tries = 0;
           const items = batch.map((b) => b.item);
-          const results = await whileUnreachable(
-            () => recordBatch(this.sql, items, this.opts, tries++ > 0),
-            Date.now() + LEASE_SLACK_MS * 0.8,
-          );
+          const until = Date.now() + LEASE_SLACK_MS * 0.8;
+          const rows = await whileUnreachable(() => recordBatch(this.sql, items, this.opts, tries++ > 0), until);
+          const results = await toRecorded(this.sql, items, rows, until);
           batch.forEach((b, i) => b.resolve(results[i]));
         } catch (err) {
           for (const b of batch) b.reject(err);
@@ -306,7 +331,7 @@ async function recordBatch(
   items: RecordItem[],
   opts: RecordOptions,
   again = false,
-): Promise<Recorded[]> {
+): Promise<RecordRow[]> {
   const lease = leaseUntil(sql, opts.leaseMs);
   const giveUp = sql`d.status <> 'pending' or d.schedule_attempts + 1 >= ${MAX_ATTEMPTS} or v.disable is not null`;
   // The endpoint's one retry job waits for its earliest record due later (this batch's failures included).
@@ -415,16 +440,22 @@ async function recordBatch(
     )
     select ep.*, r.idx, u.status as delivery_status, u.next_attempt_at as delivery_next_attempt_at,
       u.attempts as attempt_number,
-      h.disable as endpoint_disabled, t.id as delivery_id, t.type as delivery_type,
-      t.lease_token, e.data as event_data, r.slot,
+      h.disable as endpoint_disabled, ${claimedColumns(sql)}, r.slot,
       (select count(*) from retry_job) as retry_jobs
     from r
     cross join commit_mode
     left join updated u on u.idx = r.idx
     left join ep on ep.id = r.endpoint_id
     left join health h on h.id = r.endpoint_id and h.disable is not null
-    left join taken t on t.idx = r.idx
-    left join events e on e.id = t.event_id and e.inserted_at = t.inserted_at and e.company_id = t.company_id`;
+    left join taken t on t.idx = r.idx`;
+  return rows;
+}
+
+/**
+ * What each attempt of a batch came to, from the rows of its statement, with the events of the records handed over
+ * (read after it: see `toClaims`).
+ */
+async function toRecorded(sql: Sql, items: RecordItem[], rows: RecordRow[], until: number): Promise<Recorded[]> {
   const results: Recorded[] = items.map(() => ({
     status: null,
     next: null,
@@ -432,6 +463,7 @@ async function recordBatch(
     disabled: null,
     attempt: null,
   }));
+  const handedOver: { idx: number; claim: ClaimRow }[] = [];
   for (const row of rows) {
     const {
       idx,
@@ -440,16 +472,19 @@ async function recordBatch(
       delivery_next_attempt_at,
       endpoint_disabled,
       attempt_number,
-      ...claimRow
+      ...claim
     } = row;
     results[idx] = {
       status: delivery_status,
-      next: claimRow.id ? toClaim(claimRow) : null,
+      next: null,
       nextAttemptAt: delivery_next_attempt_at,
       disabled: endpoint_disabled,
       attempt: attempt_number,
     };
+    if (claim.id) handedOver.push({ idx, claim }); // the endpoint is still there
   }
+  const claims = await toClaims(sql, handedOver.map((h) => h.claim), until);
+  handedOver.forEach(({ idx }, i) => results[idx].next = claims[i]);
   return results;
 }
 

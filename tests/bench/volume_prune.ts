@@ -19,6 +19,7 @@ import { secretBoxFor } from "../../domain/platform/secret_box.ts";
 import { startWorker, stopWorker } from "../../domain/platform/worker.ts";
 import { dropDatabase, freshDatabase } from "../helpers.ts";
 import type { Figures } from "./figures.ts";
+import { partitionPastDays } from "./partitions.ts";
 import { percentile, startReceiver } from "./webhooks.ts";
 
 const ROWS = Number(Deno.env.get("BENCH_PRUNE_EVENTS") ?? 1_000_000);
@@ -27,18 +28,6 @@ const RETENTION_DAYS = 30;
 const RATE = 100;
 const QUIET_SECONDS = 8;
 const round = (n: number, places = 1) => Math.round(n * 10 ** places) / 10 ** places;
-
-/** The fresh database as if partitioned `DAYS_OF_HISTORY` days ago: its (empty) catch-all partitions give way to days. */
-async function partitionPastDays(sql: Sql) {
-  const catchAll = await sql<{ name: string }[]>`
-    select c.relname as name from pg_class c join pg_inherits i on i.inhrelid = c.oid where c.relkind = 'r' and c.relname like '%\_p\_before\_%'`;
-  for (const { name } of catchAll) await sql`drop table ${sql(name)}`;
-  await sql`update history_partitioned_since set first_day = current_date - ${DAYS_OF_HISTORY}::int`;
-  await sql`
-    select create_history_partition(t, d::date)
-    from unnest(array['events', 'webhook_attempts']) as t,
-         generate_series(current_date - ${DAYS_OF_HISTORY}::int, current_date - 1, interval '1 day') as d`;
-}
 
 /** `count` events spread evenly between `fromDays` and `toDays` ago, each with a succeeded record and its attempt. */
 async function seed(sql: Sql, companyId: string, endpointId: string, count: number, fromDays: number, toDays: number) {
@@ -86,7 +75,7 @@ export async function benchVolumePrune(): Promise<Figures> {
   let worker: Awaited<ReturnType<typeof startWorker>> | null = null;
   try {
     await migrate(sql, url);
-    await partitionPastDays(sql);
+    await partitionPastDays(sql, DAYS_OF_HISTORY);
     const companyId = crypto.randomUUID();
     await sql`insert into companies (id) values (${companyId})`;
     const endpoint = await createEndpoint(sql, companyId, { url: receiver.url, max_concurrency: 20 }, {

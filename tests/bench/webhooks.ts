@@ -21,18 +21,21 @@ import { taskList } from "../../jobs/index.ts";
 import { loadConfig } from "../../domain/platform/config.ts";
 import { connect, ensureDatabase, type Sql } from "../../domain/platform/db.ts";
 import type { Deps } from "../../domain/platform/deps.ts";
-import { setLogLevel } from "../../domain/platform/log.ts";
+import { type LogLevel, setLogLevel } from "../../domain/platform/log.ts";
 import { migrate } from "../../domain/platform/migrate.ts";
 import { secretBoxFor } from "../../domain/platform/secret_box.ts";
 import { startWorker, stopWorker, type Worker } from "../../domain/platform/worker.ts";
 import { dropDatabase } from "../databases.ts";
 import { describe, summary } from "./figures.ts";
+import { partitionPastDays } from "./partitions.ts";
 
 const EVENTS = Number(Deno.env.get("BENCH_WEBHOOK_EVENTS") ?? 20_000);
 const PRODUCERS = 8;
 const STEADY_RATE = 100;
 const STEADY_SECONDS = Number(Deno.env.get("BENCH_STEADY_SECONDS") ?? 10);
 const SEQUENTIAL_EVENTS = Number(Deno.env.get("BENCH_SEQUENTIAL_EVENTS") ?? 1_000);
+/** Deliveries run against the month of daily history partitions a service at the default retention has. */
+const DAYS_OF_PARTITIONS = Number(Deno.env.get("BENCH_PARTITION_DAYS") ?? 30);
 const JWT_SECRET = "bench-secret-0123456789abcdef0123456789";
 
 /** A database of this run's own, so two people benchmarking on one server never drop each other's. */
@@ -118,21 +121,34 @@ async function waitForNoJobs(sql: Sql, task: string, timeoutMs = 300_000) {
       select exists (select 1 from graphile_worker.jobs where task_identifier = ${task}) as left`;
     if (!left) return;
   }
-  throw new Error(`${task} jobs still queued after ${timeoutMs} ms`);
+  // what was left, so that a run that failed says why
+  const jobs = await sql`
+    select key, priority, run_at - now() as due_in, locked_at is not null as locked, attempts, last_error
+    from graphile_worker.jobs where task_identifier = ${task} order by run_at limit 20`;
+  const records = await sql`
+    select endpoint_id, count(*)::int as pending, min(next_attempt_at) - now() as first_due_in,
+      count(*) filter (where leased_until > now())::int as leased
+    from webhook_deliveries where status = 'pending' group by endpoint_id`;
+  const slots = await sql`select * from webhook_slots where delivery_id is not null`;
+  throw new Error(
+    `${task} jobs still queued after ${timeoutMs} ms: ${JSON.stringify({ jobs, records, slots }, null, 1)}`,
+  );
 }
 
 export async function benchWebhooks(): Promise<Record<string, number | string>> {
-  setLogLevel("silent");
+  // BENCH_LOG_LEVEL=warn shows what went wrong in a run that failed
+  setLogLevel((Deno.env.get("BENCH_LOG_LEVEL") ?? "silent") as LogLevel);
   const url = await freshBenchDatabase();
   const config = loadConfig({
     DATABASE_URL: url,
     JWT_SECRET,
     SECRET_ENCRYPTION_KEY: "5b".repeat(32),
     WEBHOOK_ALLOW_PRIVATE_URLS: "true",
-    LOG_LEVEL: "silent",
+    LOG_LEVEL: Deno.env.get("BENCH_LOG_LEVEL") ?? "silent",
   });
   const sql = connect(url, { max: 10 });
   await migrate(sql, url);
+  await partitionPastDays(sql, DAYS_OF_PARTITIONS);
   // `as`: the fields Deps may gain (a process id) are not needed here.
   const deps = { sql, config, processId: crypto.randomUUID() } as Deps;
   const receiver = await startReceiver();

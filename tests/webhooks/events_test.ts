@@ -177,6 +177,32 @@ Deno.test("listing delivery records", async (t) => {
     assert.deepEqual(enumError.body.errors.status, ["must be one of: pending, succeeded, failed"]);
   });
 
+  await t.step("a page over several days shows each record's own event, to the microsecond", async () => {
+    // Events are kept in a partition per day and read back by their instants (docs/webhooks.md, "Reading the events
+    // back"): a page reaching three days back, with instants a microsecond short of the next millisecond, must still
+    // find every event.
+    const other = await newCompany(ctx);
+    await other.post(ENDPOINTS, { url: "https://example.com/days" });
+    const sent: Record<string, unknown>[] = [];
+    for (const back of [3, 1, 0]) {
+      const data = { transaction_id: crypto.randomUUID() };
+      const { id } = await emit(ctx, other, "identified", data);
+      sent.push(data);
+      await ctx.sql`update events
+        set inserted_at = date_trunc('milliseconds', inserted_at) - make_interval(days => ${back}) + interval '999 microseconds'
+        where id = ${id}`;
+      await ctx.sql`update webhook_deliveries set inserted_at = (select inserted_at from events where id = ${id})
+        where event_id = ${id}`;
+    }
+    const page = await list(other);
+    assert.deepEqual(page.map((r) => r.payload), sent.toReversed(), "newest first, each with its own event");
+    const oldest = await other.get(`${EVENTS}/${page[2].id}`);
+    assert.deepEqual(oldest.body.data.payload, sent[0]);
+    const [{ days }] = await ctx
+      .sql`select count(distinct tableoid)::int as days from events where company_id = ${other.id}`;
+    assert.ok(days >= 2, `the events sit in more than one partition (${days})`);
+  });
+
   await t.step("another company's records and endpoints are invisible", async () => {
     const stranger = await newCompany(ctx);
     assert.deepEqual(await list(stranger), []);

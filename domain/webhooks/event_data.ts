@@ -1,0 +1,21 @@
+import type { Tx } from "../platform/db.ts";
+
+/** Where an event is: its id, its company and its instant (a delivery record is written with its event's). */
+export type EventKey = { event_id: string; company_id: string; inserted_at: Date };
+
+/**
+ * The data of the events `keys` locate, by event id. The keys' instants bound the statement by values Postgres knows
+ * when it plans it, so it plans only the days between them; a join from the delivery records to `events` makes it
+ * plan every day partition of the retention on each call, a cost that grows with the days kept (docs/webhooks.md,
+ * "Reading the events back"). A Date keeps milliseconds, Postgres microseconds: the bounds are a millisecond wider.
+ */
+export async function eventData(sql: Tx, keys: EventKey[]): Promise<Map<string, Record<string, unknown>>> {
+  if (keys.length === 0) return new Map();
+  const instants = keys.map((k) => k.inserted_at.getTime());
+  const rows = await sql<{ id: string; data: Record<string, unknown> }[]>`
+    select id, data from events
+    where inserted_at >= ${new Date(Math.min(...instants) - 1)} and inserted_at < ${new Date(Math.max(...instants) + 1)}
+      and id = any(${keys.map((k) => k.event_id)}::uuid[])
+      and company_id = any(${[...new Set(keys.map((k) => k.company_id))]}::uuid[])`;
+  return new Map(rows.map((r) => [r.id, r.data]));
+}
