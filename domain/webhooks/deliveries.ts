@@ -111,7 +111,7 @@ const recordColumns = (sql: Tx) => sql`d.id, d.event_id, d.endpoint_id, d.compan
 
 /**
  * The records with their events' data, in their order. The events are read by a statement of their own rather than
- * joined (domain/webhooks/events.ts, eventData); a record whose event is gone is left out, as a join would.
+ * joined (domain/webhooks/event_data.ts); a record whose event is gone is left out, as a join would.
  */
 async function withEvents(sql: Tx, rows: RecordRow[]): Promise<DeliveryRow[]> {
   const data = await eventData(sql, rows);
