@@ -38,7 +38,7 @@ export async function recoverDeadProcesses(client: pg.Client | pg.Pool, onDead?:
     returning id, worker_ids`);
   if (!rows.length) return 0;
   const workerIds = rows.flatMap((r) => r.worker_ids);
-  if (workerIds.length) await client.query("select graphile_worker.force_unlock_workers($1::text[])", [workerIds]);
+  if (workerIds.length) await client.query("select hand_back_worker_jobs($1::text[])", [workerIds]);
   await onDead?.(rows.map((r) => r.id));
   log.warn("recovered work of stopped worker processes", { processes: rows.length, workers: workerIds.length });
   return rows.length;
@@ -120,7 +120,7 @@ class Liveness {
     // nothing of this process runs any more, so whatever it still holds goes back to the queue.
     await client.query(
       `with gone as (delete from worker_processes where id = $1 returning worker_ids)
-       select graphile_worker.force_unlock_workers(coalesce((select worker_ids from gone), '{}'))`,
+       select hand_back_worker_jobs(coalesce((select worker_ids from gone), '{}'))`,
       [this.processId],
     ).catch((err) => log.warn("could not hand back the jobs of this process", { error: err.message }));
     await client.end();
