@@ -1,5 +1,8 @@
 import type { Sql } from "../../domain/platform/db.ts";
 
+/** The days of partitions a service at the default 30-day retention has. */
+export const A_MONTH = 30;
+
 /**
  * A freshly migrated database shaped as if the service had partitioned its history `days` days ago: the (empty)
  * catch-all partitions give way to one partition per table per past day, as a service running at the default

@@ -9,15 +9,13 @@ import { migrate } from "../../domain/platform/migrate.ts";
 import { type EventsFilter, listDeliveries } from "../../domain/webhooks/deliveries.ts";
 import { dropDatabase, freshDatabase } from "../helpers.ts";
 import type { Figures } from "./figures.ts";
-import { partitionPastDays } from "./partitions.ts";
+import { A_MONTH, partitionPastDays } from "./partitions.ts";
 
 const SMALL = 10_000;
 const LARGE = Number(Deno.env.get("BENCH_HISTORY_ROWS") ?? 1_000_000);
 // A p99 of 1,000 pages is their 10th slowest, which one pause of the machine decides; of 3,000, the 30th.
 const RUNS = Number(Deno.env.get("BENCH_HISTORY_RUNS") ?? 3000);
 const WARM_UP = Math.ceil(RUNS / 10);
-/** The default retention's month of daily partitions at both sizes; the large history spans 23 days of it. */
-const DAYS_OF_PARTITIONS = 30;
 const round = (n: number, places = 2) => Math.round(n * 10 ** places) / 10 ** places;
 
 const COMPANY = "11111111-1111-4111-8111-111111111111";
@@ -74,7 +72,7 @@ async function historyOf(name: string, count: number) {
   const url = await freshDatabase(name);
   const sql = connect(url, { max: 2 });
   await migrate(sql, url);
-  await partitionPastDays(sql, DAYS_OF_PARTITIONS);
+  await partitionPastDays(sql, A_MONTH); // the large history spans 23 days of it
   await sql`insert into companies (id) values (${COMPANY})`;
   for (const id of ENDPOINTS) {
     await sql`insert into webhook_endpoints (id, company_id, url, sealed_secret)

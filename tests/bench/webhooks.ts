@@ -27,7 +27,7 @@ import { secretBoxFor } from "../../domain/platform/secret_box.ts";
 import { startWorker, stopWorker, type Worker } from "../../domain/platform/worker.ts";
 import { dropDatabase } from "../databases.ts";
 import { describe, summary } from "./figures.ts";
-import { partitionPastDays } from "./partitions.ts";
+import { A_MONTH, partitionPastDays } from "./partitions.ts";
 
 const EVENTS = Number(Deno.env.get("BENCH_WEBHOOK_EVENTS") ?? 20_000);
 const PRODUCERS = 8;
@@ -35,7 +35,9 @@ const STEADY_RATE = 100;
 const STEADY_SECONDS = Number(Deno.env.get("BENCH_STEADY_SECONDS") ?? 10);
 const SEQUENTIAL_EVENTS = Number(Deno.env.get("BENCH_SEQUENTIAL_EVENTS") ?? 1_000);
 /** Deliveries run against the month of daily history partitions a service at the default retention has. */
-const DAYS_OF_PARTITIONS = Number(Deno.env.get("BENCH_PARTITION_DAYS") ?? 30);
+const DAYS_OF_PARTITIONS = Number(Deno.env.get("BENCH_PARTITION_DAYS") ?? A_MONTH);
+/** BENCH_LOG_LEVEL=warn shows what went wrong in a run that failed. */
+const LOG_LEVEL = (Deno.env.get("BENCH_LOG_LEVEL") ?? "silent") as LogLevel;
 const JWT_SECRET = "bench-secret-0123456789abcdef0123456789";
 
 /** A database of this run's own, so two people benchmarking on one server never drop each other's. */
@@ -136,15 +138,14 @@ async function waitForNoJobs(sql: Sql, task: string, timeoutMs = 300_000) {
 }
 
 export async function benchWebhooks(): Promise<Record<string, number | string>> {
-  // BENCH_LOG_LEVEL=warn shows what went wrong in a run that failed
-  setLogLevel((Deno.env.get("BENCH_LOG_LEVEL") ?? "silent") as LogLevel);
+  setLogLevel(LOG_LEVEL);
   const url = await freshBenchDatabase();
   const config = loadConfig({
     DATABASE_URL: url,
     JWT_SECRET,
     SECRET_ENCRYPTION_KEY: "5b".repeat(32),
     WEBHOOK_ALLOW_PRIVATE_URLS: "true",
-    LOG_LEVEL: Deno.env.get("BENCH_LOG_LEVEL") ?? "silent",
+    LOG_LEVEL,
   });
   const sql = connect(url, { max: 10 });
   await migrate(sql, url);
