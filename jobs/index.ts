@@ -1,6 +1,9 @@
 import type { TaskList } from "graphile-worker";
 import type { Deps } from "../domain/platform/deps.ts";
 import { pruneIdempotencyKeys } from "../domain/platform/idempotency.ts";
+import { pruneRateBuckets } from "../domain/platform/rate_limit.ts";
+import { pruneSessions } from "../domain/companies/sessions.ts";
+import { pruneSignInFailures } from "../domain/companies/sign_in_throttle.ts";
 import { identifyRegisteredPayers } from "../domain/rails/bank_transactions.ts";
 import { releaseDeadLeases, wakeStalledEndpoints } from "../domain/webhooks/recovery.ts";
 import { TASKS } from "../domain/webhooks/queue.ts";
@@ -39,7 +42,8 @@ export function atMostEvery(everyMs: number, name: string, work: () => Promise<u
 /**
  * The worker's upkeep, for `startWorker`: free the leases of processes found dead, and on every sweep wake stalled
  * endpoints, identify money waiting for payers registered meanwhile and prune expired idempotency keys; once an hour,
- * the webhook history past its retention (docs/webhooks.md, "Retention").
+ * the webhook history past its retention (docs/webhooks.md, "Retention"), and every minute the sessions, sign-in
+ * failures and rate buckets nobody needs any more.
  */
 export function upkeep({ sql, processId, config }: Pick<Deps, "sql" | "processId" | "config">) {
   const pruneOld = atMostEvery(
@@ -47,11 +51,22 @@ export function upkeep({ sql, processId, config }: Pick<Deps, "sql" | "processId
     "webhook history prune",
     () => pruneHistory(sql, { retentionDays: config.eventRetentionDays }),
   );
+  const pruneAuth = atMostEvery(
+    60_000,
+    "sessions and limits prune",
+    () =>
+      Promise.all([
+        pruneSessions(sql),
+        pruneSignInFailures(sql, config.limits.signInWindowSeconds),
+        pruneRateBuckets(sql),
+      ]),
+  );
   return {
     processId,
     onDeadProcesses: (ids: string[]) => releaseDeadLeases(sql, ids),
     onSweep: () => {
       pruneOld();
+      pruneAuth();
       return Promise.all([wakeStalledEndpoints(sql), identifyRegisteredPayers(sql), pruneIdempotencyKeys(sql)]);
     },
   };

@@ -1,7 +1,8 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { except } from "hono/combine";
-import { ensureCompany } from "../domain/companies/companies.ts";
+import { TokenGuard } from "../domain/companies/token_guard.ts";
+import { bucketsIn, RateLimiter } from "../domain/platform/rate_limit.ts";
 import { requireCompany } from "./platform/auth.ts";
 import { ApiError, methodNotAllowed, notFound } from "../domain/platform/errors.ts";
 import { limitPerCompany } from "./platform/rate_limit.ts";
@@ -11,6 +12,7 @@ import { securityHeaders } from "./platform/headers.ts";
 import { limitInFlight } from "./platform/in_flight.ts";
 import { readBody } from "./platform/read_body.ts";
 import { documentIdempotencyKey, idempotentPosts } from "./platform/idempotency.ts";
+import { secretBoxFor } from "../domain/platform/secret_box.ts";
 import { allowedMethods } from "./platform/methods.ts";
 import { log } from "../domain/platform/log.ts";
 import { isDatabaseUnreachable } from "../domain/platform/db.ts";
@@ -66,23 +68,25 @@ export function createApp(deps: Deps) {
   app.use("*", limitInFlight(deps.config.maxInflightRequests, ["/healthz"]));
   // the token is checked before a byte of the body is read: an anonymous client cannot make us receive 22 MB
   // sign-in is how a token is obtained: it has no company yet, and its own throttle (routes/companies/sign_in.ts)
+  const rate = (scope: string, perSecond: number, burst: number) =>
+    new RateLimiter({ perSecond, burst, take: bucketsIn(deps.sql, scope, { perSecond, burst }) });
   app.use(
     "/api/*",
     except(
       SIGN_IN_PATH,
-      requireCompany(deps.config, (id) => ensureCompany(deps.sql, id)),
-      limitPerCompany({ perSecond: limits.requestsPerSecond, burst: limits.requestBurst }),
+      requireCompany(deps.config, new TokenGuard(deps.sql)),
+      limitPerCompany(rate("api", limits.requestsPerSecond, limits.requestBurst)),
     ),
   );
   if (deps.config.sandbox) {
-    app.use("/api/sandbox/*", limitPerCompany({ perSecond: limits.sandboxPerSecond, burst: limits.sandboxBurst }));
+    app.use("/api/sandbox/*", limitPerCompany(rate("sandbox", limits.sandboxPerSecond, limits.sandboxBurst)));
   }
   let methodsOf: (path: string) => string[] = () => []; // set below, once every route is registered
   // a route (not middleware, whose method is ALL) matched this method and path: the router already knows
   const routed = (c: Context) => c.req.matchedRoutes.some((r) => r.method !== "ALL");
   app.use("*", readBody({ maxBytes: MAX_BODY_BYTES, timeoutMs: deps.config.bodyTimeoutMs, when: routed }));
   // after the token (the key is the company's) and the body read (a replay must be the same bytes)
-  app.use("/api/*", idempotentPosts(deps.sql, { when: routed }));
+  app.use("/api/*", idempotentPosts(deps.sql, { when: routed, box: () => secretBoxFor(deps.config) }));
 
   app.route("/", operationsRoutes(deps));
   app.route("/", docsRoutes());

@@ -1,17 +1,28 @@
 import type { Sql } from "../platform/db.ts";
 
-const knownBySql = new WeakMap<Sql, Set<string>>();
-const MAX_CACHED = 50_000;
+/**
+ * The instant before which (inclusive) the company's tokens are refused, or null; the company row is created on the
+ * first use of its token. One statement: the insert when new, the read when not.
+ */
+export async function companyTokensValidAfter(sql: Sql, id: string): Promise<Date | null> {
+  const [row] = await sql<{ tokens_valid_after: Date | null }[]>`
+    with made as (
+      insert into companies (id) values (${id}) on conflict (id) do nothing returning tokens_valid_after
+    )
+    select tokens_valid_after from made
+    union all
+    select tokens_valid_after from companies where id = ${id}`;
+  return row?.tokens_valid_after ?? null;
+}
 
 /**
- * Creates the company row on first use of its token. Seen ids are remembered so the common case costs
- * no query; the insert is idempotent, so a forgotten id only costs one.
+ * Ends every token of the company issued until now, however it was made (sign-in or `deno task token`); sign-in and
+ * `deno task token` give new ones from the next second. The companies_tokens_revoked trigger tells every instance.
  */
-export async function ensureCompany(sql: Sql, id: string): Promise<void> {
-  let known = knownBySql.get(sql);
-  if (!known) knownBySql.set(sql, known = new Set());
-  if (known.has(id)) return;
-  await sql`insert into companies (id) values (${id}) on conflict (id) do nothing`;
-  if (known.size >= MAX_CACHED) known.clear();
-  known.add(id);
+export async function revokeCompanyTokens(sql: Sql, id: string): Promise<Date> {
+  const [row] = await sql<{ tokens_valid_after: Date }[]>`
+    insert into companies (id, tokens_valid_after) values (${id}, now())
+    on conflict (id) do update set tokens_valid_after = excluded.tokens_valid_after
+    returning tokens_valid_after`;
+  return row.tokens_valid_after;
 }

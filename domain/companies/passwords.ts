@@ -1,4 +1,5 @@
 import { randomBytes, scrypt, timingSafeEqual } from "node:crypto";
+import type { WorkPool } from "../platform/work_pool.ts";
 
 /**
  * Password hashes: scrypt from node:crypto, a memory-hard function (N=2^15, r=8, p=1: 32 MiB and about 50-100 ms per
@@ -24,12 +25,17 @@ export async function hashPassword(password: string): Promise<string> {
   return ["scrypt", COST.N, COST.r, COST.p, salt.toString("base64"), key.toString("base64")].join("$");
 }
 
-/** Whether `password` matches `stored`, compared in constant time. A malformed stored hash never matches. */
-export async function passwordMatches(password: string, stored: string): Promise<boolean> {
+/**
+ * Whether `password` matches `stored`, compared in constant time. A malformed stored hash never matches. With a
+ * `pool`, the hash waits for a place in it (and throws `PoolFull` when the pool has none to give).
+ */
+export async function passwordMatches(password: string, stored: string, pool?: WorkPool): Promise<boolean> {
   const [scheme, n, r, p, salt, key] = stored.split("$");
   if (scheme !== "scrypt" || !salt || !key) return false;
   const expected = Buffer.from(key, "base64");
-  const actual = await derive(password, Buffer.from(salt, "base64"), { N: Number(n), r: Number(r), p: Number(p) });
+  const cost = { N: Number(n), r: Number(r), p: Number(p) };
+  const hash = () => derive(password, Buffer.from(salt, "base64"), cost);
+  const actual = await (pool ? pool.run(hash) : hash());
   return actual.length === expected.length && timingSafeEqual(actual, expected);
 }
 

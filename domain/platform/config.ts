@@ -22,10 +22,12 @@ const AppEnv = z.enum(["development", "production", "test"]).default("developmen
 const schedule = z.string().regex(/^\s*\d+(\.\d+)?(\s*,\s*\d+(\.\d+)?)*\s*$/, "must be comma-separated seconds")
   .transform((s) => expandSchedule(s.split(",").map((n) => Number(n.trim()))));
 
-// Limits (docs/limits.md): per-company request rates, webhook endpoint quotas and the sign-in throttle. Rates are
-// per process and per second; a rate of 0 turns that limiter off.
+// Limits (docs/limits.md): per-company request rates, webhook endpoint quotas, stored-object quotas and the sign-in
+// throttle. Rates are per process and per second; a rate of 0 turns that limiter off.
 const rate = (fallback: number) => z.coerce.number().min(0).max(1_000_000).default(fallback);
 const count = (fallback: number) => z.coerce.number().int().min(1).max(1_000_000).default(fallback);
+// Stored objects are counted in Postgres columns (sql/0022_company_usage.sql): integers for counts, bigint for bytes.
+const quota = (fallback: number, max = 1_000_000_000) => z.coerce.number().int().min(1).max(max).default(fallback);
 const LIMIT_VARS = {
   RATE_LIMIT_PER_SECOND: rate(100),
   RATE_LIMIT_BURST: count(200),
@@ -33,9 +35,15 @@ const LIMIT_VARS = {
   SANDBOX_RATE_LIMIT_BURST: count(20),
   WEBHOOK_ENDPOINTS_PER_COMPANY: count(50),
   WEBHOOK_CONCURRENCY_PER_COMPANY: count(500),
+  QUOTA_PEOPLE_PER_COMPANY: quota(1_000_000),
+  QUOTA_BANK_ACCOUNTS_PER_COMPANY: quota(1_000_000),
+  QUOTA_DOCUMENTS_PER_COMPANY: quota(1_000_000),
+  QUOTA_DOCUMENT_BYTES_PER_COMPANY: quota(10 * 2 ** 30, Number.MAX_SAFE_INTEGER),
   SIGN_IN_FAILURES_PER_USERNAME: count(10),
   SIGN_IN_FAILURES_PER_ADDRESS: count(100),
   SIGN_IN_FAILURE_WINDOW_SECONDS: count(900),
+  SIGN_IN_HASH_CONCURRENCY: count(2),
+  SIGN_IN_HASH_QUEUE: z.coerce.number().int().min(0).max(10_000).default(16),
 };
 
 export type Limits = {
@@ -47,9 +55,21 @@ export type Limits = {
   endpointsPerCompany: number;
   /** The sum of max_concurrency over a company's active endpoints, and so its webhook slot rows. */
   concurrencyPerCompany: number;
+  /** Subjects a company may store: people and company customers together (one table, the same holdings). */
+  peoplePerCompany: number;
+  /** Bank accounts a company may register, its subjects' and its own international ones (internal ones aside). */
+  bankAccountsPerCompany: number;
+  /** Documents a company may store, uploaded alone or inside a person's registration. */
+  documentsPerCompany: number;
+  /** Bytes of document files a company may store (documents given by URL hold none here). */
+  documentBytesPerCompany: number;
   signInFailuresPerUsername: number;
   signInFailuresPerAddress: number;
   signInWindowSeconds: number;
+  /** Password hashes computed at once (32 MiB each while they run); more wait in a queue of `signInHashQueue`. */
+  signInHashConcurrency: number;
+  /** Sign-ins waiting for a hash; past it, 503 with Retry-After. */
+  signInHashQueue: number;
 };
 
 function limitsFrom(e: { [K in keyof typeof LIMIT_VARS]: number }): Limits {
@@ -60,9 +80,15 @@ function limitsFrom(e: { [K in keyof typeof LIMIT_VARS]: number }): Limits {
     sandboxBurst: e.SANDBOX_RATE_LIMIT_BURST,
     endpointsPerCompany: e.WEBHOOK_ENDPOINTS_PER_COMPANY,
     concurrencyPerCompany: e.WEBHOOK_CONCURRENCY_PER_COMPANY,
+    peoplePerCompany: e.QUOTA_PEOPLE_PER_COMPANY,
+    bankAccountsPerCompany: e.QUOTA_BANK_ACCOUNTS_PER_COMPANY,
+    documentsPerCompany: e.QUOTA_DOCUMENTS_PER_COMPANY,
+    documentBytesPerCompany: e.QUOTA_DOCUMENT_BYTES_PER_COMPANY,
     signInFailuresPerUsername: e.SIGN_IN_FAILURES_PER_USERNAME,
     signInFailuresPerAddress: e.SIGN_IN_FAILURES_PER_ADDRESS,
     signInWindowSeconds: e.SIGN_IN_FAILURE_WINDOW_SECONDS,
+    signInHashConcurrency: e.SIGN_IN_HASH_CONCURRENCY,
+    signInHashQueue: e.SIGN_IN_HASH_QUEUE,
   };
 }
 
@@ -113,6 +139,8 @@ const EnvSchema = z.object({
   SECRET_ENCRYPTION_KEY: encryptionKey.optional(),
   SECRET_ENCRYPTION_KEY_PREVIOUS: encryptionKey.optional(),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
+  TRUST_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0),
+  TRUST_PROXY_HEADER: z.enum(["x-forwarded-for", "forwarded"]).default("x-forwarded-for"),
   ...LIMIT_VARS,
 });
 
@@ -154,6 +182,8 @@ export type Config = {
   /** The key before a rotation of SECRET_ENCRYPTION_KEY: opens what it sealed, seals nothing. */
   secretEncryptionKeyPrevious: Uint8Array | null;
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
+  /** Reverse proxies in front whose forwarded-for header is believed (0: none, the connection's address counts). */
+  trustProxy: { hops: number; header: "x-forwarded-for" | "forwarded" };
   limits: Limits;
 };
 
@@ -228,6 +258,7 @@ export function loadConfig(
     secretEncryptionKey: e.SECRET_ENCRYPTION_KEY ?? (production ? null : localKey),
     secretEncryptionKeyPrevious: e.SECRET_ENCRYPTION_KEY_PREVIOUS ?? null,
     logLevel: e.LOG_LEVEL,
+    trustProxy: { hops: e.TRUST_PROXY_HOPS, header: e.TRUST_PROXY_HEADER },
     limits: limitsFrom(e),
   };
 }

@@ -1,8 +1,10 @@
+import type { Sql } from "./db.ts";
+
 /**
- * Rate limits and failure throttles kept in this process's memory, keyed by a string (a company id, a username, a
- * client address). Each process counts on its own: N instances behind a load balancer let N times the rate through,
- * which docs/limits.md states. Keys are bounded: past `maxKeys` the idle ones are dropped, then the least recently
- * used, so a flood of new keys costs memory up to that bound and no more.
+ * Request rates per key (a company id), counted where every instance sees them: a token bucket per key in Postgres
+ * (`take_rate_tokens`, sql/0021), so N instances hold one company to one rate and a restart resets nothing
+ * (docs/limits.md). An instance takes a few tokens at a time and spends them from memory, so most requests cost no
+ * round trip. Local state is bounded: past `maxKeys` the idle keys are dropped, then the least recently used.
  */
 
 /** Milliseconds, injectable so tests can move time by hand. */
@@ -50,143 +52,124 @@ export function retryAfterSeconds(ms: number): number {
   return Math.max(1, Math.ceil(ms / 1000));
 }
 
+/** Takes up to `want` tokens of `key` from the shared bucket: how many it got, and if none, the ms until one is there. */
+export type TakeTokens = (key: string, want: number) => Promise<{ granted: number; waitMs: number }>;
+
+/** The shared buckets of `scope` in Postgres, refilled at `perSecond` up to `burst`. */
+export function bucketsIn(sql: Sql, scope: string, opts: { perSecond: number; burst: number }): TakeTokens {
+  return async (key, want) => {
+    const [row] = await sql<{ granted: number; wait_ms: string }[]>`
+      select granted, wait_ms from take_rate_tokens(${scope}, ${key}, ${opts.perSecond}, ${opts.burst}, ${want})`;
+    return { granted: row.granted, waitMs: Number(row.wait_ms) };
+  };
+}
+
 /**
- * A token bucket per key: `burst` requests at once, refilled at `perSecond`. A rate of 0 means no limit.
+ * Deletes buckets untouched for a day (full again at any rate worth setting: a missing bucket starts full), in one
+ * bounded batch; returns how many.
+ */
+export async function pruneRateBuckets(sql: Sql, batchSize = 1000): Promise<number> {
+  const { count } = await sql`
+    delete from rate_limit_buckets where (scope, key) in (
+      select scope, key from rate_limit_buckets where at < now() - interval '1 day' limit ${batchSize}
+      for update skip locked
+    )`;
+  return count;
+}
+
+type Local = {
+  /** Tokens taken from the shared bucket and not spent yet, usable until `expiresAt`. */
+  tokens: number;
+  expiresAt: number;
+  /** The shared bucket was empty: answer 429 without asking until then. */
+  deniedUntil: number;
+  /** The one trip to the shared bucket under way for this key, which every waiting request shares. */
+  pending?: Promise<void>;
+  /** Requests waiting for that trip: it asks for at least as many tokens. */
+  waiting: number;
+};
+
+/** Trips to the shared bucket a request may wait through before it is told to come back (its tokens went to others). */
+const MAX_TRIPS = 4;
+/** The most tokens one trip asks for, however many requests wait. */
+const MAX_WANT = 1000;
+
+/**
+ * A token bucket per key: `burst` requests at once, refilled at `perSecond`, the bucket itself shared (`take`).
+ * A rate of 0 means no limit. Each trip to the shared bucket takes a batch of tokens (a fiftieth of the burst, 1 to
+ * 100), spent from memory within `leaseMs`: the shared bucket never lets more through than its rate, and an
+ * instance holds at most one batch unspent, so N instances admit at least the burst less N batches.
  *
  * ```ts
- * const limiter = new RateLimiter({ perSecond: 100, burst: 200 });
- * const wait = limiter.take(companyId); // 0: go ahead; otherwise seconds until a token is there
+ * const limiter = new RateLimiter({ perSecond: 100, burst: 200, take: bucketsIn(sql, "api", { perSecond: 100, burst: 200 }) });
+ * const wait = await limiter.take(companyId); // 0: go ahead; otherwise seconds until a token is there
  * ```
  */
 export class RateLimiter {
-  readonly #perMs: number;
-  readonly #burst: number;
+  readonly #perSecond: number;
+  readonly #batch: number;
+  readonly #leaseMs: number;
+  readonly #take: TakeTokens;
   readonly #now: Clock;
-  readonly #buckets: RecentMap<{ tokens: number; at: number }>;
+  readonly #local: RecentMap<Local>;
 
-  constructor(opts: { perSecond: number; burst: number; maxKeys?: number; now?: Clock }) {
-    this.#perMs = opts.perSecond / 1000;
-    this.#burst = Math.max(1, opts.burst);
+  constructor(
+    opts: { perSecond: number; burst: number; take: TakeTokens; leaseMs?: number; maxKeys?: number; now?: Clock },
+  ) {
+    this.#perSecond = opts.perSecond;
+    this.#batch = Math.min(100, Math.max(1, Math.floor(opts.burst / 50)));
+    this.#leaseMs = opts.leaseMs ?? 1000;
+    this.#take = opts.take;
     this.#now = opts.now ?? Date.now;
-    // a bucket that has had time to refill completely is the same as no bucket
-    this.#buckets = new RecentMap(
+    this.#local = new RecentMap(
       opts.maxKeys ?? DEFAULT_MAX_KEYS,
-      (b) => b.tokens + (this.#now() - b.at) * this.#perMs >= this.#burst,
+      (l) => !l.pending && (l.tokens === 0 || l.expiresAt <= this.#now()) && l.deniedUntil <= this.#now(),
     );
   }
 
   get enabled(): boolean {
-    return this.#perMs > 0;
+    return this.#perSecond > 0;
+  }
+
+  /** Tokens taken from the shared bucket per trip. */
+  get batch(): number {
+    return this.#batch;
   }
 
   /** Keys remembered now (bounded by `maxKeys`). */
   get size(): number {
-    return this.#buckets.size;
+    return this.#local.size;
   }
 
   /** Takes one token for `key`: 0 when there was one, else the seconds to wait until there is (nothing taken). */
-  take(key: string): number {
+  async take(key: string): Promise<number> {
     if (!this.enabled) return 0;
-    const now = this.#now();
-    const bucket = this.#buckets.get(key) ?? { tokens: this.#burst, at: now };
-    const tokens = Math.min(this.#burst, bucket.tokens + (now - bucket.at) * this.#perMs);
-    if (tokens >= 1) {
-      this.#buckets.set(key, { tokens: tokens - 1, at: now });
-      return 0;
+    let local = this.#local.get(key);
+    if (!local) this.#local.set(key, local = { tokens: 0, expiresAt: 0, deniedUntil: 0, waiting: 0 });
+    for (let trip = 0;; trip++) {
+      const now = this.#now();
+      if (local.tokens > 0 && now < local.expiresAt) {
+        local.tokens--;
+        return 0;
+      }
+      if (now < local.deniedUntil) return retryAfterSeconds(local.deniedUntil - now);
+      if (trip === MAX_TRIPS) return retryAfterSeconds(1000 / this.#perSecond);
+      local.waiting++;
+      try {
+        local.pending ??= this.#refill(key, local).finally(() => local.pending = undefined);
+        await local.pending;
+      } finally {
+        local.waiting--;
+      }
     }
-    this.#buckets.set(key, { tokens, at: now });
-    return retryAfterSeconds((1 - tokens) / this.#perMs);
-  }
-}
-
-/**
- * Failures per key within a sliding window: once `maxFailures` happened in the last `windowSeconds`, the key waits
- * until the oldest of them leaves the window. Only failures count, so a user who signs in correctly is never slowed.
- */
-export class FailureCounter {
-  readonly #max: number;
-  readonly #windowMs: number;
-  readonly #now: Clock;
-  readonly #failures: RecentMap<number[]>;
-
-  constructor(opts: { maxFailures: number; windowSeconds: number; maxKeys?: number; now?: Clock }) {
-    this.#max = Math.max(1, opts.maxFailures);
-    this.#windowMs = opts.windowSeconds * 1000;
-    this.#now = opts.now ?? Date.now;
-    this.#failures = new RecentMap(
-      opts.maxKeys ?? DEFAULT_MAX_KEYS,
-      (times) => times.length === 0 || times[times.length - 1] <= this.#now() - this.#windowMs,
-    );
   }
 
-  /** The failures of `key` still inside the window, oldest first. */
-  #recent(key: string): number[] {
-    const since = this.#now() - this.#windowMs;
-    return (this.#failures.get(key) ?? []).filter((t) => t > since);
-  }
-
-  /** 0 when `key` may try now, else the seconds until it may. */
-  retryAfter(key: string): number {
-    const recent = this.#recent(key);
-    if (recent.length < this.#max) return 0;
-    return retryAfterSeconds(recent[recent.length - this.#max] + this.#windowMs - this.#now());
-  }
-
-  fail(key: string) {
-    // the newest `max` failures decide when the key is free again; older ones need not be kept
-    this.#failures.set(key, [...this.#recent(key), this.#now()].slice(-this.#max));
-  }
-
-  clear(key: string) {
-    this.#failures.delete(key);
-  }
-}
-
-export type SignInAttempt = { username: string; address: string };
-
-/**
- * Failed sign-ins, throttled per username (guessing one account's password) and per client address (trying many
- * accounts from one place). Check before verifying the password, so a throttled attempt costs no password hash:
- *
- * ```ts
- * const wait = throttle.retryAfter({ username, address });
- * if (wait) throw tooManyRequests(wait);
- * if (!(await passwordMatches(...))) { throttle.recordFailure({ username, address }); throw unauthorized(); }
- * throttle.recordSuccess({ username, address });
- * ```
- */
-export class SignInThrottle {
-  readonly #byUsername: FailureCounter;
-  readonly #byAddress: FailureCounter;
-
-  constructor(
-    opts: { perUsername: number; perAddress: number; windowSeconds: number; maxKeys?: number; now?: Clock },
-  ) {
-    const common = { windowSeconds: opts.windowSeconds, maxKeys: opts.maxKeys, now: opts.now };
-    this.#byUsername = new FailureCounter({ ...common, maxFailures: opts.perUsername });
-    this.#byAddress = new FailureCounter({ ...common, maxFailures: opts.perAddress });
-  }
-
-  /** Usernames differ only by case and surrounding spaces count as one, so "Ana" and "ana " share a counter. */
-  static #user(username: string) {
-    return username.trim().toLowerCase();
-  }
-
-  /** 0 when the attempt may go ahead, else the seconds to wait (the longer of the two throttles). */
-  retryAfter({ username, address }: SignInAttempt): number {
-    return Math.max(this.#byUsername.retryAfter(SignInThrottle.#user(username)), this.#byAddress.retryAfter(address));
-  }
-
-  recordFailure({ username, address }: SignInAttempt) {
-    this.#byUsername.fail(SignInThrottle.#user(username));
-    this.#byAddress.fail(address);
-  }
-
-  /**
-   * A correct password clears that username's failures. Not the address's: one account an attacker owns must not
-   * reset the count of the guesses made from the same place against others.
-   */
-  recordSuccess({ username }: SignInAttempt) {
-    this.#byUsername.clear(SignInThrottle.#user(username));
+  /** One trip for every request waiting: a batch, or as many tokens as there are requests waiting for one. */
+  async #refill(key: string, local: Local) {
+    const want = Math.min(MAX_WANT, Math.max(this.#batch, local.waiting));
+    const { granted, waitMs } = await this.#take(key, want);
+    const now = this.#now();
+    if (granted > 0) Object.assign(local, { tokens: granted, expiresAt: now + this.#leaseMs, deniedUntil: 0 });
+    else Object.assign(local, { tokens: 0, deniedUntil: now + waitMs });
   }
 }

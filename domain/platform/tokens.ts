@@ -7,47 +7,73 @@ import { UUID_RE } from "./ids.ts";
 export type TokenSettings = Pick<Config, "jwtSecret" | "jwtIssuer" | "jwtAudience" | "jwtMaxTtlSeconds">;
 
 /**
+ * How far the clocks of the instances (and of whatever signs tokens) may differ: a token issued "2 s from now" by a
+ * neighbour whose clock runs ahead is fine, and `exp` and `nbf` get the same margin.
+ */
+export const CLOCK_SKEW_SECONDS = 60;
+
+/**
  * Signs an HS256 token whose `sub` is the company id (the integrator account), with this service's `iss` and `aud`.
- * It lives `ttlSeconds`, the longest lifetime accepted unless told otherwise.
+ * It lives `ttlSeconds`, the longest lifetime accepted unless told otherwise. A token from sign-in names its session
+ * as `jti` (domain/companies/sessions.ts), so it can be revoked on its own.
  */
 export function signToken(
   settings: TokenSettings,
   companyId: string,
   ttlSeconds = settings.jwtMaxTtlSeconds,
+  sessionId?: string,
 ): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
-  return sign(
-    { sub: companyId, iss: settings.jwtIssuer, aud: settings.jwtAudience, iat: now, exp: now + ttlSeconds },
-    settings.jwtSecret,
-    "HS256",
-  );
+  const claims = {
+    sub: companyId,
+    iss: settings.jwtIssuer,
+    aud: settings.jwtAudience,
+    iat: now,
+    exp: now + ttlSeconds,
+  };
+  return sign(sessionId ? { ...claims, jti: sessionId } : claims, settings.jwtSecret, "HS256");
 }
 
 const TOKEN_RE = /^Bearer ([A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*)$/;
 
-export type Verified = { companyId: string; exp: number };
+export type Verified = { companyId: string; iat: number; exp: number; sessionId: string | null };
 
 /**
- * The company (and expiry) of a valid bearer token, or null. Only HS256 is accepted (`alg: none` never is), `iss` and
- * `aud` must name this service, and `iat` and `exp` must both be there, at most `jwtMaxTtlSeconds` apart: a leaked
- * token stops working by itself, and nobody holding an old key can sign one that never expires.
+ * The company, session and lifetime of a valid bearer token, or null. Only HS256 is accepted (`alg: none` never
+ * is), `iss` and `aud` must name this service, and `iat` and `exp` must both be there, at most `jwtMaxTtlSeconds`
+ * apart: a leaked token stops working by itself, and nobody holding an old key can sign one that never expires. `iat`,
+ * `nbf` and `exp` are compared with `CLOCK_SKEW_SECONDS` of margin. Whether the token was revoked since is the
+ * TokenGuard's question (domain/companies/token_guard.ts).
  */
-export async function verifyBearer(settings: TokenSettings, header: string | undefined): Promise<Verified | null> {
+export async function verifyBearer(
+  settings: TokenSettings,
+  header: string | undefined,
+  nowSeconds = Date.now() / 1000,
+): Promise<Verified | null> {
   const match = TOKEN_RE.exec(header ?? "");
   if (!match) return null;
   try {
-    const { sub, exp, iat } = await verify(match[1], settings.jwtSecret, {
+    const { sub, exp, iat, nbf, jti } = await verify(match[1], settings.jwtSecret, {
       alg: "HS256",
       iss: settings.jwtIssuer,
       aud: settings.jwtAudience,
+      // the times are checked below, with the margin hono's checks do not have
+      exp: false,
+      nbf: false,
+      iat: false,
     });
     if (typeof sub !== "string" || !UUID_RE.test(sub)) return null;
-    if (typeof exp !== "number" || typeof iat !== "number" || exp - iat > settings.jwtMaxTtlSeconds) return null;
-    return { companyId: sub.toLowerCase(), exp };
+    if (!finite(exp) || !finite(iat) || exp - iat > settings.jwtMaxTtlSeconds) return null;
+    if (iat > nowSeconds + CLOCK_SKEW_SECONDS || exp <= nowSeconds - CLOCK_SKEW_SECONDS) return null;
+    if (nbf !== undefined && (!finite(nbf) || nbf > nowSeconds + CLOCK_SKEW_SECONDS)) return null;
+    if (jti !== undefined && (typeof jti !== "string" || !UUID_RE.test(jti))) return null;
+    return { companyId: sub.toLowerCase(), iat, exp, sessionId: jti?.toLowerCase() ?? null };
   } catch {
     return null;
   }
 }
+
+const finite = (n: unknown): n is number => typeof n === "number" && Number.isFinite(n);
 
 const encoder = new TextEncoder();
 

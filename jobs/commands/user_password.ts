@@ -5,7 +5,8 @@ import { resetPassword } from "../../domain/companies/users.ts";
 
 /**
  * `deno task user:password --username <name>`: replaces the user's password with a generated one and prints it
- * once, alone on the last line. Tokens already issued stay valid until they expire (24 hours at most).
+ * once, alone on the last line. The user's sessions end: tokens it got from sign-in answer 401 at once, on every
+ * instance.
  */
 const { values } = parseArgs({ args: Deno.args, options: { username: { type: "string" } } });
 if (!values.username) {

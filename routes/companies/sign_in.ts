@@ -1,20 +1,25 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import type { Context } from "hono";
-import { authenticate } from "../../domain/companies/users.ts";
+import { authenticate, usernameKey } from "../../domain/companies/users.ts";
+import { reserveSignIn, settleSignIn } from "../../domain/companies/sign_in_throttle.ts";
+import { endSession, startSession } from "../../domain/companies/sessions.ts";
 import type { Deps } from "../../domain/platform/deps.ts";
-import { tooManyRequests, unauthorized } from "../../domain/platform/errors.ts";
-import { SignInThrottle } from "../../domain/platform/rate_limit.ts";
+import { serviceUnavailable, tooManyRequests, unauthorized, unprocessable } from "../../domain/platform/errors.ts";
 import { signToken } from "../../domain/platform/tokens.ts";
+import { PoolFull, WorkPool } from "../../domain/platform/work_pool.ts";
+import { clientAddress } from "../platform/client_address.ts";
 import { newRouter } from "../platform/router.ts";
-import { bodyErrorResponses, jsonBody, jsonResponse, serverErrorResponses } from "../platform/schemas.ts";
+import {
+  bodyErrorResponses,
+  errorResponses,
+  jsonBody,
+  jsonResponse,
+  serverErrorResponses,
+} from "../platform/schemas.ts";
 
 export const SIGN_IN_PATH = "/api/v1/sign_in";
 
 /** A token from sign-in lives a day, as Facilitapay's clients expect (they cache it for 86,400 s). */
 const SIGN_IN_TTL_SECONDS = 24 * 60 * 60;
-
-/** platform.md §1: more than 10 failures for one username in 15 minutes wait; per address a wider net. */
-const THROTTLE = { perUsername: 10, perAddress: 100, windowSeconds: 15 * 60 };
 
 // the bound on the password bounds the work a request can ask of scrypt
 const SignInBody = z.object({
@@ -37,8 +42,11 @@ const signIn = createRoute({
   tags: ["Authentication"],
   security: [], // this is how a bearer is obtained
   summary: "Sign in with a username and password; answers a bearer token valid 24 hours",
-  description: "Wrong username or password: 401 with the same body whichever was wrong. More than 10 failures for " +
-    "one username within 15 minutes: 429 with `Retry-After` until the window has passed (counted per instance).",
+  description: "Wrong username or password, or a disabled user: 401 with the same body whichever was wrong. More " +
+    "than `SIGN_IN_FAILURES_PER_USERNAME` (10) failures for one username, or `SIGN_IN_FAILURES_PER_ADDRESS` (100) " +
+    "from one address, within `SIGN_IN_FAILURE_WINDOW_SECONDS` (15 minutes): 429 with `Retry-After` until the window " +
+    "has passed, counted across every instance. Too many sign-ins being checked at once: 503 with `Retry-After`. " +
+    "The token names a session, ended by `POST /api/v1/sign_out`, a new password or a disabled user.",
   request: {
     body: jsonBody(SignInBody, { user: { username: "ana@acme.example", password: "s3cret-from-user-create" } }),
   },
@@ -51,28 +59,53 @@ const signIn = createRoute({
   },
 });
 
-/** The client's address as the server saw it (a proxy's when behind one); "local" when called without a server. */
-function clientAddress(c: Context): string {
-  const info = c.env as Deno.ServeHandlerInfo<Deno.NetAddr> | undefined;
-  return info?.remoteAddr?.hostname ?? "local";
-}
+const signOut = createRoute({
+  operationId: "signOut",
+  method: "post",
+  path: "/api/v1/sign_out",
+  tags: ["Authentication"],
+  summary: "End the session of the bearer token: it answers 401 from now on, on every instance",
+  description: "Only a token from sign-in has a session; one made by `deno task token` answers 422 (revoke those " +
+    "with `deno task token:revoke`, which ends every token of the company).",
+  responses: {
+    204: { description: "Signed out" },
+    ...errorResponses,
+  },
+});
 
 export function signInRoutes(deps: Deps) {
-  const throttle = new SignInThrottle(THROTTLE);
+  const { limits } = deps.config;
+  const throttle = {
+    perUsername: limits.signInFailuresPerUsername,
+    perAddress: limits.signInFailuresPerAddress,
+    windowSeconds: limits.signInWindowSeconds,
+  };
+  // scrypt holds 32 MiB while it runs: a flood of sign-ins waits here or is turned away, never all hashed at once
+  const hashing = new WorkPool({ concurrency: limits.signInHashConcurrency, queue: limits.signInHashQueue });
   return newRouter().openapi(signIn, async (c) => {
     const { username, password } = c.req.valid("json").user;
-    const attempt = { username, address: clientAddress(c) };
-    const wait = throttle.retryAfter(attempt);
-    if (wait) throw tooManyRequests(wait);
-    const user = await authenticate(deps.sql, username, password);
-    if (!user) {
-      throttle.recordFailure(attempt);
-      throw unauthorized();
+    const attempt = { username: usernameKey(username), address: clientAddress(c, deps.config.trustProxy) };
+    const held = await reserveSignIn(deps.sql, throttle, attempt);
+    if ("waitSeconds" in held) throw tooManyRequests(held.waitSeconds);
+    let user;
+    try {
+      user = await authenticate(deps.sql, hashing, username, password);
+    } catch (err) {
+      if (!(err instanceof PoolFull)) throw err;
+      await settleSignIn(deps.sql, attempt, held, "not_tried");
+      throw serviceUnavailable(1);
     }
-    throttle.recordSuccess(attempt);
+    if (!user) throw unauthorized(); // the reservation stays: a failure counted
+    await settleSignIn(deps.sql, attempt, held, "succeeded");
     const ttl = Math.min(SIGN_IN_TTL_SECONDS, deps.config.jwtMaxTtlSeconds);
-    const jwt = await signToken(deps.config, user.companyId, ttl);
+    const sessionId = await startSession(deps.sql, { companyId: user.companyId, userId: user.id, ttlSeconds: ttl });
+    const jwt = await signToken(deps.config, user.companyId, ttl, sessionId);
     c.header("cache-control", "no-store");
     return c.json({ username: user.username, name: user.name, jwt }, 200);
+  }).openapi(signOut, async (c) => {
+    const sessionId = c.get("sessionId");
+    if (!sessionId) throw unprocessable("this token was not issued by sign-in: revoke it with deno task token:revoke");
+    await endSession(deps.sql, c.get("companyId"), sessionId);
+    return c.body(null, 204);
   });
 }

@@ -1,6 +1,7 @@
 import type { MiddlewareHandler } from "hono";
+import type { TokenGuard } from "../../domain/companies/token_guard.ts";
 import { unauthorized } from "../../domain/platform/errors.ts";
-import { type TokenSettings, type Verified, verifyBearer } from "../../domain/platform/tokens.ts";
+import { CLOCK_SKEW_SECONDS, type TokenSettings, type Verified, verifyBearer } from "../../domain/platform/tokens.ts";
 
 const MAX_CACHED_TOKENS = 10_000;
 
@@ -11,7 +12,7 @@ const MAX_CACHED_TOKENS = 10_000;
  */
 function tokenCache(settings: TokenSettings) {
   const cache = new Map<string, Verified>();
-  return async (header: string | undefined): Promise<string | null> => {
+  return async (header: string | undefined): Promise<Verified | null> => {
     if (!header) return null;
     let verified = cache.get(header);
     if (!verified) {
@@ -20,23 +21,26 @@ function tokenCache(settings: TokenSettings) {
       if (cache.size >= MAX_CACHED_TOKENS) cache.clear();
       cache.set(header, verified = fresh);
     }
-    if (verified.exp > Date.now() / 1000) return verified.companyId;
+    if (verified.exp > Date.now() / 1000 - CLOCK_SKEW_SECONDS) return verified;
     cache.delete(header);
     return null;
   };
 }
 
-/** Rejects the request with 401 unless it carries a valid token; stores the company id on the context. */
+/**
+ * Rejects the request with 401 unless it carries a valid token that was not revoked (`guard`); stores the company
+ * and the session (null for a token not from sign-in) on the context.
+ */
 export function requireCompany(
   settings: TokenSettings,
-  ensureCompany: (id: string) => Promise<void>,
-): MiddlewareHandler<{ Variables: { companyId: string } }> {
-  const companyOf = tokenCache(settings);
+  guard: TokenGuard,
+): MiddlewareHandler<{ Variables: { companyId: string; sessionId: string | null } }> {
+  const verifiedOf = tokenCache(settings);
   return async (c, next) => {
-    const companyId = await companyOf(c.req.header("authorization"));
-    if (!companyId) throw unauthorized();
-    await ensureCompany(companyId);
-    c.set("companyId", companyId);
+    const token = await verifiedOf(c.req.header("authorization"));
+    if (!token || !(await guard.accepts(token))) throw unauthorized();
+    c.set("companyId", token.companyId);
+    c.set("sessionId", token.sessionId);
     await next();
   };
 }

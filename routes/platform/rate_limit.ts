@@ -1,17 +1,16 @@
 import type { MiddlewareHandler } from "hono";
 import { tooManyRequests } from "../../domain/platform/errors.ts";
-import { RateLimiter } from "../../domain/platform/rate_limit.ts";
+import type { RateLimiter } from "../../domain/platform/rate_limit.ts";
 
 /**
  * Requests per second per company, after authentication (the company is the key) and before the body is read.
- * Over the rate: 429 with Retry-After, the request not handled. Each router made by `createApp` has its own buckets.
+ * Over the rate: 429 with Retry-After, the request not handled. The buckets are shared by every instance
+ * (domain/platform/rate_limit.ts).
  */
-export function limitPerCompany(
-  opts: { perSecond: number; burst: number },
-): MiddlewareHandler<{ Variables: { companyId: string } }> {
-  const limiter = new RateLimiter(opts);
+export function limitPerCompany(limiter: RateLimiter): MiddlewareHandler<{ Variables: { companyId: string } }> {
+  if (!limiter.enabled) return (_c, next) => next();
   return async (c, next) => {
-    const wait = limiter.take(c.get("companyId"));
+    const wait = await limiter.take(c.get("companyId"));
     if (wait > 0) throw tooManyRequests(wait);
     await next();
   };

@@ -13,7 +13,7 @@ import {
 } from "../../domain/platform/errors.ts";
 
 /** What every authenticated request carries in its context. */
-export type AppEnv = { Variables: { companyId: string; requestId: string } };
+export type AppEnv = { Variables: { companyId: string; sessionId: string | null; requestId: string } };
 
 /** Keys that wrap a request body (`{person: {...}}`); their absence is a 400 with a detail, not a field error. */
 const WRAPPER_KEYS = new Set(["person", "company", "bank_account", "document", "transaction", "user"]);

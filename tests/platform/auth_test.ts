@@ -49,12 +49,16 @@ Deno.test("authentication and tenancy", async (t) => {
     ["the old published development secret", () => signed(claims, "dev-only-secret-change-me")],
     ["alg none", () => Promise.resolve(`Bearer ${b64url({ alg: "none", typ: "JWT" })}.${b64url(claims)}.`)],
     ["alg HS512", async () => `Bearer ${await sign(claims, TEST_JWT_SECRET, "HS512")}`],
-    ["an expired token", () => signed({ ...claims, iat: now - 120, exp: now - 10 })],
+    // expired longer ago than the clock-skew leeway (60 s)
+    ["an expired token", () => signed({ ...claims, iat: now - 300, exp: now - 61 })],
     ["no exp", () => signed(without("exp"))],
     ["no iat", () => signed(without("iat"))],
     ["a lifetime over JWT_MAX_TTL_SECONDS", () => signed({ ...claims, exp: now + TEST_TOKENS.jwtMaxTtlSeconds + 1 })],
     ["a lifetime of ten years", () => signed({ ...claims, exp: now + 10 * 365 * 86400 })],
     ["iat in the future", () => signed({ ...claims, iat: now + 3600, exp: now + 7200 })],
+    ["iat more than the leeway ahead", () => signed({ ...claims, iat: now + 62, exp: now + 3600 })],
+    ["nbf more than the leeway ahead", () => signed({ ...claims, nbf: now + 62 })],
+    ["a jti that is not a session id", () => signed({ ...claims, jti: "my-session" })],
     ["no iss", () => signed(without("iss"))],
     ["another iss", () => signed({ ...claims, iss: "someone-else" })],
     ["no aud", () => signed(without("aud"))],
@@ -69,11 +73,20 @@ Deno.test("authentication and tenancy", async (t) => {
     });
   }
 
+  await t.step("clocks that differ by up to a minute agree: iat, nbf and exp have 60 s of leeway", async () => {
+    // signed by an instance whose clock runs 2 s (then 59 s) ahead of this one
+    assert.equal((await call(await signed({ ...claims, iat: now + 2, exp: now + 3600 }))).status, 200);
+    assert.equal((await call(await signed({ ...claims, iat: now + 59, exp: now + 3600, nbf: now + 59 }))).status, 200);
+    // expired 30 s ago by this clock, not by the signer's
+    assert.equal((await call(await signed({ ...claims, iat: now - 600, exp: now - 30 }))).status, 200);
+  });
+
   await t.step("a token accepted once is refused after it expires (the verified-token cache checks exp)", async () => {
-    const iat = Math.floor(Date.now() / 1000);
-    const token = await signed({ ...claims, iat, exp: iat + 2 });
+    // expired 58 s ago: accepted within the 60 s leeway, refused once the leeway has passed too
+    const at = Math.floor(Date.now() / 1000);
+    const token = await signed({ ...claims, iat: at - 100, exp: at - 58 });
     assert.equal((await call(token)).status, 200);
-    await new Promise((r) => setTimeout(r, (iat + 2) * 1000 - Date.now() + 50));
+    await new Promise((r) => setTimeout(r, (at + 2) * 1000 - Date.now() + 50));
     assert.deepEqual(await call(token), { status: 401, body: UNAUTHORIZED });
   });
 

@@ -168,3 +168,116 @@ Deno.test("user:create and user:password, then sign-in on the running service; n
     await ctx.close();
   }
 });
+
+/** POST /api/v1/sign_in on `app` with extra headers; status, body and headers. */
+function signInOn(app: { request: (path: string, init: RequestInit) => Response | Promise<Response> }) {
+  return async (username: string, password: string, headers: Record<string, string> = {}) => {
+    const res = await app.request("/api/v1/sign_in", {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify({ user: { username, password } }),
+    });
+    return { status: res.status, body: await res.json(), retryAfter: res.headers.get("retry-after") };
+  };
+}
+
+Deno.test("the sign-in throttle: its settings, one form of a username, the client behind trusted proxies", async (t) => {
+  await t.step("SIGN_IN_FAILURES_PER_USERNAME is honoured", async () => {
+    const ctx = await setup("sign_in_per_username", { env: { SIGN_IN_FAILURES_PER_USERNAME: "3" } });
+    try {
+      const made = await createUser(ctx.sql, { companyId: crypto.randomUUID(), username: "dora" });
+      assert.ok("password" in made);
+      const signIn = signInOn(ctx.app);
+      for (let i = 0; i < 3; i++) assert.equal((await signIn("dora", `guess-${i}`)).status, 401);
+      const fourth = await signIn("dora", made.password);
+      assert.equal(fourth.status, 429, "the right password waits too once the count is reached");
+      assert.ok(Number(fourth.retryAfter) > 890);
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  await t.step("a username counts once however it is written; a look-alike is another, unknown, user", async () => {
+    const ctx = await setup("sign_in_username_forms");
+    try {
+      const made = await createUser(ctx.sql, { companyId: crypto.randomUUID(), username: "mario.rossi@acme.io" });
+      assert.ok("password" in made);
+      const signIn = signInOn(ctx.app);
+      // full-width letters are the same username once NFKC-normalised, and case never counts
+      assert.equal((await signIn("ｍａｒｉｏ.ＲＯＳＳＩ@acme.io", made.password)).status, 200);
+      // a dotted capital I folds to "i" plus a combining dot: not mario's username, so it can never guess his
+      // password, whatever Postgres' lower() would have made of it
+      assert.equal((await signIn("marİo.rossİ@acme.İo", made.password)).status, 401);
+      const forms = ["MARIO.ROSSI@ACME.IO", "Mario.Rossi@Acme.Io", "ｍａｒｉｏ.rossi@acme.io", " mario.rossi@acme.io "];
+      for (let i = 0; i < 10; i++) assert.equal((await signIn(forms[i % forms.length], `guess-${i}`)).status, 401);
+      for (const form of [...forms, "mario.rossi@acme.io"]) {
+        assert.equal((await signIn(form, made.password)).status, 429, `${form} is throttled as one username`);
+      }
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  await t.step(
+    "without a trusted proxy, a client's X-Forwarded-For is ignored: it cannot pick its address",
+    async () => {
+      const ctx = await setup("sign_in_no_proxy", { env: { SIGN_IN_FAILURES_PER_ADDRESS: "3" } });
+      try {
+        const signIn = signInOn(ctx.app);
+        for (let i = 0; i < 3; i++) {
+          const spoofed = { "x-forwarded-for": `198.51.100.${i}` };
+          assert.equal((await signIn(`nobody-${i}`, "guess", spoofed)).status, 401);
+        }
+        const next = await signIn("nobody-else", "guess", { "x-forwarded-for": "198.51.100.77" });
+        assert.equal(next.status, 429);
+      } finally {
+        await ctx.close();
+      }
+    },
+  );
+
+  await t.step("behind TRUST_PROXY_HOPS=1, each client is counted by the address the proxy saw", async () => {
+    const ctx = await setup("sign_in_proxy", {
+      env: { SIGN_IN_FAILURES_PER_ADDRESS: "3", TRUST_PROXY_HOPS: "1" },
+    });
+    try {
+      const made = await createUser(ctx.sql, { companyId: crypto.randomUUID(), username: "eva" });
+      assert.ok("password" in made);
+      const signIn = signInOn(ctx.app);
+      // the attacker writes its own X-Forwarded-For; the proxy appends the address it really came from
+      const attacker = (forged: string) => ({ "x-forwarded-for": `${forged}, 203.0.113.66` });
+      for (let i = 0; i < 3; i++) {
+        assert.equal((await signIn(`victim-${i}`, "guess", attacker(`10.0.0.${i}`))).status, 401);
+      }
+      assert.equal((await signIn("victim-9", "guess", attacker("10.0.0.9"))).status, 429);
+      // everyone else behind the same proxy signs in as before
+      const other = await signIn("eva", made.password, { "x-forwarded-for": "192.0.2.10" });
+      assert.equal(other.status, 200);
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  await t.step("the hash pool: sign-ins past its queue answer 503 with Retry-After, and are not counted", async () => {
+    const ctx = await setup("sign_in_pool", {
+      env: { SIGN_IN_HASH_CONCURRENCY: "1", SIGN_IN_HASH_QUEUE: "1", SIGN_IN_FAILURES_PER_ADDRESS: "1000" },
+    });
+    try {
+      const made = await createUser(ctx.sql, { companyId: crypto.randomUUID(), username: "fabio" });
+      assert.ok("password" in made);
+      const signIn = signInOn(ctx.app);
+      const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => signIn(`unknown-${i}`, "guess")));
+      const statuses = answers.map((a) => a.status).sort();
+      assert.deepEqual(statuses, [401, 401, 503, 503, 503, 503, 503, 503]);
+      assert.ok(answers.filter((a) => a.status === 503).every((a) => a.retryAfter === "1"));
+      // a turned-away attempt took no place in any count: fabio's 10 places are all there
+      const busy = await Promise.all(Array.from({ length: 4 }, () => signIn("fabio", "wrong")));
+      const turnedAway = busy.filter((a) => a.status === 503).length;
+      assert.ok(turnedAway >= 2, `${turnedAway} turned away`);
+      for (let i = 0; i < 10 - (4 - turnedAway); i++) assert.equal((await signIn("fabio", `g${i}`)).status, 401);
+      assert.equal((await signIn("fabio", made.password)).status, 429);
+    } finally {
+      await ctx.close();
+    }
+  });
+});

@@ -1,0 +1,41 @@
+import type { Context } from "hono";
+
+/** How many reverse proxies in front of the service to believe, and which header they write (docs/production.md). */
+export type TrustedProxies = { hops: number; header: "x-forwarded-for" | "forwarded" };
+
+const MAX_ADDRESS_LENGTH = 100;
+
+/**
+ * The client's address for the per-address throttle. With no trusted proxy (the default), the address the
+ * connection came from; a client cannot choose it. Behind `hops` proxies, each of which appends the address it saw
+ * to the header, the entry the outermost trusted proxy wrote, counted from the right: what a client wrote itself is
+ * further left and never read. A header shorter than the hops counts as far as it goes. "local" when called without
+ * a server (tests).
+ */
+export function clientAddress(c: Context, trust: TrustedProxies): string {
+  const info = c.env as Deno.ServeHandlerInfo<Deno.NetAddr> | undefined;
+  const socket = info?.remoteAddr?.hostname ?? "local";
+  if (trust.hops === 0) return socket;
+  const written = forwardedFor(c.req.raw.headers, trust.header);
+  const chain = [socket, ...written.reverse()];
+  return chain[Math.min(trust.hops, chain.length - 1)].slice(0, MAX_ADDRESS_LENGTH);
+}
+
+/** The addresses a header lists, left to right, without ports, brackets or quotes. */
+export function forwardedFor(headers: Headers, header: TrustedProxies["header"]): string[] {
+  const value = headers.get(header); // repeated headers arrive joined by ", "
+  if (!value) return [];
+  const entries = header === "forwarded"
+    ? value.split(",").map((element) => /(?:^|;)\s*for\s*=\s*("[^"]*"|[^;\s]*)/i.exec(element)?.[1] ?? "")
+    : value.split(",");
+  return entries.map(bareAddress).filter((a) => a !== "");
+}
+
+/** `"[2001:db8::1]:443"` → `2001:db8::1`, `203.0.113.9:1234` → `203.0.113.9`. */
+function bareAddress(entry: string): string {
+  const text = entry.trim().replace(/^"|"$/g, "");
+  const bracketed = /^\[([^\]]*)\](?::\d+)?$/.exec(text);
+  if (bracketed) return bracketed[1].toLowerCase();
+  const v4WithPort = /^(\d{1,3}(?:\.\d{1,3}){3}):\d+$/.exec(text);
+  return (v4WithPort ? v4WithPort[1] : text).toLowerCase();
+}
