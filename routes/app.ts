@@ -68,13 +68,14 @@ export function createApp(deps: Deps) {
   app.use("*", limitInFlight(deps.config.maxInflightRequests, ["/healthz"]));
   // the token is checked before a byte of the body is read: an anonymous client cannot make us receive 22 MB
   // sign-in is how a token is obtained: it has no company yet, and its own throttle (routes/companies/sign_in.ts)
+  const guard = new TokenGuard(deps.sql);
   const rate = (scope: string, perSecond: number, burst: number) =>
     new RateLimiter({ perSecond, burst, take: bucketsIn(deps.sql, scope, { perSecond, burst }) });
   app.use(
     "/api/*",
     except(
       SIGN_IN_PATH,
-      requireCompany(deps.config, new TokenGuard(deps.sql)),
+      requireCompany(deps.config, guard),
       limitPerCompany(rate("api", limits.requestsPerSecond, limits.requestBurst)),
     ),
   );
@@ -91,7 +92,7 @@ export function createApp(deps: Deps) {
   app.route("/", operationsRoutes(deps));
   app.route("/", docsRoutes());
   app.route("/", consoleRoutes());
-  app.route("/", signInRoutes(deps));
+  app.route("/", signInRoutes(deps, guard));
   app.route("/", peopleRoutes(deps));
   app.route("/", companyRoutes(deps));
   app.route("/", webhookEndpointRoutes(deps));

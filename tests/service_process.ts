@@ -145,3 +145,16 @@ export async function httpCompany(companyId = crypto.randomUUID(), settings: Tok
   };
   return { id: companyId, token, call };
 }
+
+/** `deno task <task> <args>` against `databaseUrl`, as an operator runs it; its exit code, stdout lines and stderr. */
+export async function runTask(databaseUrl: string, args: string[]) {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["task", "-q", ...args],
+    cwd: root,
+    env: { DATABASE_URL: databaseUrl, LOG_LEVEL: "error", JWT_SECRET: TEST_JWT_SECRET },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(out.stdout).trimEnd();
+  return { code: out.code, lines: text.split("\n"), stderr: new TextDecoder().decode(out.stderr) };
+}

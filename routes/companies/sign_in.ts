@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { authenticate, usernameKey } from "../../domain/companies/users.ts";
 import { reserveSignIn, settleSignIn } from "../../domain/companies/sign_in_throttle.ts";
 import { endSession, startSession } from "../../domain/companies/sessions.ts";
+import type { TokenGuard } from "../../domain/companies/token_guard.ts";
 import type { Deps } from "../../domain/platform/deps.ts";
 import { serviceUnavailable, tooManyRequests, unauthorized, unprocessable } from "../../domain/platform/errors.ts";
 import { signToken } from "../../domain/platform/tokens.ts";
@@ -73,7 +74,7 @@ const signOut = createRoute({
   },
 });
 
-export function signInRoutes(deps: Deps) {
+export function signInRoutes(deps: Deps, guard: TokenGuard) {
   const { limits } = deps.config;
   const throttle = {
     perUsername: limits.signInFailuresPerUsername,
@@ -106,6 +107,8 @@ export function signInRoutes(deps: Deps) {
     const sessionId = c.get("sessionId");
     if (!sessionId) throw unprocessable("this token was not issued by sign-in: revoke it with deno task token:revoke");
     await endSession(deps.sql, c.get("companyId"), sessionId);
+    // this instance at once; the others when the sessions_revoked notification reaches them, milliseconds later
+    guard.forget(c.get("companyId"));
     return c.body(null, 204);
   });
 }

@@ -2,24 +2,9 @@ import assert from "node:assert/strict";
 import { decode } from "hono/jwt";
 import { createUser } from "../../domain/companies/users.ts";
 import { setup } from "../helpers.ts";
-import { startService } from "../service_process.ts";
+import { runTask, startService } from "../service_process.ts";
 
 const UNAUTHORIZED = { errors: { detail: "Unauthorized" } };
-const root = new URL("../..", import.meta.url).pathname;
-
-/** `deno task <task> <args>` against the test database; its stdout lines. */
-async function runTask(databaseUrl: string, args: string[]) {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["task", "-q", ...args],
-    cwd: root,
-    env: { DATABASE_URL: databaseUrl, LOG_LEVEL: "error", JWT_SECRET: "unused-by-these-commands-0123456789abcdef" },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const text = new TextDecoder().decode(out.stdout).trimEnd();
-  return { code: out.code, lines: text.split("\n"), stderr: new TextDecoder().decode(out.stderr) };
-}
-
 Deno.test("signing in with a username and password", async (t) => {
   const ctx = await setup("sign_in");
   const signIn = async (body: unknown, headers: Record<string, string> = {}) => {
