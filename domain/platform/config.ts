@@ -23,7 +23,7 @@ const schedule = z.string().regex(/^\s*\d+(\.\d+)?(\s*,\s*\d+(\.\d+)?)*\s*$/, "m
   .transform((s) => expandSchedule(s.split(",").map((n) => Number(n.trim()))));
 
 // Limits (docs/limits.md): per-company request rates, webhook endpoint quotas, stored-object quotas and the sign-in
-// throttle. Rates are per process and per second; a rate of 0 turns that limiter off.
+// throttle. Rates are per second, for all instances together (shared buckets); a rate of 0 turns that limiter off.
 const rate = (fallback: number) => z.coerce.number().min(0).max(1_000_000).default(fallback);
 const count = (fallback: number) => z.coerce.number().int().min(1).max(1_000_000).default(fallback);
 // Stored objects are counted in Postgres columns (sql/0022_company_usage.sql): integers for counts, bigint for bytes.

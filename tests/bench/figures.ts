@@ -28,6 +28,20 @@ const DESCRIPTIONS: Record<string, Description> = {
   },
   http_get_person_p99_ms: { meaning: "99th percentile latency of GET person (ms)", target: below(25, " ms") },
   http_get_person_errors: { meaning: "GET person answers that were not 2xx, plus socket errors" },
+  http_post_person_limited_rps: {
+    meaning: "POST person requests/s with the per-company rate limit on, its buckets shared in Postgres",
+  },
+  http_post_person_limited_vs_unlimited_pct: {
+    meaning: "POST person requests/s with the shared rate limit on, as a share of the same run with it off (%)",
+    target: atLeast(90, "%"),
+  },
+  http_post_person_limited_errors: { meaning: "POST person answers (limit on) that were not 2xx: a 429 is one" },
+  http_get_person_limited_rps: { meaning: "GET person requests/s with the shared rate limit on" },
+  http_get_person_limited_vs_unlimited_pct: {
+    meaning: "GET person requests/s with the shared rate limit on, as a share of the same run with it off (%)",
+    target: atLeast(90, "%"),
+  },
+  http_get_person_limited_errors: { meaning: "GET person answers (limit on) that were not 2xx: a 429 is one" },
 
   events_per_run: { meaning: "events (or no-op jobs) each webhook phase pushes through" },
   worker_concurrency: { meaning: "jobs graphile-worker runs at once in this process" },

@@ -19,6 +19,34 @@ function row(name: string, r: LoadResult) {
   } ms   p99 ${r.p99Ms.toFixed(2).padStart(6)} ms   errors ${r.errors}`;
 }
 
+/**
+ * The per-company rate limit for the "limited" phase: a rate that never binds, so what it measures is the price of
+ * counting (a trip to the shared bucket per batch of burst/50 tokens, 40 here), not the 429s. BENCH_RATE_LIMIT
+ * (`rate:burst`) changes it.
+ */
+const [LIMITED_RATE, LIMITED_BURST] = (Deno.env.get("BENCH_RATE_LIMIT") ?? "100000:2000").split(":");
+
+let cpfs = 0;
+/** A new valid CPF each call, for the fallback load generator (wrk makes its own). */
+function cpf() {
+  const d = String(100_000_000 + (cpfs++ % 800_000_000)).split("").map(Number);
+  for (const len of [9, 10]) {
+    const sum = d.slice(0, len).reduce((s, v, i) => s + v * (len + 1 - i), 0);
+    d.push(((sum * 10) % 11) % 10);
+  }
+  return d.join("");
+}
+
+/** POST person with a new CPF, as the fallback load generator sends it. */
+const newPersonRequest = (base: string, auth: Record<string, string>) => () =>
+  new Request(`${base}/api/v1/subject/people`, {
+    method: "POST",
+    headers: { ...auth, "content-type": "application/json" },
+    body: JSON.stringify({
+      person: { document_number: cpf(), document_type: "cpf", social_name: "Bench", fiscal_country: "BRA" },
+    }),
+  });
+
 async function benchHttp(): Promise<Figures> {
   const url = await freshDatabase("bench_http");
   const { child: service, base: BASE } = await startService(url);
@@ -35,15 +63,6 @@ async function benchHttp(): Promise<Figures> {
     const personId: string = created.data.id;
     const env = { TOKEN: token, PERSON_ID: personId };
     const wrkDir = new URL("./wrk/", import.meta.url).pathname;
-    let n = 0;
-    const cpf = () => {
-      const d = String(100_000_000 + (n++ % 800_000_000)).split("").map(Number);
-      for (const len of [9, 10]) {
-        const sum = d.slice(0, len).reduce((s, v, i) => s + v * (len + 1 - i), 0);
-        d.push(((sum * 10) % 11) % 10);
-      }
-      return d.join("");
-    };
 
     const health = await load({
       url: `${BASE}/healthz`,
@@ -57,14 +76,7 @@ async function benchHttp(): Promise<Figures> {
       seconds: SECONDS,
       script: `${wrkDir}post_person.lua`,
       env,
-      request: () =>
-        new Request(`${BASE}/api/v1/subject/people`, {
-          method: "POST",
-          headers: { ...auth, "content-type": "application/json" },
-          body: JSON.stringify({
-            person: { document_number: cpf(), document_type: "cpf", social_name: "Bench", fiscal_country: "BRA" },
-          }),
-        }),
+      request: newPersonRequest(BASE, auth),
     });
     const get = await load({
       url: BASE,
@@ -100,12 +112,70 @@ async function benchHttp(): Promise<Figures> {
   }
 }
 
+/**
+ * POST and GET person again on a service with the per-company rate limit on, after the same phases with it off:
+ * what the shared counters (and the token guard, in both) cost a request, as a share of the same run's figures.
+ */
+async function benchHttpLimited(unlimited: Figures): Promise<Figures> {
+  const url = await freshDatabase("bench_http_limited");
+  const { child: service, base: BASE } = await startService(url, {
+    RATE_LIMIT_PER_SECOND: LIMITED_RATE,
+    RATE_LIMIT_BURST: LIMITED_BURST,
+  });
+  try {
+    const token = await signToken(loadConfig({ JWT_SECRET }), crypto.randomUUID());
+    const auth = { authorization: `Bearer ${token}` };
+    const created = await fetch(`${BASE}/api/v1/subject/people`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify({
+        person: { document_number: "52998224725", document_type: "cpf", social_name: "Bench", fiscal_country: "BRA" },
+      }),
+    }).then((r) => r.json());
+    const env = { TOKEN: token, PERSON_ID: created.data.id };
+    const wrkDir = new URL("./wrk/", import.meta.url).pathname;
+    const post = await load({
+      url: BASE,
+      connections: CONNECTIONS,
+      seconds: SECONDS,
+      script: `${wrkDir}post_person.lua`,
+      env,
+      request: newPersonRequest(BASE, auth),
+    });
+    const get = await load({
+      url: BASE,
+      connections: CONNECTIONS,
+      seconds: SECONDS,
+      script: `${wrkDir}get_person.lua`,
+      env,
+      request: () => new Request(`${BASE}/api/v1/subject/people/${created.data.id}`, { headers: auth }),
+    });
+    console.log(`\nHTTP with the shared rate limit on (${LIMITED_RATE}/s, burst ${LIMITED_BURST})`);
+    console.log(row("POST person, limited", post));
+    console.log(row("GET person, limited", get));
+    const share = (r: LoadResult, of: number | string) => round((100 * r.requestsPerSecond) / Number(of));
+    return {
+      http_post_person_limited_rps: round(post.requestsPerSecond, 0),
+      http_post_person_limited_vs_unlimited_pct: share(post, unlimited.http_post_person_rps),
+      http_post_person_limited_errors: post.errors,
+      http_get_person_limited_rps: round(get.requestsPerSecond, 0),
+      http_get_person_limited_vs_unlimited_pct: share(get, unlimited.http_get_person_rps),
+      http_get_person_limited_errors: get.errors,
+    };
+  } finally {
+    service.kill("SIGTERM");
+    await service.status;
+    await dropDatabase(url);
+  }
+}
+
 const round = (n: number, places = 1) => Math.round(n * 10 ** places) / 10 ** places;
 
 const only = Deno.env.get("BENCH_ONLY"); // "http", "webhooks" or "volume"
 let all: Figures = {};
 if (!only || only === "http") {
-  const figures = await benchHttp();
+  const unlimited = await benchHttp();
+  const figures = { ...unlimited, ...(await benchHttpLimited(unlimited)) };
   console.log("");
   for (const line of describe(figures)) console.log(line);
   all = { ...all, ...figures };
