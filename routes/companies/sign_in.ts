@@ -11,9 +11,9 @@ import { clientAddress } from "../platform/client_address.ts";
 import { newRouter } from "../platform/router.ts";
 import {
   bodyErrorResponses,
-  errorResponses,
   jsonBody,
   jsonResponse,
+  requestIdHeader,
   serverErrorResponses,
 } from "../platform/schemas.ts";
 
@@ -69,8 +69,8 @@ const signOut = createRoute({
   description: "Only a token from sign-in has a session; one made by `deno task token` answers 422 (revoke those " +
     "with `deno task token:revoke`, which ends every token of the company).",
   responses: {
-    204: { description: "Signed out" },
-    ...errorResponses,
+    204: { description: "Signed out", headers: requestIdHeader },
+    ...bodyErrorResponses,
   },
 });
 

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { hashPassword } from "../../domain/companies/passwords.ts";
+import { usernameKey } from "../../domain/companies/users.ts";
 import { newCompany, setup } from "../helpers.ts";
 
 type Operation = {
@@ -182,10 +183,9 @@ Deno.test("the OpenAPI document: what a client generator and a reader of /docs r
       await run("paySandboxTransaction", { id: payment });
       // the sign-in example's user, with the example's password
       const { user } = example("signIn").body as { user: { username: string; password: string } };
-      await ctx.sql`insert into users (id, company_id, username, name, password_hash)
-                    values (${crypto.randomUUID()}, ${company.id}, ${user.username}, 'Ana', ${await hashPassword(
-        user.password,
-      )})`;
+      await ctx.sql`insert into users (id, company_id, username, username_key, name, password_hash)
+                    values (${crypto.randomUUID()}, ${company.id}, ${user.username}, ${usernameKey(user.username)},
+                            'Ana', ${await hashPassword(user.password)})`;
       await run("signIn");
       const customer = (await run("registerCompanyCustomer")).data.id;
       await run("updateCompanyCustomer", { id: customer });
