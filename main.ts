@@ -9,6 +9,7 @@ import { ensurePartitions } from "./domain/webhooks/retention.ts";
 import { migrate } from "./domain/platform/migrate.ts";
 import { secretBoxFor } from "./domain/platform/secret_box.ts";
 import { sealStoredSecrets } from "./domain/webhooks/endpoints.ts";
+import { sealStoredAnswers } from "./domain/platform/idempotency.ts";
 import { startWorker, stopWorker, type Worker } from "./domain/platform/worker.ts";
 
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -71,8 +72,11 @@ export async function start(config: Config) {
   await migrate(sql, url);
   // the days to come of the webhook history, should the service have been down past the ones made ahead
   await ensurePartitions(sql);
-  // Before anything reads them: secrets written before they were sealed at rest, in plain text until now.
-  await sealStoredSecrets(sql, await secretBoxFor(config), { reseal: false });
+  // Before anything reads them: secrets written before they were sealed at rest, in plain text until now, and the
+  // stored answers of idempotent requests (which may carry them) that an earlier version kept in plain text.
+  const box = await secretBoxFor(config);
+  await sealStoredSecrets(sql, box, { reseal: false });
+  await sealStoredAnswers(sql, box, { reseal: false });
 
   let worker: Worker | null = null;
   const deps = { sql, config, processId: crypto.randomUUID(), workerRunning: () => worker !== null };

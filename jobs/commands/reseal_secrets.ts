@@ -1,12 +1,14 @@
 import { loadConfigWithLocalSecrets } from "../../domain/platform/local_secrets.ts";
 import { connect } from "../../domain/platform/db.ts";
+import { sealStoredAnswers } from "../../domain/platform/idempotency.ts";
 import { secretBoxFor } from "../../domain/platform/secret_box.ts";
 import { sealStoredSecrets } from "../../domain/webhooks/endpoints.ts";
 
 /**
  * `deno task reseal-secrets`: after SECRET_ENCRYPTION_KEY was rotated, re-seals every stored webhook signing secret
- * with it, so that SECRET_ENCRYPTION_KEY_PREVIOUS can then be removed (docs/production.md). Run it with the same
- * environment as the service; running it again finds nothing to do.
+ * and every stored answer of an idempotent request with it, so that SECRET_ENCRYPTION_KEY_PREVIOUS can then be
+ * removed at once (docs/production.md). Run it with the same environment as the service; running it again finds
+ * nothing to do.
  */
 const config = await loadConfigWithLocalSecrets();
 const sql = connect(config.databaseUrl, { max: 1 });
@@ -14,6 +16,13 @@ try {
   const box = await secretBoxFor(config);
   const count = await sealStoredSecrets(sql, box, { reseal: true });
   console.log(`${count} endpoint(s) re-sealed; every signing secret is now sealed with key ${box.keyId}`);
+  const answers = await sealStoredAnswers(sql, box, { reseal: true });
+  console.log(
+    `${answers.sealed} stored idempotent answer(s) re-sealed` +
+      (answers.unreadable
+        ? `; ${answers.unreadable} open with neither key and were left as they are (they cannot be replayed)`
+        : ""),
+  );
 } finally {
   await sql.end();
 }

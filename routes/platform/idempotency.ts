@@ -8,6 +8,7 @@ import {
   requestFingerprint,
 } from "../../domain/platform/idempotency.ts";
 import type { Sql } from "../../domain/platform/db.ts";
+import type { SecretBox } from "../../domain/platform/secret_box.ts";
 import { log } from "../../domain/platform/log.ts";
 import type { AppEnv } from "./validation.ts";
 import { requestIdHeader } from "./schemas.ts";
@@ -18,6 +19,8 @@ const PRINTABLE_ASCII = /^[\x20-\x7e]+$/;
 
 export const REUSED_DETAIL = "Idempotency-Key reused with a different request";
 const IN_FLIGHT_DETAIL = "A request with this Idempotency-Key is still being processed: retry it later";
+export const UNREADABLE_DETAIL = "The answer stored for this Idempotency-Key cannot be read, and the request is " +
+  "not run again: it already ran once. Look up its outcome, or retry later";
 
 /**
  * Answers that are not kept, so the same key can be retried: server errors (the request may not have run, or not
@@ -40,10 +43,14 @@ function checkKey(key: string) {
  * `Idempotency-Key` on authenticated POST requests (README, "Idempotency-Key"). Mounted after authentication and
  * the body read: the key belongs to the company, and "the same request" means the same method, path and raw body.
  * The key is claimed before the handler runs and the answer stored after it; a replay answers the stored status,
- * content type and body with `Idempotent-Replayed: true`. `when` tells whether a route takes the request: a 404 or
- * 405 is not worth a claim.
+ * content type and body with `Idempotent-Replayed: true`. Answers are stored sealed with `box` (they may carry a
+ * webhook signing secret); one that does not open answers 500 and is not run again (docs/production.md). `when`
+ * tells whether a route takes the request: a 404 or 405 is not worth a claim.
  */
-export function idempotentPosts(sql: Sql, opts: { when: (c: Context) => boolean }): MiddlewareHandler<AppEnv> {
+export function idempotentPosts(
+  sql: Sql,
+  opts: { when: (c: Context) => boolean; box: () => Promise<SecretBox> },
+): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const key = c.req.method === "POST" ? c.req.header(HEADER) : undefined;
     const companyId = c.get("companyId");
@@ -53,9 +60,19 @@ export function idempotentPosts(sql: Sql, opts: { when: (c: Context) => boolean 
     const url = new URL(c.req.url);
     const body = c.req.raw.body ? new Uint8Array(await c.req.raw.clone().arrayBuffer()) : new Uint8Array();
     const fingerprint = await requestFingerprint(c.req.method, url.pathname + url.search, body);
-    const claim = await claimIdempotencyKey(sql, companyId, key, fingerprint);
+    const box = await opts.box();
+    const claim = await claimIdempotencyKey(sql, box, companyId, key, fingerprint);
     if (claim.kind === "mismatch") throw unprocessable(REUSED_DETAIL);
     if (claim.kind === "in_flight") throw new ApiError(409, { detail: IN_FLIGHT_DETAIL }, { "retry-after": "1" });
+    if (claim.kind === "unreadable") {
+      // the key id of the sealing key is in the reason, never the answer
+      log.error("idempotent answer does not open", {
+        request_id: c.get("requestId"),
+        company_id: companyId,
+        error: claim.reason,
+      });
+      throw new ApiError(500, { detail: UNREADABLE_DETAIL });
+    }
     if (claim.kind === "replay") {
       const { status, contentType, body } = claim.response;
       const headers: Record<string, string> = { "idempotent-replayed": "true" };
@@ -76,7 +93,7 @@ export function idempotentPosts(sql: Sql, opts: { when: (c: Context) => boolean 
     try {
       const res = c.res;
       if (transient(res.status)) return await release();
-      await completeIdempotentRequest(sql, companyId, key, claim.claimId, {
+      await completeIdempotentRequest(sql, box, companyId, key, claim.claimId, {
         status: res.status,
         contentType: res.headers.get("content-type"),
         body: new Uint8Array(await res.clone().arrayBuffer()),

@@ -1,9 +1,25 @@
 import assert from "node:assert/strict";
-import { type Company, eventually, newCompany, type Reply, setup, type TestContext } from "../helpers.ts";
-import { pruneIdempotencyKeys, requestFingerprint } from "../../domain/platform/idempotency.ts";
+import {
+  type Company,
+  dropDatabase,
+  eventually,
+  migratedDatabase,
+  newCompany,
+  type Reply,
+  setup,
+  type TestContext,
+} from "../helpers.ts";
+import { pruneIdempotencyKeys, requestFingerprint, sealStoredAnswers } from "../../domain/platform/idempotency.ts";
+import { connect, type Sql } from "../../domain/platform/db.ts";
+import { setLogLevel } from "../../domain/platform/log.ts";
+import { migrate } from "../../domain/platform/migrate.ts";
+import { createSecretBox } from "../../domain/platform/secret_box.ts";
+import { UNREADABLE_DETAIL } from "../../routes/platform/idempotency.ts";
+import { httpCompany, startService } from "../service_process.ts";
 
 const PEOPLE = "/api/v1/subject/people";
 const PAYINS = "/api/sandbox/payins";
+const ENDPOINTS = "/api/v2/notifications/endpoints";
 
 const personBody = (documentNumber = "52998224725") => ({
   person: { document_number: documentNumber, document_type: "cpf", social_name: "Ana Souza", fiscal_country: "BRA" },
@@ -242,5 +258,235 @@ Deno.test("the OpenAPI document declares Idempotency-Key on every POST under /ap
     assert.ok(posts > 5, `${posts} POST operations`);
   } finally {
     await ctx.close();
+  }
+});
+
+/** Each row of a company's keys, every column as text: bytea both as the text its bytes spell and as hex. */
+async function storedKeys(sql: Sql, companyId: string): Promise<string[]> {
+  const rows = await sql`select * from idempotency_keys where company_id = ${companyId} order by key`;
+  assert.ok(rows.length > 0, "no stored key");
+  return rows.map((row) =>
+    Object.values(row).map((v) =>
+      v instanceof Uint8Array ? `${new TextDecoder().decode(v)} ${v.toHex()}` : JSON.stringify(v)
+    ).join(" ")
+  );
+}
+
+function assertNoSecretIn(stored: string[], secrets: string[]) {
+  assert.ok(secrets.length > 0 && secrets.every((s) => typeof s === "string" && s.length >= 32), "secrets to look for");
+  for (const row of stored) {
+    for (const secret of secrets) {
+      const hex = new TextEncoder().encode(secret).toHex();
+      assert.ok(!row.includes(secret) && !row.includes(hex), `a signing secret in idempotency_keys: ${row}`);
+    }
+  }
+}
+
+/** A POST with an Idempotency-Key through the app, its body kept as bytes. */
+async function rawPost(ctx: TestContext, company: Company, key: string, path: string, body = "") {
+  const res = await ctx.app.request(path, {
+    method: "POST",
+    headers: { authorization: `Bearer ${company.token}`, "content-type": "application/json", "idempotency-key": key },
+    body: body || undefined,
+  });
+  const bytes = new Uint8Array(await res.arrayBuffer());
+  return { status: res.status, headers: res.headers, bytes, json: JSON.parse(new TextDecoder().decode(bytes)) };
+}
+
+Deno.test("Idempotency-Key: stored answers are sealed, so the signing secrets they carry are in no column", async (t) => {
+  const ctx = await setup("idempotency_sealed");
+  try {
+    const company = await newCompany(ctx);
+    const create = JSON.stringify({ url: "https://example.com/sealed" });
+
+    type Answer = Awaited<ReturnType<typeof rawPost>>;
+    let id = "";
+    let created: Answer, rotated: Answer, enabled: Answer;
+    await t.step(
+      "creating, rotating and enabling an endpoint with a key: its secrets are in no stored column",
+      async () => {
+        created = await rawPost(ctx, company, "create", ENDPOINTS, create);
+        assert.equal(created.status, 201, JSON.stringify(created.json));
+        id = created.json.data.id;
+        rotated = await rawPost(ctx, company, "rotate", `${ENDPOINTS}/${id}/rotate_secret`);
+        assert.equal(rotated.status, 200, JSON.stringify(rotated.json));
+        assert.equal((await company.delete(`${ENDPOINTS}/${id}`)).status, 200);
+        enabled = await rawPost(ctx, company, "enable", `${ENDPOINTS}/${id}/enable`);
+        assert.equal(enabled.status, 200, JSON.stringify(enabled.json));
+        const secrets = [created.json.data.secret, rotated.json.data.secret, enabled.json.data.previous_secret];
+        assert.equal(enabled.json.data.secret, rotated.json.data.secret);
+
+        const stored = await storedKeys(ctx.sql, company.id);
+        assert.equal(stored.length, 3);
+        assertNoSecretIn(stored, secrets);
+        const bodies = await ctx.sql<{ body: Uint8Array }[]>`
+        select response_body as body from idempotency_keys where company_id = ${company.id}`;
+        const box = await createSecretBox(ctx.config.secretEncryptionKey!);
+        for (const { body } of bodies) assert.ok(new TextDecoder().decode(body).startsWith(box.currentPrefix));
+      },
+    );
+
+    await t.step("each key replays the same status, content type and bytes, secrets included", async () => {
+      for (
+        const [first, key, path, body] of [
+          [created, "create", ENDPOINTS, create],
+          [rotated, "rotate", `${ENDPOINTS}/${id}/rotate_secret`, ""],
+          [enabled, "enable", `${ENDPOINTS}/${id}/enable`, ""],
+        ] as const
+      ) {
+        const again = await rawPost(ctx, company, key, path, body);
+        assert.equal(again.status, first.status, key);
+        assert.equal(again.headers.get("idempotent-replayed"), "true", key);
+        assert.equal(again.headers.get("content-type"), first.headers.get("content-type"), key);
+        assert.deepEqual(again.bytes, first.bytes, key);
+      }
+      // replayed, not run again: the secret is still the one rotated in
+      assert.equal((await company.get(`${ENDPOINTS}/${id}`)).body.data.secret, rotated.json.data.secret);
+    });
+
+    await t.step(
+      "an answer copied into another key's row is not replayed: 500, and the request is not run",
+      async () => {
+        const other = await newCompany(ctx);
+        const created = await rawPost(ctx, other, "create", ENDPOINTS, create);
+        const id = created.json.data.id;
+        const rotated = await rawPost(ctx, other, "rotate", `${ENDPOINTS}/${id}/rotate_secret`);
+        assert.equal(rotated.status, 200);
+        // the creation's answer moved into the rotation's row of the same company
+        await ctx.sql`
+        update idempotency_keys set response_body = (
+          select response_body from idempotency_keys where company_id = ${other.id} and key = 'create')
+        where company_id = ${other.id} and key = 'rotate'`;
+        const moved = await rawPost(ctx, other, "rotate", `${ENDPOINTS}/${id}/rotate_secret`);
+        assert.equal(moved.status, 500);
+        assert.deepEqual(moved.json, { errors: { detail: UNREADABLE_DETAIL } });
+        assert.equal(moved.headers.get("idempotent-replayed"), null);
+        assert.equal((await other.get(`${ENDPOINTS}/${id}`)).body.data.secret, rotated.json.data.secret, "not rotated");
+
+        // another company's answer under the same key, in this company's row
+        await ctx.sql`
+        update idempotency_keys set response_body = (
+          select response_body from idempotency_keys where company_id = ${company.id} and key = 'create')
+        where company_id = ${other.id} and key = 'create'`;
+        const foreign = await rawPost(ctx, other, "create", ENDPOINTS, create);
+        assert.deepEqual([foreign.status, foreign.json], [500, { errors: { detail: UNREADABLE_DETAIL } }]);
+        assert.equal((await other.get(ENDPOINTS)).body.data.length, 1, "no second endpoint created");
+
+        // an answer in plain text is not one this service stored (they are sealed at start): refused the same way
+        await ctx.sql`
+        update idempotency_keys set response_body = ${created.bytes}
+        where company_id = ${other.id} and key = 'create'`;
+        const plain = await rawPost(ctx, other, "create", ENDPOINTS, create);
+        assert.deepEqual([plain.status, plain.json], [500, { errors: { detail: UNREADABLE_DETAIL } }]);
+      },
+    );
+  } finally {
+    await ctx.close();
+  }
+});
+
+Deno.test("Idempotency-Key: answers an earlier version stored in plain text are sealed at start and still replay", async (t) => {
+  setLogLevel("silent");
+  const url = await migratedDatabase("idempotency_upgrade");
+  const sql = connect(url, { max: 2 });
+  const company = await httpCompany();
+  const newKey = () => crypto.getRandomValues(new Uint8Array(32)).toHex();
+  const firstKey = newKey();
+  const secondKey = newKey();
+  const body = JSON.stringify({ url: "https://example.com/upgraded" });
+  const secrets = Array.from({ length: 5 }, () => crypto.getRandomValues(new Uint8Array(32)).toHex());
+  const answerOf = (i: number) =>
+    new TextEncoder().encode(JSON.stringify({ data: { id: crypto.randomUUID(), secret: secrets[i] } }));
+  const replay = async (base: string, key: string) => {
+    const res = await fetch(`${base}${ENDPOINTS}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${company.token}`, "content-type": "application/json", "idempotency-key": key },
+      body,
+    });
+    return { status: res.status, replayed: res.headers.get("idempotent-replayed"), text: await res.text() };
+  };
+  const prefixes = async () =>
+    (await sql<{ head: string }[]>`
+      select convert_from(substring(response_body from 1 for 16), 'UTF8') as head from idempotency_keys
+      where company_id = ${company.id} order by key`).map((r) => r.head);
+
+  try {
+    await migrate(sql, url);
+    const fingerprint = await requestFingerprint("POST", ENDPOINTS, new TextEncoder().encode(body));
+    await t.step(
+      "keys as the earlier version left them: answers, a signing secret included, in plain text",
+      async () => {
+        for (let i = 0; i < secrets.length; i++) {
+          await sql`
+          insert into idempotency_keys
+            (company_id, key, request_hash, claim_id, response_status, response_content_type, response_body)
+          values (${company.id}, ${`old-${i}`}, ${fingerprint}, ${crypto.randomUUID()}, 201, 'application/json',
+                  ${answerOf(i)})`;
+        }
+        // and one still running: no answer to seal
+        await sql`
+        insert into idempotency_keys (company_id, key, request_hash, claim_id)
+        values (${company.id}, 'running', ${fingerprint}, ${crypto.randomUUID()})`;
+      },
+    );
+
+    await t.step("the first start seals them; they replay the same bytes", async () => {
+      const service = await startService(url, { SECRET_ENCRYPTION_KEY: firstKey });
+      try {
+        assertNoSecretIn(await storedKeys(sql, company.id), secrets);
+        const box = await createSecretBox(Uint8Array.fromHex(firstKey));
+        assert.deepEqual(await prefixes(), [...secrets.map(() => box.currentPrefix), null]);
+        const again = await replay(service.base, "old-0");
+        assert.deepEqual([again.status, again.replayed], [201, "true"]);
+        assert.equal(JSON.parse(again.text).data.secret, secrets[0]);
+      } finally {
+        await service.stop();
+      }
+    });
+
+    await t.step("deno task reseal-secrets moves them to a new key; then the old key is no longer needed", async () => {
+      const keys = { SECRET_ENCRYPTION_KEY: secondKey, SECRET_ENCRYPTION_KEY_PREVIOUS: firstKey };
+      const command = await new Deno.Command(Deno.execPath(), {
+        args: ["task", "--quiet", "reseal-secrets"],
+        cwd: new URL("../..", import.meta.url).pathname,
+        env: { DATABASE_URL: url, LOG_LEVEL: "silent", ...keys },
+      }).output();
+      assert.equal(command.code, 0, new TextDecoder().decode(command.stderr));
+      assert.match(new TextDecoder().decode(command.stdout), /\n5 stored idempotent answer\(s\) re-sealed\n/);
+      const box = await createSecretBox(Uint8Array.fromHex(secondKey));
+      assert.deepEqual(await prefixes(), [...secrets.map(() => box.currentPrefix), null]);
+      assertNoSecretIn(await storedKeys(sql, company.id), secrets);
+
+      const service = await startService(url, { SECRET_ENCRYPTION_KEY: secondKey });
+      try {
+        for (let i = 0; i < secrets.length; i++) {
+          const again = await replay(service.base, `old-${i}`);
+          assert.deepEqual([again.status, again.replayed], [201, "true"]);
+          assert.equal(JSON.parse(again.text).data.secret, secrets[i]);
+        }
+      } finally {
+        await service.stop();
+      }
+    });
+
+    await t.step("the pass goes in bounded batches, and a second pass finds nothing to do", async () => {
+      await sql`update idempotency_keys set response_body = ${answerOf(0)} where company_id = ${company.id}
+                and response_body is not null`;
+      const box = await createSecretBox(Uint8Array.fromHex(secondKey));
+      assert.deepEqual(await sealStoredAnswers(sql, box, { reseal: false, batchSize: 2 }), {
+        sealed: 5,
+        unreadable: 0,
+      });
+      assert.deepEqual(await sealStoredAnswers(sql, box, { reseal: false, batchSize: 2 }), {
+        sealed: 0,
+        unreadable: 0,
+      });
+      // what no key given opens is counted apart and left as it is
+      const stranger = await createSecretBox(crypto.getRandomValues(new Uint8Array(32)));
+      assert.deepEqual(await sealStoredAnswers(sql, stranger, { reseal: true }), { sealed: 0, unreadable: 5 });
+    });
+  } finally {
+    await sql.end();
+    await dropDatabase(url);
   }
 });

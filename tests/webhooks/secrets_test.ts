@@ -48,6 +48,24 @@ Deno.test("sealed values open only with their key, for their context, unaltered"
     await assert.rejects(box.open("a".repeat(64), "row:1"), /not a sealed value/);
   });
 
+  await t.step("bytes are sealed the same way: the key's prefix, then nonce, ciphertext and tag", async () => {
+    const plain = new TextEncoder().encode('{"data":{"secret":"s3cret"}}');
+    const sealed = await box.sealBytes(plain, "row:1");
+    assert.equal(new TextDecoder().decode(sealed.subarray(0, box.currentPrefix.length)), box.currentPrefix);
+    assert.equal(sealed.length, plain.length + box.currentPrefix.length + 12 + 16);
+    assert.ok(!new TextDecoder().decode(sealed).includes("s3cret"));
+    assert.deepEqual(await box.openBytes(sealed, "row:1"), plain);
+    assert.deepEqual(await box.openBytes(await box.sealBytes(new Uint8Array(), "row:1"), "row:1"), new Uint8Array());
+    assert.deepEqual(await box.openBytes(await old.sealBytes(plain, "row:1"), "row:1"), plain);
+    await assert.rejects(box.openBytes(sealed, "row:2"), /does not open/);
+    const altered = sealed.slice();
+    altered[altered.length - 1] ^= 1;
+    await assert.rejects(box.openBytes(altered, "row:1"), /does not open/);
+    await assert.rejects(box.openBytes(plain, "row:1"), /not sealed/);
+    const stranger = await createSecretBox(crypto.getRandomValues(new Uint8Array(32)));
+    await assert.rejects(box.openBytes(await stranger.sealBytes(plain, "row:1"), "row:1"), /SECRET_ENCRYPTION_KEY/);
+  });
+
   await t.step("SECRET_ENCRYPTION_KEY is 32 bytes, as hex or base64; anything else stops the start", () => {
     const bytes = crypto.getRandomValues(new Uint8Array(32));
     for (

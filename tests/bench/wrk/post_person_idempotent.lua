@@ -1,0 +1,35 @@
+-- POST /api/v1/subject/people with a fresh valid CPF and a fresh Idempotency-Key per request: every call claims a
+-- key, inserts a new person and stores its answer (tests/bench/idempotency_seal.ts).
+local token = os.getenv("TOKEN")
+local counter = 0
+local thread_tag = ""
+
+local function cpf()
+  local d = {}
+  for i = 1, 9 do d[i] = math.random(0, 9) end
+  for _, n in ipairs({ 10, 11 }) do
+    local sum = 0
+    for i = 1, n - 1 do sum = sum + d[i] * (n + 1 - i) end
+    local r = (sum * 10) % 11
+    if r == 10 then r = 0 end
+    d[n] = r
+  end
+  return table.concat(d)
+end
+
+function init(args)
+  math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16))
+  thread_tag = string.format("%08x%08x", math.random(0, 0x7fffffff), math.random(0, 0x7fffffff))
+end
+
+request = function()
+  counter = counter + 1
+  local body = string.format(
+    '{"person":{"document_number":"%s","document_type":"cpf","social_name":"Bench Person","fiscal_country":"BRA","net_monthly_average_income":"2500.00","address_state":"SP"}}',
+    cpf())
+  return wrk.format("POST", "/api/v1/subject/people", {
+    ["Authorization"] = "Bearer " .. token,
+    ["Content-Type"] = "application/json",
+    ["Idempotency-Key"] = thread_tag .. "-" .. counter,
+  }, body)
+end
