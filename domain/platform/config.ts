@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { lowEntropy, secretMaterial } from "./secret_strength.ts";
 
 /** Seconds to wait before attempts 2..10 of a webhook delivery. */
 const DEFAULT_RETRY_SCHEDULE = "5,300,1800,7200,18000,36000,50400,72000,86400";
@@ -231,6 +232,10 @@ export function loadConfig(
   if (production && !e.SECRET_ENCRYPTION_KEY) {
     throw invalidConfiguration(["SECRET_ENCRYPTION_KEY: must be set when APP_ENV=production (openssl rand -hex 32)"]);
   }
+  if (production) {
+    const refused = productionRefusals(e, jwtSecret);
+    if (refused.length > 0) throw invalidConfiguration(refused);
+  }
   const localKey = local.SECRET_ENCRYPTION_KEY === undefined ? null : Uint8Array.fromHex(local.SECRET_ENCRYPTION_KEY);
   return {
     appEnv: e.APP_ENV,
@@ -261,6 +266,32 @@ export function loadConfig(
     trustProxy: { hops: e.TRUST_PROXY_HOPS, header: e.TRUST_PROXY_HEADER },
     limits: limitsFrom(e),
   };
+}
+
+/**
+ * What production refuses besides a missing secret (docs/production.md): private webhook URLs, with which an
+ * integrator makes the service call its own network (an endpoint at http://169.254.169.254/latest/ was accepted),
+ * and secrets too guessable to protect anything (`lowEntropy`). One line per variable; never the secret itself.
+ */
+function productionRefusals(e: z.infer<typeof EnvSchema>, jwtSecret: string): string[] {
+  const refused: string[] = [];
+  if (e.WEBHOOK_ALLOW_PRIVATE_URLS) {
+    refused.push(
+      "WEBHOOK_ALLOW_PRIVATE_URLS: must not be true when APP_ENV=production: it lets integrators make the service " +
+        "call loopback, private and cloud metadata addresses",
+    );
+  }
+  const secrets: [string, Uint8Array | undefined][] = [
+    ["JWT_SECRET", secretMaterial(jwtSecret)],
+    ["SECRET_ENCRYPTION_KEY", e.SECRET_ENCRYPTION_KEY],
+    ["SECRET_ENCRYPTION_KEY_PREVIOUS", e.SECRET_ENCRYPTION_KEY_PREVIOUS],
+    ["METRICS_TOKEN", e.METRICS_TOKEN === undefined ? undefined : secretMaterial(e.METRICS_TOKEN)],
+  ];
+  for (const [name, material] of secrets) {
+    const problem = material && lowEntropy(material);
+    if (problem) refused.push(`${name}: ${problem}: too guessable for APP_ENV=production (openssl rand -hex 32)`);
+  }
+  return refused;
 }
 
 function invalidConfiguration(problems: string[]) {

@@ -1,16 +1,25 @@
 import assert from "node:assert/strict";
 import { sign } from "hono/jwt";
 import { loadConfig, localSecretsWanted } from "../../domain/platform/config.ts";
+import { lowEntropy, secretMaterial } from "../../domain/platform/secret_strength.ts";
 import { loadConfigWithLocalSecrets, localSecret } from "../../domain/platform/local_secrets.ts";
 import { type TokenSettings, verifyBearer } from "../../domain/platform/tokens.ts";
 import { setLogLevel } from "../../domain/platform/log.ts";
-import { dropDatabase, freshDatabase, newCompany, setup, TEST_TOKENS } from "../helpers.ts";
+import {
+  dropDatabase,
+  freshDatabase,
+  newCompany,
+  setup,
+  TEST_ENCRYPTION_KEY,
+  TEST_JWT_SECRET,
+  TEST_TOKENS,
+} from "../helpers.ts";
 import { startService } from "../service_process.ts";
 
 const root = new URL("../..", import.meta.url).pathname;
 const SECRET_32 = "0123456789abcdef0123456789abcdef";
-/** A SECRET_ENCRYPTION_KEY: 32 bytes as hex. */
-const KEY_32 = "ab".repeat(32);
+/** A SECRET_ENCRYPTION_KEY: 32 random bytes as hex (production refuses one byte repeated). */
+const KEY_32 = crypto.getRandomValues(new Uint8Array(32)).toHex();
 /** The development secret that used to be published in the source and signed every token when JWT_SECRET was unset. */
 const OLD_PUBLISHED_SECRET = "dev-only-secret-change-me";
 
@@ -79,11 +88,166 @@ Deno.test("configuration refuses what production must not run with", async (t) =
   });
 });
 
+Deno.test("the rule for guessable secrets: one byte repeated or too few distinct bytes; random values pass", async (t) => {
+  const refused = (material: Uint8Array) => assert.notEqual(lowEntropy(material), null, material.toHex());
+  const text = (s: string) => secretMaterial(s);
+
+  await t.step("one byte repeated, a short pattern repeated, or fewer than 16 bytes is refused", () => {
+    assert.equal(lowEntropy(text(" ".repeat(32))), "is one byte repeated");
+    assert.equal(lowEntropy(new Uint8Array(32)), "is one byte repeated");
+    refused(Uint8Array.fromHex(TEST_ENCRYPTION_KEY)); // "7e" x 32, the tests' key
+    refused(Uint8Array.fromHex("ab".repeat(32)));
+    refused(text("password".repeat(4)));
+    refused(text("changeme".repeat(8)));
+    refused(text("abc".repeat(11)));
+    refused(text("0123456789abcdef".repeat(4))); // hex: 8 distinct bytes in 32
+    refused(text("hunter2"));
+    refused(text(crypto.getRandomValues(new Uint8Array(15)).toHex())); // 15 bytes, however random
+    assert.match(lowEntropy(text("wxyz".repeat(8)))!, /has only 4 distinct bytes, fewer than 16/);
+    assert.match(lowEntropy(text("abcd".repeat(8)))!, /has only 2 distinct bytes, fewer than 8/); // 16 bytes in hex
+  });
+
+  await t.step("hex is judged by the bytes it spells, not by its 16 digits", () => {
+    assert.deepEqual(secretMaterial("00ff"), new Uint8Array([0, 255]));
+    assert.deepEqual(secretMaterial("0A-fF"), new Uint8Array([10, 255]));
+    assert.deepEqual(secretMaterial("abc"), new TextEncoder().encode("abc")); // odd: text
+    assert.deepEqual(secretMaterial("xyz"), new TextEncoder().encode("xyz"));
+  });
+
+  await t.step("2,000 fresh values of each usual generator all pass", () => {
+    const bytes = (n: number) => crypto.getRandomValues(new Uint8Array(n));
+    const letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    const generators: Record<string, () => Uint8Array> = {
+      "32 random bytes (a key)": () => bytes(32),
+      "openssl rand -hex 32": () => text(bytes(32).toHex()),
+      "openssl rand -hex 16": () => text(bytes(16).toHex()),
+      "openssl rand -base64 32": () => text(bytes(32).toBase64()),
+      "openssl rand -base64 18": () => text(bytes(18).toBase64()),
+      "a UUID": () => text(crypto.randomUUID()),
+      "16 random letters and digits": () => text(Array.from(bytes(16), (b) => letters[b % 62]).join("")),
+    };
+    for (const [name, make] of Object.entries(generators)) {
+      for (let i = 0; i < 2000; i++) {
+        const material = make();
+        assert.equal(lowEntropy(material), null, `${name}: ${material.toHex()}`);
+      }
+    }
+    // what the test helpers sign with passes too
+    assert.equal(lowEntropy(text(TEST_JWT_SECRET)), null);
+  });
+});
+
+Deno.test("production refuses private webhook URLs and guessable secrets; other environments accept them", async (t) => {
+  const strong = {
+    APP_ENV: "production",
+    JWT_SECRET: crypto.getRandomValues(new Uint8Array(32)).toHex(),
+    SECRET_ENCRYPTION_KEY: KEY_32,
+  };
+  const refusedWith = (env: Record<string, string>, variable: string, secret?: string) => {
+    let message = "";
+    assert.throws(() => loadConfig(env), (err: Error) => (message = err.message, true));
+    assert.match(message, new RegExp(`^invalid configuration:\\n  ${variable}: `, "m"), message);
+    if (secret) assert.ok(!message.includes(secret), "the message repeats the secret");
+  };
+
+  await t.step("a strong production configuration starts", () => {
+    assert.equal(loadConfig(strong).appEnv, "production");
+    assert.equal(loadConfig({ ...strong, WEBHOOK_ALLOW_PRIVATE_URLS: "false" }).allowPrivateUrls, false);
+    const metrics = crypto.getRandomValues(new Uint8Array(32)).toHex();
+    assert.equal(loadConfig({ ...strong, METRICS_TOKEN: metrics }).metricsToken, metrics);
+    const previous = crypto.getRandomValues(new Uint8Array(32)).toBase64();
+    assert.ok(loadConfig({ ...strong, SECRET_ENCRYPTION_KEY_PREVIOUS: previous }).secretEncryptionKeyPrevious);
+  });
+
+  await t.step("WEBHOOK_ALLOW_PRIVATE_URLS=true is refused in production, naming the variable", () => {
+    for (const value of ["true", "on", "1"]) {
+      refusedWith({ ...strong, WEBHOOK_ALLOW_PRIVATE_URLS: value }, "WEBHOOK_ALLOW_PRIVATE_URLS");
+    }
+    for (const APP_ENV of ["development", "test"]) {
+      assert.equal(loadConfig({ ...strong, APP_ENV, WEBHOOK_ALLOW_PRIVATE_URLS: "true" }).allowPrivateUrls, true);
+    }
+  });
+
+  await t.step("a guessable JWT_SECRET, key, previous key or METRICS_TOKEN is refused in production", () => {
+    const spaces = " ".repeat(32);
+    refusedWith({ ...strong, JWT_SECRET: spaces }, "JWT_SECRET", spaces);
+    refusedWith({ ...strong, JWT_SECRET: "secret".repeat(6) }, "JWT_SECRET", "secret".repeat(6));
+    refusedWith({ ...strong, SECRET_ENCRYPTION_KEY: "00".repeat(32) }, "SECRET_ENCRYPTION_KEY", "00".repeat(32));
+    refusedWith({ ...strong, SECRET_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY }, "SECRET_ENCRYPTION_KEY");
+    refusedWith(
+      { ...strong, SECRET_ENCRYPTION_KEY_PREVIOUS: new Uint8Array(32).toBase64() },
+      "SECRET_ENCRYPTION_KEY_PREVIOUS",
+    );
+    refusedWith({ ...strong, METRICS_TOKEN: "metrics" }, "METRICS_TOKEN", "metrics");
+    refusedWith({ ...strong, METRICS_TOKEN: "x".repeat(64) }, "METRICS_TOKEN");
+    // every problem at once, one line each
+    assert.throws(
+      () =>
+        loadConfig({
+          ...strong,
+          JWT_SECRET: spaces,
+          SECRET_ENCRYPTION_KEY: "00".repeat(32),
+          METRICS_TOKEN: "m",
+          WEBHOOK_ALLOW_PRIVATE_URLS: "true",
+        }),
+      (err: Error) => err.message.split("\n").length === 5,
+    );
+  });
+
+  await t.step("outside production the same values are accepted: tests and laptops use simple keys", () => {
+    for (const APP_ENV of ["development", "test"]) {
+      const config = loadConfig({
+        APP_ENV,
+        JWT_SECRET: " ".repeat(32),
+        SECRET_ENCRYPTION_KEY: "00".repeat(32),
+        SECRET_ENCRYPTION_KEY_PREVIOUS: TEST_ENCRYPTION_KEY,
+        METRICS_TOKEN: "m",
+      });
+      assert.equal(config.jwtSecret, " ".repeat(32));
+      assert.equal(config.metricsToken, "m");
+    }
+  });
+
+  await t.step("the service with APP_ENV=production and WEBHOOK_ALLOW_PRIVATE_URLS=true does not start", async () => {
+    setLogLevel("silent");
+    const url = await freshDatabase("production_private_urls");
+    try {
+      await assert.rejects(
+        startService(url, { ...strong, WEBHOOK_ALLOW_PRIVATE_URLS: "true" }),
+        /WEBHOOK_ALLOW_PRIVATE_URLS: must not be true when APP_ENV=production/,
+      );
+      await assert.rejects(
+        startService(url, { ...strong, WEBHOOK_ALLOW_PRIVATE_URLS: "false", JWT_SECRET: " ".repeat(32) }),
+        /JWT_SECRET: is one byte repeated: too guessable for APP_ENV=production/,
+      );
+    } finally {
+      await dropDatabase(url);
+    }
+  });
+
+  await t.step("a production instance refuses an endpoint at the cloud metadata address", async () => {
+    const ctx = await setup("production_private_urls_endpoint", {
+      env: { ...strong, JWT_SECRET: TEST_JWT_SECRET, WEBHOOK_ALLOW_PRIVATE_URLS: "false" },
+    });
+    try {
+      const res = await (await newCompany(ctx)).post("/api/v2/notifications/endpoints", {
+        url: "http://169.254.169.254/latest/",
+      });
+      assert.equal(res.status, 422, JSON.stringify(res.body));
+    } finally {
+      await ctx.close();
+    }
+  });
+});
+
 Deno.test("in production the sandbox routes do not exist unless SANDBOX=true", async () => {
   for (
     const [env, served] of [
-      [{ APP_ENV: "production", SECRET_ENCRYPTION_KEY: KEY_32 }, false],
-      [{ APP_ENV: "production", SECRET_ENCRYPTION_KEY: KEY_32, SANDBOX: "true" }, true],
+      [{ APP_ENV: "production", SECRET_ENCRYPTION_KEY: KEY_32, WEBHOOK_ALLOW_PRIVATE_URLS: "false" }, false],
+      [
+        { APP_ENV: "production", SECRET_ENCRYPTION_KEY: KEY_32, WEBHOOK_ALLOW_PRIVATE_URLS: "false", SANDBOX: "true" },
+        true,
+      ],
     ]
   ) {
     const ctx = await setup(`production_sandbox_${served}`, { env: env as Record<string, string> });
