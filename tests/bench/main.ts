@@ -47,51 +47,68 @@ const newPersonRequest = (base: string, auth: Record<string, string>) => () =>
     }),
   });
 
-async function benchHttp(): Promise<Figures> {
-  const url = await freshDatabase("bench_http");
-  const { child: service, base: BASE } = await startService(url);
-  try {
-    const token = await signToken(loadConfig({ JWT_SECRET }), crypto.randomUUID());
-    const auth = { authorization: `Bearer ${token}` };
-    const created = await fetch(`${BASE}/api/v1/subject/people`, {
-      method: "POST",
-      headers: { ...auth, "content-type": "application/json" },
-      body: JSON.stringify({
-        person: { document_number: "52998224725", document_type: "cpf", social_name: "Bench", fiscal_country: "BRA" },
-      }),
-    }).then((r) => r.json());
-    const personId: string = created.data.id;
-    const env = { TOKEN: token, PERSON_ID: personId };
-    const wrkDir = new URL("./wrk/", import.meta.url).pathname;
+/** A service on a database of its own, with a company's token and one person to read back. */
+async function benchService(name: string, env: Record<string, string> = {}) {
+  const url = await freshDatabase(name);
+  const { child, base } = await startService(url, env);
+  const token = await signToken(loadConfig({ JWT_SECRET }), crypto.randomUUID());
+  const auth = { authorization: `Bearer ${token}` };
+  const created = await fetch(`${base}/api/v1/subject/people`, {
+    method: "POST",
+    headers: { ...auth, "content-type": "application/json" },
+    body: JSON.stringify({
+      person: { document_number: "52998224725", document_type: "cpf", social_name: "Bench", fiscal_country: "BRA" },
+    }),
+  }).then((r) => r.json());
+  const personId: string = created.data.id;
+  const wrkEnv = { TOKEN: token, PERSON_ID: personId };
+  const wrkDir = new URL("./wrk/", import.meta.url).pathname;
+  const phase = (script: string, request: () => Request) =>
+    load({ url: base, connections: CONNECTIONS, seconds: SECONDS, script: `${wrkDir}${script}`, env: wrkEnv, request });
+  return {
+    base,
+    post: () => phase("post_person.lua", newPersonRequest(base, auth)),
+    get: () =>
+      phase("get_person.lua", () => new Request(`${base}/api/v1/subject/people/${personId}`, { headers: auth })),
+    stop: async () => {
+      child.kill("SIGTERM");
+      await child.status;
+      await dropDatabase(url);
+    },
+  };
+}
 
+/**
+ * /healthz, POST person and GET person; then the same two on a service with the per-company rate limit on (its
+ * buckets shared in Postgres), each right after its unlimited twin so a pause of the machine falls on both: what the
+ * shared counters cost a request, as a share of the same run's figures.
+ */
+async function benchHttp(): Promise<Figures> {
+  const open = await benchService("bench_http");
+  const limited = await benchService("bench_http_limited", {
+    RATE_LIMIT_PER_SECOND: LIMITED_RATE,
+    RATE_LIMIT_BURST: LIMITED_BURST,
+  });
+  try {
     const health = await load({
-      url: `${BASE}/healthz`,
+      url: `${open.base}/healthz`,
       connections: CONNECTIONS,
       seconds: SECONDS,
-      request: () => new Request(`${BASE}/healthz`),
+      request: () => new Request(`${open.base}/healthz`),
     });
-    const post = await load({
-      url: BASE,
-      connections: CONNECTIONS,
-      seconds: SECONDS,
-      script: `${wrkDir}post_person.lua`,
-      env,
-      request: newPersonRequest(BASE, auth),
-    });
-    const get = await load({
-      url: BASE,
-      connections: CONNECTIONS,
-      seconds: SECONDS,
-      script: `${wrkDir}get_person.lua`,
-      env,
-      request: () => new Request(`${BASE}/api/v1/subject/people/${personId}`, { headers: auth }),
-    });
+    const post = await open.post();
+    const postLimited = await limited.post();
+    const get = await open.get();
+    const getLimited = await limited.get();
 
     console.log(`\nHTTP, ${CONNECTIONS} connections, ${SECONDS} s each (${health.tool})`);
     console.log(row("GET /healthz (ceiling)", health));
     console.log(row("POST person", post));
     console.log(row("GET person", get));
-    const pct = (r: LoadResult) => round((100 * r.requestsPerSecond) / health.requestsPerSecond);
+    console.log(`with the shared rate limit on (${LIMITED_RATE}/s, burst ${LIMITED_BURST})`);
+    console.log(row("POST person, limited", postLimited));
+    console.log(row("GET person, limited", getLimited));
+    const pct = (r: LoadResult, of = health) => round((100 * r.requestsPerSecond) / of.requestsPerSecond);
     return {
       http_load_tool: health.tool,
       http_healthz_rps: round(health.requestsPerSecond, 0),
@@ -104,68 +121,15 @@ async function benchHttp(): Promise<Figures> {
       http_get_person_vs_healthz_pct: pct(get),
       http_get_person_p99_ms: round(get.p99Ms, 2),
       http_get_person_errors: get.errors,
+      http_post_person_limited_rps: round(postLimited.requestsPerSecond, 0),
+      http_post_person_limited_vs_unlimited_pct: pct(postLimited, post),
+      http_post_person_limited_errors: postLimited.errors,
+      http_get_person_limited_rps: round(getLimited.requestsPerSecond, 0),
+      http_get_person_limited_vs_unlimited_pct: pct(getLimited, get),
+      http_get_person_limited_errors: getLimited.errors,
     };
   } finally {
-    service.kill("SIGTERM");
-    await service.status;
-    await dropDatabase(url);
-  }
-}
-
-/**
- * POST and GET person again on a service with the per-company rate limit on, after the same phases with it off:
- * what the shared counters (and the token guard, in both) cost a request, as a share of the same run's figures.
- */
-async function benchHttpLimited(unlimited: Figures): Promise<Figures> {
-  const url = await freshDatabase("bench_http_limited");
-  const { child: service, base: BASE } = await startService(url, {
-    RATE_LIMIT_PER_SECOND: LIMITED_RATE,
-    RATE_LIMIT_BURST: LIMITED_BURST,
-  });
-  try {
-    const token = await signToken(loadConfig({ JWT_SECRET }), crypto.randomUUID());
-    const auth = { authorization: `Bearer ${token}` };
-    const created = await fetch(`${BASE}/api/v1/subject/people`, {
-      method: "POST",
-      headers: { ...auth, "content-type": "application/json" },
-      body: JSON.stringify({
-        person: { document_number: "52998224725", document_type: "cpf", social_name: "Bench", fiscal_country: "BRA" },
-      }),
-    }).then((r) => r.json());
-    const env = { TOKEN: token, PERSON_ID: created.data.id };
-    const wrkDir = new URL("./wrk/", import.meta.url).pathname;
-    const post = await load({
-      url: BASE,
-      connections: CONNECTIONS,
-      seconds: SECONDS,
-      script: `${wrkDir}post_person.lua`,
-      env,
-      request: newPersonRequest(BASE, auth),
-    });
-    const get = await load({
-      url: BASE,
-      connections: CONNECTIONS,
-      seconds: SECONDS,
-      script: `${wrkDir}get_person.lua`,
-      env,
-      request: () => new Request(`${BASE}/api/v1/subject/people/${created.data.id}`, { headers: auth }),
-    });
-    console.log(`\nHTTP with the shared rate limit on (${LIMITED_RATE}/s, burst ${LIMITED_BURST})`);
-    console.log(row("POST person, limited", post));
-    console.log(row("GET person, limited", get));
-    const share = (r: LoadResult, of: number | string) => round((100 * r.requestsPerSecond) / Number(of));
-    return {
-      http_post_person_limited_rps: round(post.requestsPerSecond, 0),
-      http_post_person_limited_vs_unlimited_pct: share(post, unlimited.http_post_person_rps),
-      http_post_person_limited_errors: post.errors,
-      http_get_person_limited_rps: round(get.requestsPerSecond, 0),
-      http_get_person_limited_vs_unlimited_pct: share(get, unlimited.http_get_person_rps),
-      http_get_person_limited_errors: get.errors,
-    };
-  } finally {
-    service.kill("SIGTERM");
-    await service.status;
-    await dropDatabase(url);
+    await Promise.all([open.stop(), limited.stop()]);
   }
 }
 
@@ -174,8 +138,7 @@ const round = (n: number, places = 1) => Math.round(n * 10 ** places) / 10 ** pl
 const only = Deno.env.get("BENCH_ONLY"); // "http", "webhooks" or "volume"
 let all: Figures = {};
 if (!only || only === "http") {
-  const unlimited = await benchHttp();
-  const figures = { ...unlimited, ...(await benchHttpLimited(unlimited)) };
+  const figures = await benchHttp();
   console.log("");
   for (const line of describe(figures)) console.log(line);
   all = { ...all, ...figures };
