@@ -1,0 +1,329 @@
+/**
+ * `deno task cluster start|status|stop` (README, "A Postgres HA cluster"; docs/architecture.md, "The database
+ * cluster"): a one-node etcd, a Patroni agent per Postgres member, and HAProxy in front, every file of them inside
+ * one directory. `start` on a directory that already holds a cluster starts again whatever part of it is not running.
+ */
+import postgres from "postgres";
+import {
+  ClusterError,
+  databaseUrl,
+  etcdArgs,
+  haproxyConfig,
+  type Layout,
+  parseLayout,
+  pathsOf,
+  patroniConfig,
+  planLayout,
+  portsNeeded,
+  toYaml,
+} from "./config.ts";
+import { ensurePackages } from "./packages.ts";
+import { killAll, livePid, processesOf, spawnDetached, terminate } from "./processes.ts";
+import { type AgentAnswer, roleOf, type Status, statusReport } from "./status.ts";
+
+export type Say = (line: string) => void;
+
+/** The OS user Postgres runs as when this runs as root (Postgres refuses to run as root). */
+const PG_USER = "postgres";
+/** Process names the final sweep of `stop` may kill: the cluster's own programs, nothing an operator runs. */
+const CLUSTER_PROGRAMS = new Set(["postgres", "patroni", "etcd", "haproxy", "pg_rewind", "pg_basebackup", "pg_ctl"]);
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
+
+function freePorts(count: number): number[] {
+  // all open at once, so the kernel hands out distinct ports; ephemeral ports are never 5432
+  const listeners = Array.from({ length: count }, () => Deno.listen({ hostname: "127.0.0.1", port: 0 }));
+  const ports = listeners.map((l) => (l.addr as Deno.NetAddr).port);
+  for (const l of listeners) l.close();
+  return ports;
+}
+
+function portIsFree(port: number): boolean {
+  try {
+    Deno.listen({ hostname: "127.0.0.1", port }).close();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function idOf(user: string): Promise<{ uid: number; gid: number }> {
+  const out = await new Deno.Command("id", { args: ["-u", user], stdout: "piped", stderr: "null" }).output();
+  const gid = await new Deno.Command("id", { args: ["-g", user], stdout: "piped", stderr: "null" }).output();
+  if (!out.success || !gid.success) throw new ClusterError(`no ${user} OS user (the postgresql-15 package makes it)`);
+  const n = (b: Uint8Array) => Number(new TextDecoder().decode(b).trim());
+  return { uid: n(out.stdout), gid: n(gid.stdout) };
+}
+
+/** As root, Postgres runs as the postgres user, which must be able to enter every folder above the cluster's. */
+async function assertReachableByPostgres(dir: string) {
+  if (Deno.uid() !== 0) return;
+  for (let at = dir.slice(0, dir.lastIndexOf("/")) || "/"; at !== "/"; at = at.slice(0, at.lastIndexOf("/")) || "/") {
+    const { mode } = await Deno.stat(at);
+    if (mode !== null && (mode & 0o001) === 0) {
+      throw new ClusterError(`Postgres runs as the ${PG_USER} user, which cannot enter ${at}: choose another --dir`);
+    }
+  }
+}
+
+/** The directory as an absolute path; `deno task` runs in the repository, so a relative one is the caller's. */
+export function resolveDir(dir: string): string {
+  const base = Deno.env.get("INIT_CWD") ?? Deno.cwd();
+  const absolute = dir.startsWith("/") ? dir : `${base}/${dir}`;
+  const parts: string[] = [];
+  for (const part of absolute.split("/")) {
+    if (part === "" || part === ".") continue;
+    if (part === "..") parts.pop();
+    else parts.push(part);
+  }
+  return `/${parts.join("/")}`;
+}
+
+async function readLayout(dir: string): Promise<Layout | null> {
+  const text = await Deno.readTextFile(pathsOf(dir).layout).catch(() => null);
+  return text === null ? null : parseLayout(text);
+}
+
+async function agentAnswer(apiPort: number): Promise<AgentAnswer> {
+  try {
+    // 200 on the primary, 503 on a replica: both carry the member's JSON
+    const res = await fetch(`http://127.0.0.1:${apiPort}/patroni`, { signal: AbortSignal.timeout(1000) });
+    return await res.json();
+  } catch {
+    return null;
+  }
+}
+
+async function waitFor(what: string, timeoutMs: number, check: () => Promise<boolean>, log?: string) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await sleep(200);
+  }
+  throw new ClusterError(`${what} within ${timeoutMs / 1000} s${log ? `; see ${log}` : ""}`);
+}
+
+async function etcdHealthy(port: number): Promise<boolean> {
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(1000) });
+    return (await res.json())?.health === "true";
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Every agent runs its Postgres and a replica's agent knows it is the synchronous one: Patroni promotes only the
+ * member etcd names as synchronous, and it names it a moment after Postgres reports it, so until then a lost
+ * primary would not be replaced.
+ */
+async function agentsAgreeOnSync(layout: Layout): Promise<boolean> {
+  const answers = await Promise.all(layout.members.map((m) => agentAnswer(m.apiPort)));
+  return answers.every((a) => a?.state === "running") &&
+    answers.some((a) => roleOf(a) === "replica" && a?.sync_standby === true);
+}
+
+/**
+ * Through HAProxy: a synchronous replica streams (and, with more members, every replica streams) and a transaction
+ * that takes an id commits, which on a primary in synchronous mode means the replica confirmed it.
+ */
+async function acceptsSyncWrites(url: string, members: number): Promise<boolean> {
+  const sql = postgres(url, { max: 1, connect_timeout: 2, idle_timeout: 1, onnotice: () => {} });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<false>((resolve) => timer = setTimeout(() => resolve(false), 3000));
+  try {
+    const check = async () => {
+      const [row] = await sql`
+        select count(*) filter (where state = 'streaming')::int as streaming,
+               count(*) filter (where state = 'streaming' and sync_state = 'sync')::int as sync
+        from pg_stat_replication`;
+      if (row.sync < 1 || row.streaming < members - 1) return false;
+      await sql`select txid_current()`;
+      return true;
+    };
+    return await Promise.race([check(), timeout]);
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+    await sql.end({ timeout: 0 }).catch(() => {});
+  }
+}
+
+async function prepare(dir: string, options: { members: number; strict: boolean }, say: Say): Promise<Layout> {
+  await Deno.mkdir(dir, { recursive: true });
+  let layout = await readLayout(dir);
+  if (!layout) {
+    for await (const entry of Deno.readDir(dir)) {
+      throw new ClusterError(`${dir} holds ${entry.name} but no cluster.json: give an empty or new directory`);
+    }
+    layout = planLayout(freePorts(portsNeeded(options.members)), options);
+    await Deno.writeTextFile(pathsOf(dir).layout, JSON.stringify(layout, null, 2) + "\n");
+    say(`new cluster in ${dir}: ${layout.members.length} members, HAProxy on ${layout.haproxy.port}`);
+  } else {
+    say(`resuming the cluster in ${dir}`);
+  }
+  if (Deno.uid() === 0) {
+    const { mode } = await Deno.stat(dir);
+    if (mode !== null && (mode & 0o005) !== 0o005) await Deno.chmod(dir, (mode & 0o777) | 0o005);
+  }
+  await assertReachableByPostgres(dir);
+  const owner = Deno.uid() === 0 ? await idOf(PG_USER) : null;
+  for (const member of layout.members) {
+    const paths = pathsOf(dir).member(member.name);
+    await Deno.mkdir(paths.dir, { recursive: true, mode: 0o700 });
+    if (owner) await Deno.chown(paths.dir, owner.uid, owner.gid);
+    // rewritten at every start: the file follows this version of the tool; the cluster-wide part lives in etcd
+    await Deno.writeTextFile(paths.config, toYaml(patroniConfig(layout, member, dir)) + "\n", { mode: 0o644 });
+  }
+  await Deno.writeTextFile(pathsOf(dir).haproxy.config, haproxyConfig(layout));
+  return layout;
+}
+
+/**
+ * Starts (or resumes) the cluster in `dir` and resolves with its URL once a primary accepts writes that a
+ * synchronous replica confirms.
+ */
+export async function startCluster(
+  dirArg: string,
+  options: { members: number; strict: boolean; timeoutMs: number },
+  say: Say,
+): Promise<{ url: string; seconds: number }> {
+  const started = performance.now();
+  const installed = await ensurePackages(say);
+  if (installed.length) {
+    say(`installed ${installed.join(", ")} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  }
+  const dir = resolveDir(dirArg);
+  const layout = await prepare(dir, options, say);
+  const paths = pathsOf(dir);
+  const free = (port: number, what: string) => {
+    if (!portIsFree(port)) throw new ClusterError(`port ${port} (${what}) is taken by another program`);
+  };
+
+  if (!await livePid(paths.etcd.pid, paths.etcd.data)) {
+    free(layout.etcd.clientPort, "etcd");
+    free(layout.etcd.peerPort, "etcd peers");
+    const pid = await spawnDetached(["etcd", ...etcdArgs(layout, dir)], {
+      log: paths.etcd.log,
+      pidFile: paths.etcd.pid,
+      cwd: dir,
+    });
+    say(`etcd started (pid ${pid}, port ${layout.etcd.clientPort})`);
+  }
+  await waitFor("etcd did not answer", 20_000, () => etcdHealthy(layout.etcd.clientPort), paths.etcd.log);
+
+  for (const member of layout.members) {
+    const m = paths.member(member.name);
+    if (await livePid(m.pid, m.config)) continue;
+    free(member.apiPort, `${member.name}'s Patroni REST API`);
+    // the postmaster of a member whose agent died may still run: Patroni takes it over (or demotes it)
+    if (!await livePid(m.postmasterPid, m.data)) free(member.port, `${member.name}'s Postgres`);
+    const asPostgres = Deno.uid() === 0 ? ["setpriv", `--reuid=${PG_USER}`, `--regid=${PG_USER}`, "--init-groups"] : [];
+    const pid = await spawnDetached([...asPostgres, "patroni", m.config], {
+      log: m.log,
+      pidFile: m.pid,
+      cwd: m.dir,
+      env: { HOME: m.dir, PGPASSFILE: m.pgpass },
+    });
+    say(`${member.name}: Patroni started (pid ${pid}, Postgres port ${member.port}, REST port ${member.apiPort})`);
+  }
+
+  if (!await livePid(paths.haproxy.pid, paths.haproxy.config)) {
+    free(layout.haproxy.port, "HAProxy");
+    const pid = await spawnDetached(["haproxy", "-db", "-f", paths.haproxy.config], {
+      log: paths.haproxy.log,
+      pidFile: paths.haproxy.pid,
+      cwd: dir,
+    });
+    say(`HAProxy started (pid ${pid}, port ${layout.haproxy.port})`);
+  }
+
+  const url = databaseUrl(layout);
+  const elapsed = performance.now() - started;
+  await waitFor(
+    "no primary took writes confirmed by a synchronous replica",
+    Math.max(options.timeoutMs - elapsed, 1000),
+    async () => await agentsAgreeOnSync(layout) && await acceptsSyncWrites(url, layout.members.length),
+    `${dir}/pg*/patroni.log`,
+  );
+  return { url, seconds: (performance.now() - started) / 1000 };
+}
+
+/** What `status` reports: every member's role, state, ports and live PIDs; etcd's and HAProxy's PIDs. */
+export async function clusterStatus(dirArg: string): Promise<Status> {
+  const dir = resolveDir(dirArg);
+  const layout = await readLayout(dir);
+  if (!layout) throw new ClusterError(`no cluster in ${dir} (no cluster.json)`);
+  const paths = pathsOf(dir);
+  const members = await Promise.all(layout.members.map(async (member) => {
+    const m = paths.member(member.name);
+    return {
+      agentPid: await livePid(m.pid, m.config),
+      postmasterPid: await livePid(m.postmasterPid, m.data),
+      agent: await agentAnswer(member.apiPort),
+    };
+  }));
+  return statusReport(layout, {
+    members,
+    etcdPid: await livePid(paths.etcd.pid, paths.etcd.data),
+    haproxyPid: await livePid(paths.haproxy.pid, paths.haproxy.config),
+    url: databaseUrl(layout),
+  });
+}
+
+/**
+ * Stops every process of the cluster in `dir`: replicas' agents and postmasters first (so the primary's shutdown
+ * does not set off a failover), then the primary's, etcd and HAProxy; then any process still working inside `dir`.
+ * Patroni leaves its postmaster running when it is killed, so postmasters are stopped by their `postmaster.pid`.
+ * Nothing running is not an error. Resolves with the processes that could not be stopped (none, normally).
+ */
+export async function stopCluster(dirArg: string, say: Say): Promise<string[]> {
+  const dir = resolveDir(dirArg);
+  if (!await exists(dir)) {
+    say(`nothing to stop: ${dir} does not exist`);
+    return [];
+  }
+  const layout = await readLayout(dir).catch(() => null);
+  const paths = pathsOf(dir);
+  let stopped = 0;
+  if (layout) {
+    const roles = await Promise.all(layout.members.map(async (m) => roleOf(await agentAnswer(m.apiPort))));
+    const order = layout.members.map((m, i) => ({ m, primary: roles[i] === "primary" }))
+      .sort((a, b) => Number(a.primary) - Number(b.primary));
+    for (const { m: member } of order) {
+      const m = paths.member(member.name);
+      const agent = await livePid(m.pid, m.config);
+      if (agent) {
+        await terminate(agent, m.config, ["SIGTERM", "SIGKILL"], 15_000);
+        stopped++;
+      }
+      const postmaster = await livePid(m.postmasterPid, m.data);
+      if (postmaster) {
+        // fast shutdown, then immediate, then SIGKILL
+        await terminate(postmaster, m.data, ["SIGINT", "SIGQUIT", "SIGKILL"], 10_000);
+        stopped++;
+      }
+      await Deno.remove(m.pid).catch(() => {});
+    }
+    for (const [pidFile, marker] of [[paths.etcd.pid, paths.etcd.data], [paths.haproxy.pid, paths.haproxy.config]]) {
+      const pid = await livePid(pidFile, marker);
+      if (pid) {
+        await terminate(pid, marker);
+        stopped++;
+      }
+      await Deno.remove(pidFile).catch(() => {});
+    }
+  }
+  const leftovers = await processesOf(dir);
+  const ours = leftovers.filter((p) => CLUSTER_PROGRAMS.has(p.name) || p.name.startsWith("postgres"));
+  const stuck = await killAll(ours);
+  const foreign = leftovers.filter((p) => !ours.includes(p));
+  say(
+    stopped || ours.length
+      ? `stopped ${stopped} process(es)${ours.length ? ` and ${ours.length} left behind` : ""} in ${dir}`
+      : `nothing was running in ${dir}`,
+  );
+  return [...stuck, ...foreign].map((p) => `${p.pid} ${p.name}: ${p.args.join(" ")}`);
+}
