@@ -2,8 +2,8 @@
  * The Debian packages a local cluster runs on, installed when one is missing (README, "A Postgres HA cluster").
  * Installing them must not leave services of their own running: etcd's package would start one on 2379, HAProxy's
  * one with its default configuration, PostgreSQL's a cluster of its own. A `policy-rc.d` that exits 101 during the
- * install is Debian's way to keep maintainer scripts from starting services; on a systemd machine the new services
- * are also disabled, so they do not come up at the next boot either.
+ * install is Debian's way to keep maintainer scripts from starting services; the new services are also disabled
+ * (with systemctl), so they do not come up at the next boot either.
  */
 import { ClusterError, PG_BIN_DIR } from "./config.ts";
 
@@ -87,9 +87,11 @@ export async function ensurePackages(say: (line: string) => void = () => {}): Pr
   }
   const still = await missingPackages();
   if (still.length) throw new ClusterError(`apt-get installed, yet ${still.join(", ")} still missing`);
-  if (await exists("/run/systemd/system")) {
+  // systemctl disables a unit without a running systemd too (a container, an image built for later boots)
+  const booted = await exists("/run/systemd/system");
+  if (await exists("/usr/bin/systemctl") || await exists("/bin/systemctl")) {
     for (const service of missing.flatMap((name) => SERVICES[name] ?? [])) {
-      await run("systemctl", ["disable", "--now", service]).catch(() => {});
+      await run("systemctl", ["disable", ...booted ? ["--now"] : [], service]).catch(() => {});
     }
   }
   return missing;
