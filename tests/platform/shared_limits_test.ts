@@ -124,8 +124,9 @@ Deno.test("a flood of sign-ins costs bounded memory and counts every guess", asy
       );
       const n = count(answers.map((a) => a.status));
       assert.deepEqual(Object.keys(n).sort(), ["401", "503"]);
-      // two hashing and sixteen waiting (the defaults): every other one is turned away before any work
-      assert.equal(n[401], 18);
+      // two hashing and sixteen waiting (the defaults); a hash that ends before the last requests arrive lets a few
+      // more in, on a slow machine: the rest is turned away before any work
+      assert.ok(n[401] >= 18 && n[503] >= 50, JSON.stringify(n));
       assert.ok(answers.filter((a) => a.status === 503).every((a) => a.retryAfter === "1"));
       const peak = await peakRssMiB(service.child.pid);
       console.log(`peak RSS ${before.toFixed(0)} MiB before the flood, ${peak.toFixed(0)} MiB after`);
