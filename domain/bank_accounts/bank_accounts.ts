@@ -4,6 +4,7 @@ import { newId } from "../platform/ids.ts";
 import { naiveUtc } from "../platform/time.ts";
 import { directoryIspb, resolveBank } from "./directory.ts";
 import { assertPerson } from "../subjects/people.ts";
+import { claimRoom, type StoredQuotas, withinQuotas } from "../subjects/quotas.ts";
 import { type BankAccountScope, type NormalizedBankAccount, validateBankAccountInput } from "./rules.ts";
 import type { BankAccountInput } from "./rules.ts";
 
@@ -137,7 +138,8 @@ async function columns(tx: Tx, companyId: string, account: NormalizedBankAccount
 
 /**
  * Stores a checked account (from `validateBankAccountInput`) for a subject, or for the company when `subjectId`
- * is null. Takes the caller's transaction so a wire correction can store it with its own state change.
+ * is null. Takes the caller's transaction so a wire correction can store it with its own state change; the caller
+ * takes its room in the bank accounts quota (`claimRoom`) before committing.
  */
 export async function insertBankAccount(
   tx: Tx,
@@ -151,19 +153,26 @@ export async function insertBankAccount(
   return id;
 }
 
-/** POST /subject/:id/bank_accounts (subjectId) and POST /bank_accounts (null: international, company level). */
+/**
+ * POST /subject/:id/bank_accounts (subjectId) and POST /bank_accounts (null: international, company level). Both
+ * take room in the company's bank accounts quota (`subjects/quotas.ts`), last in the transaction.
+ */
 export async function createBankAccount(
   sql: Sql,
   companyId: string,
   subjectId: string | null,
   input: BankAccountInput,
+  quotas: StoredQuotas,
 ): Promise<BankAccountRow> {
   if (subjectId) await assertPerson(sql, companyId, subjectId);
   const account = validateBankAccountInput(input, { scope: subjectId ? "subject" : "international" });
-  return await sql.begin(async (tx) => {
-    const id = await insertBankAccount(tx, companyId, subjectId, account);
-    return await getBankAccount(tx, companyId, id);
-  });
+  return await withinQuotas(quotas, () =>
+    sql.begin(async (tx) => {
+      const id = await insertBankAccount(tx, companyId, subjectId, account);
+      const row = await getBankAccount(tx, companyId, id);
+      await claimRoom(tx, companyId, quotas, { bankAccounts: 1 });
+      return row;
+    }));
 }
 
 /** The stored account in the shape of a request body, so an update can be checked as the whole account it makes. */

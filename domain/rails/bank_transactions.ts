@@ -4,6 +4,7 @@ import { newId } from "../platform/ids.ts";
 import { isoUtc } from "../platform/time.ts";
 import { emitEvent } from "../webhooks/events.ts";
 import { getPerson, type PersonCreateInput, registerPerson } from "../subjects/people.ts";
+import type { StoredQuotas } from "../subjects/quotas.ts";
 import { checkDocumentNumber, type DocumentType } from "../subjects/person_rules.ts";
 import { moveMoney } from "./transactions.ts";
 
@@ -161,8 +162,8 @@ const paymentsWaiting = (sql: Tx) =>
  * through a partial index), turns it into their identified payins. The sweep (`identifyRegisteredPayers`) covers a
  * crash between the two steps.
  */
-export async function registerPayer(sql: Sql, companyId: string, input: PersonCreateInput) {
-  const { person, created, asked } = await registerPerson(sql, companyId, input, { ask: paymentsWaiting });
+export async function registerPayer(sql: Sql, companyId: string, input: PersonCreateInput, quotas: StoredQuotas) {
+  const { person, created, asked } = await registerPerson(sql, companyId, input, quotas, { ask: paymentsWaiting });
   if (!asked) return { person, created };
   await identifyWaitingPayments(sql, companyId, person.id, person.document_type, person.document_number);
   // identified payins may have changed the person's status (clearance): answer it as it is now

@@ -5,6 +5,7 @@ import { naiveUtc } from "../platform/time.ts";
 import type { DocumentSummary } from "./documents.ts";
 import { checkCompanyDocument, type CompanyDocumentType, fiscalCountryError } from "./company_rules.ts";
 import { PAGE_SIZE, selectSubjects } from "./people.ts";
+import { type StoredQuotas, takeRoom, withinQuotas } from "./quotas.ts";
 
 /**
  * Company customers of an integrator (README, "Company customers"): subjects like people, in the same table, so
@@ -116,8 +117,11 @@ export function checkCompanyRegistration(input: Partial<CompanyCreateInput>): st
   return documentNumber;
 }
 
-/** POST /subject/companies: registers a company customer, or updates the one with the same tax id (same id). */
-export async function registerCompany(sql: Sql, companyId: string, input: CompanyCreateInput) {
+/**
+ * POST /subject/companies: registers a company customer, or updates the one with the same tax id (same id). A new one
+ * takes room in the company's subjects quota, shared with people (`quotas.ts`), in the same statement.
+ */
+export async function registerCompany(sql: Sql, companyId: string, input: CompanyCreateInput, quotas: StoredQuotas) {
   const documentNumber = checkCompanyRegistration(input);
   const fields = values(input, false);
   const row = {
@@ -129,11 +133,16 @@ export async function registerCompany(sql: Sql, companyId: string, input: Compan
     ...fields,
   };
   const updates = Object.keys(fields) as Editable[];
-  const [saved] = await sql<{ id: string; created: boolean }[]>`
-    insert into people ${sql(row)}
-    on conflict (company_id, document_type, document_number)
-    do update set ${sql(fields, updates)}, updated_at = now()
-    returning id, (xmax = 0) as created`;
+  const [saved] = await withinQuotas(quotas, () =>
+    sql<{ id: string; created: boolean }[]>`
+      with saved as (
+        insert into people ${sql(row)}
+        on conflict (company_id, document_type, document_number)
+        do update set ${sql(fields, updates)}, updated_at = now()
+        returning id, (xmax = 0) as created
+      )
+      select * from saved
+      where case when saved.created then ${takeRoom(sql, companyId, quotas, { people: 1 })} else true end`);
   return { company: await getCompany(sql, companyId, saved.id), created: saved.created };
 }
 

@@ -12,6 +12,7 @@ import {
   prepareDocument,
 } from "./documents.ts";
 import { checkPerson, type DocumentType } from "./person_rules.ts";
+import { claimRoom, documentsUsage, refuseEarly, type StoredQuotas, takeRoom, withinQuotas } from "./quotas.ts";
 import { setStatus } from "./status.ts";
 
 export const PAGE_SIZE = 100;
@@ -177,12 +178,15 @@ export async function checkRegistration(input: Partial<PersonCreateInput>) {
  * POST /subject/people: registers a person, or updates the one with the same document pair (same id).
  * Null fields count as absent here; only PUT clears fields. `ask` is a boolean SQL expression over the saved
  * `people` row that a caller above wants answered in the same statement, returned as `asked` (the rails ask whether
- * money waits for this payer: one round trip instead of two on the busiest write of the API).
+ * money waits for this payer: one round trip instead of two on the busiest write of the API). A new person, and
+ * the documents that come with anyone, take room in the company's quotas (`quotas.ts`); an update of a person
+ * already registered is no new subject and is never refused for the subjects quota.
  */
 export async function registerPerson(
   sql: Sql,
   companyId: string,
   input: PersonCreateInput,
+  quotas: StoredQuotas,
   opts: { ask?: (tx: Tx) => postgres.Fragment } = {},
 ) {
   const { documentNumber, documents } = await checkRegistration(input);
@@ -195,20 +199,34 @@ export async function registerPerson(
     ...fields,
   };
   const updates = Object.keys(fields) as Editable[];
-  const upsert = async (tx: Tx) => {
+  // `count`: a new person takes its room in this same statement, so a registration stays one round trip (with
+  // documents, the transaction takes the room of everything at its end instead)
+  const upsert = async (tx: Tx, count: boolean) => {
+    const takeIfNew = count
+      ? tx`where case when saved.created then ${takeRoom(tx, companyId, quotas, { people: 1 })} else true end`
+      : tx``;
     const [saved] = await tx<(PersonRow & { created: boolean; asked: boolean })[]>`
-      insert into people ${tx(row)}
-      on conflict (company_id, document_type, document_number)
-      do update set ${tx(fields, updates)}, updated_at = now()
-      returning *, (xmax = 0) as created, ${opts.ask ? opts.ask(tx) : tx`false`} as asked`;
+      with saved as (
+        insert into people ${tx(row)}
+        on conflict (company_id, document_type, document_number)
+        do update set ${tx(fields, updates)}, updated_at = now()
+        returning *, (xmax = 0) as created, ${opts.ask ? opts.ask(tx) : tx`false`} as asked
+      )
+      select * from saved ${takeIfNew}`;
     return saved;
   };
+  const use = documentsUsage(documents);
   // one statement needs no transaction; documents and the status change they may bring go with the person
-  const saved = !documents.length ? await upsert(sql) : await sql.begin(async (tx) => {
-    const saved = await upsert(tx);
-    for (const doc of documents) await insertDocument(tx, companyId, saved.id, doc);
-    await reviewAfterDocuments(tx, companyId, saved.id);
-    return saved;
+  const saved = await withinQuotas(quotas, async () => {
+    if (!documents.length) return await upsert(sql, true);
+    if (use.documentBytes) await refuseEarly(sql, companyId, quotas, use);
+    return await sql.begin(async (tx) => {
+      const saved = await upsert(tx, false);
+      for (const doc of documents) await insertDocument(tx, companyId, saved.id, doc);
+      await reviewAfterDocuments(tx, companyId, saved.id);
+      await claimRoom(tx, companyId, quotas, { ...use, people: saved.created ? 1 : 0 });
+      return saved;
+    });
   });
   // a new person without documents is complete as returned; otherwise read it back with its documents
   const person = saved.created && !documents.length

@@ -77,7 +77,7 @@ const createInternational = createRoute({
   responses: { 201: jsonResponse("Bank account registered", Envelope), ...bodyErrorResponses },
 });
 
-export function bankAccountRoutes({ sql }: Deps) {
+export function bankAccountRoutes({ sql, config }: Deps) {
   // which fields a country requires and their formats are the domain's: a body refused for its shape hears of them
   const countryRules = (scope: "subject" | "international") =>
     alsoCheck(BankAccountBody, (body) => validateBankAccountInput(body.bank_account ?? {}, { scope }));
@@ -92,7 +92,7 @@ export function bankAccountRoutes({ sql }: Deps) {
   return newRouter()
     .openapi(create, async (c) => {
       const { id } = c.req.valid("param");
-      const row = await createBankAccount(sql, c.get("companyId"), id, c.req.valid("json").bank_account);
+      const row = await createBankAccount(sql, c.get("companyId"), id, c.req.valid("json").bank_account, config.limits);
       return c.json({ data: presentBankAccount(row, { onCreate: true }) }, 201);
     }, countryRules("subject"))
     .openapi(list, async (c) => {
@@ -111,7 +111,13 @@ export function bankAccountRoutes({ sql }: Deps) {
       return c.json({ data: presentBankAccount(row) }, 200);
     })
     .openapi(createInternational, async (c) => {
-      const row = await createBankAccount(sql, c.get("companyId"), null, c.req.valid("json").bank_account);
+      const row = await createBankAccount(
+        sql,
+        c.get("companyId"),
+        null,
+        c.req.valid("json").bank_account,
+        config.limits,
+      );
       return c.json({ data: presentBankAccount(row, { onCreate: true }) }, 201);
     }, countryRules("international"));
 }

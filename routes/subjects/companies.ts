@@ -73,10 +73,15 @@ const detail = createRoute({
   responses: { 200: jsonResponse("The company customer", Envelope), ...errorResponses },
 });
 
-export function companyRoutes({ sql }: Deps) {
+export function companyRoutes({ sql, config }: Deps) {
   return newRouter()
     .openapi(create, async (c) => {
-      const { company, created } = await registerCompany(sql, c.get("companyId"), c.req.valid("json").company);
+      const { company, created } = await registerCompany(
+        sql,
+        c.get("companyId"),
+        c.req.valid("json").company,
+        config.limits,
+      );
       return c.json({ data: presentCompany(company) }, created ? 201 : 200);
     }, alsoCheck(CompanyCreateBody, (body) => checkCompanyRegistration(body.company ?? {})))
     .openapi(list, async (c) => {

@@ -78,10 +78,11 @@ const file = createRoute({
 /** A file name safe in a header: what is not plain ASCII becomes "_" (the original stays in the metadata). */
 const headerSafe = (name: string) => name.replace(/[^A-Za-z0-9._ -]/g, "_").slice(0, 200) || "document";
 
-export function documentRoutes({ sql }: Deps) {
+export function documentRoutes({ sql, config }: Deps) {
   return newRouter()
     .openapi(upload, async (c) => {
-      const doc = await uploadDocument(sql, c.get("companyId"), c.req.valid("param").id, c.req.valid("json").document);
+      const { id } = c.req.valid("param");
+      const doc = await uploadDocument(sql, c.get("companyId"), id, c.req.valid("json").document, config.limits);
       return c.json({ data: doc }, 201);
     }, alsoCheck(DocumentUploadBody, (body) => prepareDocument(body.document ?? {})))
     .openapi(list, async (c) => {

@@ -68,10 +68,15 @@ const detail = createRoute({
   responses: { 200: jsonResponse("The person", PersonEnvelope), ...errorResponses },
 });
 
-export function peopleRoutes({ sql }: Deps) {
+export function peopleRoutes({ sql, config }: Deps) {
   return newRouter()
     .openapi(create, async (c) => {
-      const { person, created } = await registerPayer(sql, c.get("companyId"), c.req.valid("json").person);
+      const { person, created } = await registerPayer(
+        sql,
+        c.get("companyId"),
+        c.req.valid("json").person,
+        config.limits,
+      );
       return c.json({ data: presentPerson(person) }, created ? 201 : 200);
     }, alsoCheck(PersonCreateBody, (body) => checkRegistration(body.person ?? {})))
     .openapi(list, async (c) => {
