@@ -14,6 +14,7 @@ import {
 import { cannotInstall, ensurePackages, missingPackages } from "../../jobs/commands/cluster/packages.ts";
 import { parsePid } from "../../jobs/commands/cluster/processes.ts";
 import { parseStatus, primaryOf, roleOf, type Status, statusReport } from "../../jobs/commands/cluster/status.ts";
+import { switchoverPlan } from "../../jobs/commands/cluster/switchover.ts";
 
 const root = new URL("../..", import.meta.url).pathname;
 const PORTS = [41001, 41002, 41003, 41004, 41005, 41006, 41007];
@@ -131,6 +132,19 @@ Deno.test("status: roles from the agents, a member whose agent is down is a repl
   assert.equal(parsePid("\n"), null);
 });
 
+Deno.test("a switchover goes from the running primary to the synchronous replica, or says why it cannot", () => {
+  const primary = { state: "running", role: "master" };
+  const sync = { state: "running", role: "replica", sync_standby: true };
+  const [pg0, pg1] = layout.members;
+  assert.deepEqual(switchoverPlan(layout, [sync, primary]), { leader: pg1, candidate: pg0 });
+  assert.deepEqual(switchoverPlan(layout, [primary, sync]), { leader: pg0, candidate: pg1 });
+  assert.match((switchoverPlan(layout, [null, sync]) as { reason: string }).reason, /0 running primaries/);
+  const async = { state: "running", role: "replica", sync_standby: false };
+  assert.match((switchoverPlan(layout, [primary, async]) as { reason: string }).reason, /no running synchronous/);
+  const starting = { state: "starting", role: "replica", sync_standby: true };
+  assert.match((switchoverPlan(layout, [primary, starting]) as { reason: string }).reason, /no running synchronous/);
+});
+
 /**
  * Why the cluster story cannot run here, or null when it can. The Debian packages are installed now when they are
  * missing and can be (root, apt-get, an archive that answers), as `deno task cluster start` would; a machine where
@@ -152,7 +166,7 @@ if (whyNot) console.warn(`cluster_test: the cluster story is ignored: ${whyNot}`
 
 async function task(command: string, dir: string): Promise<{ code: number; stdout: string; stderr: string }> {
   // a start that cannot succeed fails within the test's budget rather than after the command's default 120 s
-  const timeout = command === "start" ? ["--timeout", "40"] : [];
+  const timeout = command === "start" || command === "switchover" ? ["--timeout", "40"] : [];
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["task", "--quiet", "cluster", command, "--dir", dir, ...timeout],
     cwd: root,
@@ -286,6 +300,20 @@ Deno.test({
         } finally {
           await sql.end({ timeout: 1 });
         }
+      });
+
+      await t.step("switchover: the synchronous replica becomes the primary, the old one follows it", async () => {
+        const before = primaryOf(await status(dir))!;
+        const since = performance.now();
+        const out = await task("switchover", dir);
+        assert.equal(out.code, 0, `${out.stdout}\n${out.stderr}`);
+        console.log(`cluster: switchover ${seconds(since).toFixed(1)} s (the command itself included)`);
+        const s = parseStatus(out.stdout);
+        const now = primaryOf(s);
+        assert.ok(now && now.name !== before.name, JSON.stringify(s));
+        const old = s.members.find((m) => m.name === before.name)!;
+        assert.deepEqual([old.role, old.state, old.sync, old.pids.length], ["replica", "running", true, 2]);
+        assert.ok(await writes(url, "after the switchover"));
       });
 
       await t.step("stop: no process of the cluster is left; a second stop is harmless", async () => {

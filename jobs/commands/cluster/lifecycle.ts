@@ -1,7 +1,8 @@
 /**
- * `deno task cluster start|status|stop` (README, "A Postgres HA cluster"; docs/architecture.md, "The database
- * cluster"): a one-node etcd, a Patroni agent per Postgres member, and HAProxy in front, every file of them inside
- * one directory. `start` on a directory that already holds a cluster starts again whatever part of it is not running.
+ * `deno task cluster start|status|switchover|stop` (README, "A Postgres HA cluster"; docs/architecture.md, "The
+ * database cluster"): a one-node etcd, a Patroni agent per Postgres member, and HAProxy in front, every file of them
+ * inside one directory. `start` on a directory that already holds a cluster starts again whatever part of it is not
+ * running.
  */
 import postgres from "postgres";
 import {
@@ -20,6 +21,7 @@ import {
 import { ensurePackages } from "./packages.ts";
 import { killAll, livePid, processesOf, spawnDetached, terminate } from "./processes.ts";
 import { type AgentAnswer, roleOf, type Status, statusReport } from "./status.ts";
+import { switchoverPlan } from "./switchover.ts";
 
 export type Say = (line: string) => void;
 
@@ -249,6 +251,91 @@ export async function startCluster(
     `${dir}/pg*/patroni.log`,
   );
   return { url, seconds: (performance.now() - started) / 1000 };
+}
+
+/**
+ * One write through `url` (HAProxy) that lands on the member listening on `port` and commits within 3 s: HAProxy
+ * sends new connections to that member and it is a primary that takes writes.
+ */
+async function writesReach(url: string, port: number): Promise<boolean> {
+  const sql = postgres(url, { max: 1, connect_timeout: 2, idle_timeout: 1, onnotice: () => {} });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<false>((resolve) => timer = setTimeout(() => resolve(false), 3000));
+  try {
+    const check = async () => {
+      const [row] = await sql`select inet_server_port() as port, pg_is_in_recovery() as standby`;
+      if (row.port !== port || row.standby) return false;
+      await sql`select txid_current()`;
+      return true;
+    };
+    return await Promise.race([check(), timeout]);
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+    await sql.end({ timeout: 0 }).catch(() => {});
+  }
+}
+
+/**
+ * A planned switchover with Patroni's own mechanism: `POST /switchover` to the primary's agent, from the primary to
+ * the synchronous replica. Patroni stops the old primary cleanly (so the candidate has every commit), promotes the
+ * candidate and restarts the old primary as its replica, with no pg_rewind. Resolves once the candidate takes writes
+ * through HAProxy (`writableSeconds`) and the old primary streams as its synchronous replica again (`seconds`),
+ * both counted from the request.
+ */
+export async function switchoverCluster(
+  dirArg: string,
+  options: { timeoutMs: number },
+  say: Say,
+): Promise<{ from: string; to: string; writableSeconds: number; seconds: number }> {
+  const dir = resolveDir(dirArg);
+  const layout = await readLayout(dir);
+  if (!layout) throw new ClusterError(`no cluster in ${dir} (no cluster.json)`);
+  const plan = switchoverPlan(layout, await Promise.all(layout.members.map((m) => agentAnswer(m.apiPort))));
+  if ("reason" in plan) throw new ClusterError(plan.reason);
+  const { leader, candidate } = plan;
+  say(`switching over from ${leader.name} to ${candidate.name} (Patroni's POST /switchover)`);
+  const started = performance.now();
+  const elapsed = () => (performance.now() - started) / 1000;
+  let answer: { status: number; text: string };
+  try {
+    // Patroni answers once etcd names the new leader (it polls for up to 20 s), not when it takes writes
+    const res = await fetch(`http://127.0.0.1:${leader.apiPort}/switchover`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ leader: leader.name, candidate: candidate.name }),
+      signal: AbortSignal.timeout(Math.min(options.timeoutMs, 30_000)),
+    });
+    answer = { status: res.status, text: (await res.text()).trim() };
+  } catch (err) {
+    throw new ClusterError(`${leader.name}'s agent did not answer the switchover: ${(err as Error).message}`);
+  }
+  // 503 "Switchover status unknown" only means Patroni stopped polling: what the members do decides
+  if (answer.status !== 200 && !/status unknown/i.test(answer.text)) {
+    throw new ClusterError(`Patroni refused the switchover (${answer.status}): ${answer.text}`);
+  }
+  say(`Patroni answered ${answer.status} "${answer.text}" after ${elapsed().toFixed(1)} s`);
+  const url = databaseUrl(layout);
+  const left = () => Math.max(options.timeoutMs - (performance.now() - started), 1000);
+  await waitFor(
+    `${candidate.name} did not take writes through HAProxy`,
+    left(),
+    () => writesReach(url, candidate.port),
+  );
+  const writableSeconds = elapsed();
+  say(`${candidate.name} takes writes through HAProxy ${writableSeconds.toFixed(1)} s after the request`);
+  await waitFor(
+    `${leader.name} did not come back as ${candidate.name}'s synchronous replica`,
+    left(),
+    async () =>
+      roleOf(await agentAnswer(candidate.apiPort)) === "primary" && await agentsAgreeOnSync(layout) &&
+      await acceptsSyncWrites(url, layout.members.length),
+    `${dir}/${leader.name}/patroni.log`,
+  );
+  const seconds = elapsed();
+  say(`${leader.name} streams as the synchronous replica ${seconds.toFixed(1)} s after the request`);
+  return { from: leader.name, to: candidate.name, writableSeconds, seconds };
 }
 
 /** What `status` reports: every member's role, state, ports and live PIDs; etcd's and HAProxy's PIDs. */
