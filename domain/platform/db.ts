@@ -67,12 +67,16 @@ export async function serverAnswers(url: string): Promise<boolean> {
 /**
  * True for an error that says the database could not be reached or went away (refused, reset, shutting down,
  * starting up), as opposed to an error in the statement: the same statement may succeed once the server is back.
+ * On an HA cluster a write that reaches a primary being demoted, or a replica the proxy has not yet taken out,
+ * fails as a read-only transaction (25006): that too is "no primary right now" (README, "A Postgres HA cluster").
  */
 export function isDatabaseUnreachable(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code !== "string") return false;
-  return /^(08|57P)/.test(code) || UNREACHABLE_CODES.has(code);
+  return /^(08|57P)/.test(code) || code === READ_ONLY_TRANSACTION || UNREACHABLE_CODES.has(code);
 }
+
+const READ_ONLY_TRANSACTION = "25006";
 
 /**
  * True for an error that escaped the database client libraries while a connection went down: a lost connection's

@@ -24,6 +24,8 @@ export type Worker = { runner: Runner; pool: pg.Pool; liveness: Liveness; sweepe
 export type OnDeadProcesses = (processIds: string[]) => Promise<void>;
 
 const SWEEP_EVERY_MS = 5_000;
+/** Longer than a peer takes to open its session again once the database is back (its retries wait 2 s at most). */
+const RECONNECT_GRACE_MS = 10_000;
 
 /**
  * Frees what worker processes that are gone had taken: their registered session no longer exists.
@@ -54,6 +56,8 @@ class Liveness {
   private reconnecting: Promise<void> | null = null;
   private stopped = false;
   private workerIds: string[] = [];
+  /** When the session was last opened again after a loss (0: never lost). */
+  private reopenedAt = 0;
 
   constructor(private connectionString: string, readonly processId: string) {}
 
@@ -92,6 +96,16 @@ class Liveness {
     return this.client;
   }
 
+  /**
+   * Whether other processes may be judged now. A restart or a failover of the database ends every process's session
+   * at once, and each opens its own again in its own time: until `RECONNECT_GRACE_MS` after this one did, a peer
+   * without a session is more likely on its way back than dead, and handing its jobs and leases to others would run
+   * a delivery twice at once (a sequential endpoint's order broken).
+   */
+  get mayJudgeOthers(): boolean {
+    return Date.now() - this.reopenedAt >= RECONNECT_GRACE_MS;
+  }
+
   private lost(client: pg.Client) {
     if (this.client !== client || this.stopped) return;
     this.client = null;
@@ -104,6 +118,7 @@ class Liveness {
       await new Promise((r) => setTimeout(r, wait));
       try {
         await this.connect();
+        this.reopenedAt = Date.now();
         log.info("worker liveness session open again", { process_id: this.processId });
         return;
       } catch { /* the database is still away */ }
@@ -143,7 +158,7 @@ export async function startWorker(
   const sweep = async () => {
     const session = liveness.session;
     if (!session) return; // the database is away: the next sweep after it is back does the work
-    await recoverDeadProcesses(session, opts.onDeadProcesses);
+    if (liveness.mayJudgeOthers) await recoverDeadProcesses(session, opts.onDeadProcesses);
     await opts.onSweep?.();
   };
   await sweep();
