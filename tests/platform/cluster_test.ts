@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import postgres from "postgres";
 import {
+  archiveCommand,
   databaseUrl,
   etcdArgs,
   haproxyConfig,
@@ -9,8 +10,20 @@ import {
   patroniConfig,
   planLayout,
   portsNeeded,
+  restoreCommand,
   toYaml,
 } from "../../jobs/commands/cluster/config.ts";
+import {
+  type BackupInfo,
+  backupName,
+  chooseBackup,
+  confValue,
+  parseBackupInfo,
+  parseBasebackupOutput,
+  parseTargetTime,
+  recoveryStop,
+  rehearsalConfig,
+} from "../../jobs/commands/cluster/backups.ts";
 import { cannotInstall, ensurePackages, missingPackages } from "../../jobs/commands/cluster/packages.ts";
 import { parsePid } from "../../jobs/commands/cluster/processes.ts";
 import { parseStatus, primaryOf, roleOf, type Status, statusReport } from "../../jobs/commands/cluster/status.ts";
@@ -145,6 +158,119 @@ Deno.test("a switchover goes from the running primary to the synchronous replica
   assert.match((switchoverPlan(layout, [primary, starting]) as { reason: string }).reason, /no running synchronous/);
 });
 
+/** What Postgres does to archive_command and restore_command before `sh` runs them: %p, %f and %% replaced. */
+function substitute(command: string, p: string, f: string): string {
+  return command.replace(/%([pf%])/g, (_, c) => c === "p" ? p : c === "f" ? f : "%");
+}
+
+async function sh(command: string, cwd: string): Promise<boolean> {
+  return (await new Deno.Command("sh", { args: ["-c", command], cwd, stdout: "null", stderr: "null" }).output())
+    .success;
+}
+
+Deno.test("every member archives its WAL into the directory's archive, and replays from it", () => {
+  const config = patroniConfig(layout, layout.members[0], "/srv/c");
+  const pg = config.postgresql as { parameters: Record<string, string>; recovery_conf: Record<string, string> };
+  assert.equal(pg.parameters.archive_mode, "on");
+  assert.equal(pg.parameters.archive_command, archiveCommand("/srv/c/wal-archive"));
+  assert.equal(pg.recovery_conf.restore_command, "cp '/srv/c/wal-archive/'%f %p");
+  assert.equal(pathsOf("/srv/c").walArchive, "/srv/c/wal-archive");
+  // a quote or a percent sign in the directory stays part of the path
+  assert.equal(restoreCommand("/srv/it's 100%"), "cp '/srv/it'\\''s 100%%/'%f %p");
+});
+
+Deno.test("the archive_command copies a segment once, takes the same segment again, never overwrites another", async () => {
+  const work = await Deno.makeTempDir({ prefix: "payments-archive-" });
+  try {
+    const archive = `${work}/it's 100% archive`;
+    await Deno.mkdir(archive);
+    await Deno.mkdir(`${work}/pg_wal`);
+    const segment = "000000010000000000000003";
+    await Deno.writeTextFile(`${work}/pg_wal/${segment}`, "first");
+    const archiving = substitute(archiveCommand(archive), `pg_wal/${segment}`, segment);
+    assert.ok(await sh(archiving, work));
+    assert.equal(await Deno.readTextFile(`${archive}/${segment}`), "first");
+    assert.deepEqual([...Deno.readDirSync(archive)].map((e) => e.name), [segment], "no temporary file left");
+    assert.ok(await sh(archiving, work), "the same segment again (a crash before Postgres noted it) succeeds");
+    await Deno.writeTextFile(`${work}/pg_wal/${segment}`, "other");
+    assert.equal(await sh(archiving, work), false, "another segment of that name is refused");
+    assert.equal(await Deno.readTextFile(`${archive}/${segment}`), "first");
+    await Deno.remove(`${work}/pg_wal/${segment}`);
+    assert.ok(await sh(substitute(restoreCommand(archive), `pg_wal/${segment}`, segment), work));
+    assert.equal(await Deno.readTextFile(`${work}/pg_wal/${segment}`), "first");
+    assert.equal(await sh(substitute(restoreCommand(archive), "pg_wal/x", "00000002.history"), work), false);
+  } finally {
+    await Deno.remove(work, { recursive: true });
+  }
+});
+
+Deno.test("a recovery target is a time with its zone, handed to Postgres with a numeric offset", () => {
+  const utc = parseTargetTime("2026-11-25T19:47:58.930774Z")!;
+  assert.equal(utc.instant.toISOString(), "2026-11-25T19:47:58.930Z");
+  assert.equal(utc.forPostgres, "2026-11-25 19:47:58.930774+00:00", "recovery_target_time refuses Z");
+  const psql = parseTargetTime("2026-11-25 19:47:58.930774+00")!;
+  assert.equal(psql.forPostgres, "2026-11-25 19:47:58.930774+00:00");
+  const brt = parseTargetTime("2026-11-25T16:47-03:00")!;
+  assert.equal(brt.instant.toISOString(), "2026-11-25T19:47:00.000Z");
+  assert.equal(brt.forPostgres, "2026-11-25 16:47:00-03:00");
+  assert.equal(parseTargetTime("2026-11-25T19:47:58"), null, "no zone");
+  assert.equal(parseTargetTime("2026-02-30T10:00:00Z"), null);
+  assert.equal(parseTargetTime("now"), null);
+  assert.equal(parseTargetTime("2026-11-25T19:47:58Z'; archive_mode = 'on"), null);
+});
+
+Deno.test("a restore starts from the latest backup finished by the target time", () => {
+  const info = (finished: string): BackupInfo => ({
+    label: "x",
+    member: "pg0",
+    started_at: finished,
+    finished_at: finished,
+    start_lsn: "0/4000028",
+    end_lsn: "0/4000100",
+    timeline: 1,
+  });
+  const backups = ["2026-11-25T10:00:00Z", "2026-11-25T12:00:00Z", "2026-11-25T11:00:00Z"].map((t) => ({
+    path: t,
+    info: info(t),
+  }));
+  assert.equal(chooseBackup(backups, new Date("2026-11-25T11:30:00Z"))?.path, "2026-11-25T11:00:00Z");
+  assert.equal(chooseBackup(backups, new Date("2026-11-25T12:00:00Z"))?.path, "2026-11-25T12:00:00Z");
+  assert.equal(chooseBackup(backups, new Date("2026-11-25T09:59:59Z")), null);
+  assert.deepEqual(parseBackupInfo(JSON.stringify(info("2026-11-25T10:00:00Z"))), info("2026-11-25T10:00:00Z"));
+  assert.throws(() => parseBackupInfo('{"label": "x"}'), /not a backup.json/);
+  assert.equal(backupName(new Date("2026-11-25T19:47:57.123Z")), "20261125T194757Z");
+  const output = [
+    "pg_basebackup: initiating base backup, waiting for checkpoint to complete",
+    "pg_basebackup: write-ahead log start point: 0/4000028 on timeline 3",
+    "pg_basebackup: write-ahead log end point: 0/4000100",
+  ].join("\n");
+  assert.deepEqual(parseBasebackupOutput(output), { start_lsn: "0/4000028", end_lsn: "0/4000100", timeline: 3 });
+});
+
+Deno.test("a restore rehearsal replays to its target and promotes, without archiving or waiting for a standby", () => {
+  const conf = rehearsalConfig({ port: 41999, archiveDir: "/srv/c/wal-archive", target: "2026-11-25 19:47:58+00:00" });
+  const lines = conf.split("\n");
+  for (
+    const line of [
+      "port = 41999",
+      "listen_addresses = '127.0.0.1'",
+      "archive_mode = 'off'",
+      "synchronous_standby_names = ''",
+      "restore_command = 'cp ''/srv/c/wal-archive/''%f %p'",
+      "recovery_target_time = '2026-11-25 19:47:58+00:00'",
+      "recovery_target_action = 'promote'",
+    ]
+  ) assert.ok(lines.includes(line), `${line} in\n${conf}`);
+  assert.equal(confValue("a'b\\c"), "'a''b\\\\c'");
+  const log = "2026-11-25 19:48:25.885 GMT [27879] LOG:  recovery stopping before commit of transaction 731, time " +
+    "2026-11-25 19:47:59.008375+00\n";
+  assert.equal(
+    recoveryStop(log),
+    "recovery stopping before commit of transaction 731, time 2026-11-25 19:47:59.008375+00",
+  );
+  assert.equal(recoveryStop("LOG:  redo starts at 0/4000028\n"), null);
+});
+
 /**
  * Why the cluster story cannot run here, or null when it can. The Debian packages are installed now when they are
  * missing and can be (root, apt-get, an archive that answers), as `deno task cluster start` would; a machine where
@@ -164,11 +290,17 @@ async function clusterUnavailable(): Promise<string | null> {
 const whyNot = await clusterUnavailable();
 if (whyNot) console.warn(`cluster_test: the cluster story is ignored: ${whyNot}`);
 
-async function task(command: string, dir: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  // a start that cannot succeed fails within the test's budget rather than after the command's default 120 s
-  const timeout = command === "start" || command === "switchover" ? ["--timeout", "40"] : [];
+async function task(
+  command: string,
+  dir: string,
+  ...options: string[]
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  // a command that cannot succeed fails within the test's budget rather than after its default 120 s
+  const waits = ["start", "switchover", "backup"].includes(command) ||
+    command === "restore-rehearsal" && !options.includes("--stop");
+  const timeout = waits ? ["--timeout", "40"] : [];
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["task", "--quiet", "cluster", command, "--dir", dir, ...timeout],
+    args: ["task", "--quiet", "cluster", command, "--dir", dir, ...options, ...timeout],
     cwd: root,
     stdin: "null",
     stdout: "piped",
@@ -217,14 +349,15 @@ async function processesIn(dir: string): Promise<string[]> {
 const seconds = (since: number) => (performance.now() - since) / 1000;
 
 Deno.test({
-  name: `a local HA cluster: start, lose the primary, writes resume on the replica, the old primary rejoins, stop${
-    whyNot ? ` (ignored: ${whyNot})` : ""
-  }`,
+  name: `a local HA cluster: start, back up, lose the primary, writes resume, the old primary rejoins, switch over, ` +
+    `restore a past time, stop${whyNot ? ` (ignored: ${whyNot})` : ""}`,
   ignore: whyNot !== null,
   fn: async (t) => {
     // the postgres user must be able to enter it (tests/run.ts does the same for the embedded Postgres)
     const dir = await Deno.makeTempDir({ prefix: "payments-cluster-" });
     await Deno.chmod(dir, 0o755);
+    // a restore rehearsal outside the cluster's directory (`--into`): `stop` must find it all the same
+    const scratch = `${dir}-rehearsal`;
     try {
       let url = "";
       let first = "";
@@ -258,6 +391,27 @@ Deno.test({
         assert.ok(s.members.find((m) => m.role === "replica")?.sync, "the replica is the synchronous one");
         assert.equal(s.etcd.pids.length, 1);
         assert.equal(s.haproxy.pids.length, 1);
+      });
+
+      await t.step("backup: a base backup of the primary, row A in it", async () => {
+        const sql = postgres(url, { max: 1, onnotice: () => {} });
+        try {
+          await sql`create table pitr_story (note text not null)`;
+          await sql`insert into pitr_story values ('A')`;
+        } finally {
+          await sql.end({ timeout: 1 });
+        }
+        const since = performance.now();
+        const out = await task("backup", dir);
+        assert.equal(out.code, 0, `${out.stdout}\n${out.stderr}`);
+        console.log(`cluster: base backup ${seconds(since).toFixed(1)} s (the command itself included)`);
+        const path = out.stdout.trim().split("\n").at(-1) ?? "";
+        assert.ok(path.startsWith(`${dir}/backups/`), path);
+        assert.match(path.slice(dir.length), /^\/backups\/[0-9]{8}T[0-9]{6}Z$/);
+        const info = parseBackupInfo(await Deno.readTextFile(`${path}/backup.json`));
+        assert.equal(info.member, primaryOf(await status(dir))?.name);
+        assert.equal(info.timeline, 1);
+        for (const file of ["base.tar.gz", "pg_wal.tar.gz", "backup_manifest"]) await Deno.stat(`${path}/${file}`);
       });
 
       await t.step("losing the primary's machine: a write through the same URL succeeds within 30 s", async () => {
@@ -312,14 +466,58 @@ Deno.test({
         const now = primaryOf(s);
         assert.ok(now && now.name !== before.name, JSON.stringify(s));
         const old = s.members.find((m) => m.name === before.name)!;
-        assert.deepEqual([old.role, old.state, old.sync, old.pids.length], ["replica", "running", true, 2]);
+        // synchronous again a few seconds later (Patroni's own pace): the command does not wait for it
+        assert.deepEqual([old.role, old.state, old.pids.length], ["replica", "running", 2]);
         assert.ok(await writes(url, "after the switchover"));
+      });
+
+      await t.step("restore rehearsal at time T, two timelines after the backup: rows A and B, not C", async () => {
+        const sql = postgres(url, { max: 1, onnotice: () => {} });
+        let at = "";
+        let segment = "";
+        try {
+          await sql`insert into pitr_story values ('B')`;
+          [{ at }] = await sql`select to_char(clock_timestamp() at time zone 'UTC',
+                                              'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as at`;
+          await sql`insert into pitr_story values ('C')`;
+          // recovery stops at the first commit after T (C's), which must be in the archive: close its segment
+          [{ segment }] = await sql`select pg_walfile_name(pg_switch_wal()) as segment`;
+        } finally {
+          await sql.end({ timeout: 1 });
+        }
+        const archived = () => Deno.stat(`${dir}/wal-archive/${segment}`).then(() => true, () => false);
+        const waiting = performance.now();
+        while (!await archived() && seconds(waiting) < 10) await new Promise((resolve) => setTimeout(resolve, 100));
+        assert.ok(await archived(), `${segment} archived within 10 s`);
+        const since = performance.now();
+        const out = await task("restore-rehearsal", dir, "--at", at, "--into", scratch);
+        assert.equal(out.code, 0, `${out.stdout}\n${out.stderr}`);
+        console.log(`cluster: restore rehearsal ${seconds(since).toFixed(1)} s (the command itself included)`);
+        assert.match(out.stdout, /recovery stopping before commit/);
+        const restored = out.stdout.trim().split("\n").at(-1) ?? "";
+        assert.match(restored, /^postgres:\/\/postgres:postgres@127\.0\.0\.1:[0-9]+\/postgres$/);
+        assert.ok(![url, "5432"].includes(restored) && new URL(restored).port !== "5432");
+        const copy = postgres(restored, { max: 1, onnotice: () => {} });
+        try {
+          const notes = (await copy`select note from pitr_story order by note`).map((r) => r.note);
+          assert.deepEqual(notes, ["A", "B"]);
+          const [{ recovering }] = await copy`select pg_is_in_recovery() as recovering`;
+          assert.equal(recovering, false, "promoted: it can be written to like the database at T");
+        } finally {
+          await copy.end({ timeout: 1 });
+        }
+        assert.ok((await processesIn(scratch)).length > 0, "the rehearsal keeps running until stopped");
       });
 
       await t.step("stop: no process of the cluster is left; a second stop is harmless", async () => {
         const out = await task("stop", dir);
         assert.equal(out.code, 0, `${out.stdout}\n${out.stderr}`);
+        assert.match(out.stdout, /stopped the restore rehearsal/);
         assert.deepEqual(await processesIn(dir), []);
+        assert.deepEqual(await processesIn(scratch), []);
+        const removed = await task("restore-rehearsal", dir, "--stop");
+        assert.equal(removed.code, 0, removed.stderr);
+        assert.equal(await Deno.stat(scratch).then(() => true, () => false), false, "--stop removes its folder");
         const again = await task("stop", dir);
         assert.equal(again.code, 0, again.stderr);
         assert.match(again.stdout, /nothing was running/);
@@ -327,6 +525,7 @@ Deno.test({
     } finally {
       await task("stop", dir);
       await Deno.remove(dir, { recursive: true });
+      await Deno.remove(scratch, { recursive: true }).catch(() => {});
     }
   },
 });

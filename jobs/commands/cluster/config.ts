@@ -83,6 +83,12 @@ export function pathsOf(dir: string) {
   });
   return {
     layout: `${dir}/cluster.json`,
+    /** Every member's archive_command copies here: one place shared by the members, as a bucket would be. */
+    walArchive: `${dir}/wal-archive`,
+    /** `backup` writes one folder per base backup here (`backups.ts`). */
+    backups: `${dir}/backups`,
+    /** Where the running restore rehearsal is (its folder may be outside `dir`: `--into`). */
+    rehearsal: `${dir}/rehearsal.json`,
     etcd: { data: `${dir}/etcd`, log: `${dir}/etcd.log`, pid: `${dir}/etcd.pid` },
     haproxy: { config: `${dir}/haproxy.cfg`, log: `${dir}/haproxy.log`, pid: `${dir}/haproxy.pid` },
     member,
@@ -163,11 +169,19 @@ export function patroniConfig(layout: Layout, member: Member, dir: string): Reco
       pgpass: paths.pgpass,
       authentication: { superuser: SUPERUSER, replication: REPLICATION_USER },
       parameters: {
+        // Point-in-time recovery (docs/production.md, "Backups and point-in-time recovery"): the primary copies each
+        // finished WAL segment to the archive. Set here, not in bootstrap.dcs, so a cluster started by an earlier
+        // version archives too once it is resumed.
+        archive_mode: "on",
+        archive_command: archiveCommand(pathsOf(dir).walArchive),
         unix_socket_directories: socketDir,
         shared_buffers: "64MB",
         logging_collector: "on",
         log_directory: "log",
       },
+      // A replica that falls behind the primary's wal_keep_size catches up from the archive instead of being copied
+      // afresh; Patroni writes it where Postgres 15 reads it, and gives it to pg_rewind (--restore-target-wal).
+      recovery_conf: { restore_command: restoreCommand(pathsOf(dir).walArchive) },
       // Loopback only, trusted: a local cluster for tests and operators, not a networked one.
       pg_hba: [
         "local all all trust",
@@ -183,6 +197,31 @@ export function patroniConfig(layout: Layout, member: Member, dir: string): Reco
     watchdog: { mode: "off", safety_margin: -1 },
     tags: { nofailover: false, noloadbalance: false, clonefrom: false, nosync: false },
   };
+}
+
+/**
+ * A path as one word for `sh`, with `%` doubled: Postgres replaces `%p`, `%f` and `%%` in archive_command and
+ * restore_command before the shell reads them.
+ */
+export function shellPath(path: string): string {
+  return `'${path.replaceAll("'", `'\\''`).replaceAll("%", "%%")}'`;
+}
+
+/**
+ * The archive_command: copy the segment under a temporary name and rename it, so the archive never holds half a
+ * segment; never overwrite a segment already there (two clusters pointed at one archive by mistake must not erase
+ * each other's history), but succeed when the same segment is archived twice (after a crash between the copy and
+ * Postgres noting it), or archiving would stop for good. Postgres' documentation, "Continuous Archiving", gives the
+ * `test ! -f ... && cp` form this extends.
+ */
+export function archiveCommand(archiveDir: string): string {
+  const at = (suffix: string) => `${shellPath(`${archiveDir}/`)}%f${suffix}`;
+  return `test ! -f ${at("")} && cp %p ${at(".part")} && mv ${at(".part")} ${at("")} || cmp -s %p ${at("")}`;
+}
+
+/** The restore_command: the segment or timeline history file Postgres asks for, from the archive. */
+export function restoreCommand(archiveDir: string): string {
+  return `cp ${shellPath(`${archiveDir}/`)}%f %p`;
 }
 
 /**

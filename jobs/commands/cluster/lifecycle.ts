@@ -11,7 +11,6 @@ import {
   etcdArgs,
   haproxyConfig,
   type Layout,
-  parseLayout,
   pathsOf,
   patroniConfig,
   planLayout,
@@ -20,91 +19,26 @@ import {
 } from "./config.ts";
 import { ensurePackages } from "./packages.ts";
 import { killAll, livePid, processesOf, spawnDetached, terminate } from "./processes.ts";
-import { type AgentAnswer, roleOf, type Status, statusReport } from "./status.ts";
+import {
+  agentAnswer,
+  asPostgres,
+  assertReachableByPostgres,
+  exists,
+  freePorts,
+  idOf,
+  PG_USER,
+  portIsFree,
+  readLayout,
+  resolveDir,
+  type Say,
+  waitFor,
+} from "./host.ts";
+import { stopRehearsal } from "./recovery.ts";
+import { roleOf, type Status, statusReport } from "./status.ts";
 import { switchoverPlan } from "./switchover.ts";
 
-export type Say = (line: string) => void;
-
-/** The OS user Postgres runs as when this runs as root (Postgres refuses to run as root). */
-const PG_USER = "postgres";
 /** Process names the final sweep of `stop` may kill: the cluster's own programs, nothing an operator runs. */
 const CLUSTER_PROGRAMS = new Set(["postgres", "patroni", "etcd", "haproxy", "pg_rewind", "pg_basebackup", "pg_ctl"]);
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
-
-function freePorts(count: number): number[] {
-  // all open at once, so the kernel hands out distinct ports; ephemeral ports are never 5432
-  const listeners = Array.from({ length: count }, () => Deno.listen({ hostname: "127.0.0.1", port: 0 }));
-  const ports = listeners.map((l) => (l.addr as Deno.NetAddr).port);
-  for (const l of listeners) l.close();
-  return ports;
-}
-
-function portIsFree(port: number): boolean {
-  try {
-    Deno.listen({ hostname: "127.0.0.1", port }).close();
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function idOf(user: string): Promise<{ uid: number; gid: number }> {
-  const out = await new Deno.Command("id", { args: ["-u", user], stdout: "piped", stderr: "null" }).output();
-  const gid = await new Deno.Command("id", { args: ["-g", user], stdout: "piped", stderr: "null" }).output();
-  if (!out.success || !gid.success) throw new ClusterError(`no ${user} OS user (the postgresql-15 package makes it)`);
-  const n = (b: Uint8Array) => Number(new TextDecoder().decode(b).trim());
-  return { uid: n(out.stdout), gid: n(gid.stdout) };
-}
-
-/** As root, Postgres runs as the postgres user, which must be able to enter every folder above the cluster's. */
-async function assertReachableByPostgres(dir: string) {
-  if (Deno.uid() !== 0) return;
-  for (let at = dir.slice(0, dir.lastIndexOf("/")) || "/"; at !== "/"; at = at.slice(0, at.lastIndexOf("/")) || "/") {
-    const { mode } = await Deno.stat(at);
-    if (mode !== null && (mode & 0o001) === 0) {
-      throw new ClusterError(`Postgres runs as the ${PG_USER} user, which cannot enter ${at}: choose another --dir`);
-    }
-  }
-}
-
-/** The directory as an absolute path; `deno task` runs in the repository, so a relative one is the caller's. */
-export function resolveDir(dir: string): string {
-  const base = Deno.env.get("INIT_CWD") ?? Deno.cwd();
-  const absolute = dir.startsWith("/") ? dir : `${base}/${dir}`;
-  const parts: string[] = [];
-  for (const part of absolute.split("/")) {
-    if (part === "" || part === ".") continue;
-    if (part === "..") parts.pop();
-    else parts.push(part);
-  }
-  return `/${parts.join("/")}`;
-}
-
-async function readLayout(dir: string): Promise<Layout | null> {
-  const text = await Deno.readTextFile(pathsOf(dir).layout).catch(() => null);
-  return text === null ? null : parseLayout(text);
-}
-
-async function agentAnswer(apiPort: number): Promise<AgentAnswer> {
-  try {
-    // 200 on the primary, 503 on a replica: both carry the member's JSON
-    const res = await fetch(`http://127.0.0.1:${apiPort}/patroni`, { signal: AbortSignal.timeout(1000) });
-    return await res.json();
-  } catch {
-    return null;
-  }
-}
-
-async function waitFor(what: string, timeoutMs: number, check: () => Promise<boolean>, log?: string) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await sleep(200);
-  }
-  throw new ClusterError(`${what} within ${timeoutMs / 1000} s${log ? `; see ${log}` : ""}`);
-}
 
 async function etcdHealthy(port: number): Promise<boolean> {
   try {
@@ -179,6 +113,11 @@ async function prepare(dir: string, options: { members: number; strict: boolean 
     // rewritten at every start: the file follows this version of the tool; the cluster-wide part lives in etcd
     await Deno.writeTextFile(paths.config, toYaml(patroniConfig(layout, member, dir)) + "\n", { mode: 0o644 });
   }
+  // archive_command runs as the postgres user: the archive (and the backups beside it) are its own
+  for (const folder of [pathsOf(dir).walArchive, pathsOf(dir).backups]) {
+    await Deno.mkdir(folder, { recursive: true, mode: 0o700 });
+    if (owner) await Deno.chown(folder, owner.uid, owner.gid);
+  }
   await Deno.writeTextFile(pathsOf(dir).haproxy.config, haproxyConfig(layout));
   return layout;
 }
@@ -222,8 +161,7 @@ export async function startCluster(
     free(member.apiPort, `${member.name}'s Patroni REST API`);
     // the postmaster of a member whose agent died may still run: Patroni takes it over (or demotes it)
     if (!await livePid(m.postmasterPid, m.data)) free(member.port, `${member.name}'s Postgres`);
-    const asPostgres = Deno.uid() === 0 ? ["setpriv", `--reuid=${PG_USER}`, `--regid=${PG_USER}`, "--init-groups"] : [];
-    const pid = await spawnDetached([...asPostgres, "patroni", m.config], {
+    const pid = await spawnDetached([...asPostgres(), "patroni", m.config], {
       log: m.log,
       pidFile: m.pid,
       cwd: m.dir,
@@ -277,12 +215,27 @@ async function writesReach(url: string, port: number): Promise<boolean> {
   }
 }
 
+/** Whether the primary behind `url` streams WAL to the member `name` (Patroni sets it as its application_name). */
+async function streamsTo(url: string, name: string): Promise<boolean> {
+  const sql = postgres(url, { max: 1, connect_timeout: 2, idle_timeout: 1, onnotice: () => {} });
+  try {
+    const [row] = await sql`select count(*)::int as n from pg_stat_replication
+                            where application_name = ${name} and state = 'streaming'`;
+    return row.n === 1;
+  } catch {
+    return false;
+  } finally {
+    await sql.end({ timeout: 0 }).catch(() => {});
+  }
+}
+
 /**
  * A planned switchover with Patroni's own mechanism: `POST /switchover` to the primary's agent, from the primary to
  * the synchronous replica. Patroni stops the old primary cleanly (so the candidate has every commit), promotes the
  * candidate and restarts the old primary as its replica, with no pg_rewind. Resolves once the candidate takes writes
- * through HAProxy (`writableSeconds`) and the old primary streams as its synchronous replica again (`seconds`),
- * both counted from the request.
+ * through HAProxy (`writableSeconds`) and the old primary streams from it as a replica (`seconds`), both counted from
+ * the request. Patroni makes it the synchronous replica a few seconds later (`status` shows `"sync": true`): until
+ * then commits answer from one machine, as after a failover (docs/architecture.md, "The database cluster").
  */
 export async function switchoverCluster(
   dirArg: string,
@@ -325,16 +278,19 @@ export async function switchoverCluster(
   );
   const writableSeconds = elapsed();
   say(`${candidate.name} takes writes through HAProxy ${writableSeconds.toFixed(1)} s after the request`);
+  // Patroni names it synchronous again some 5 s later (a loop after it streams, then a confirmation): not waited for,
+  // `status` shows it
   await waitFor(
-    `${leader.name} did not come back as ${candidate.name}'s synchronous replica`,
+    `${leader.name} did not come back as ${candidate.name}'s replica`,
     left(),
-    async () =>
-      roleOf(await agentAnswer(candidate.apiPort)) === "primary" && await agentsAgreeOnSync(layout) &&
-      await acceptsSyncWrites(url, layout.members.length),
+    async () => {
+      const old = await agentAnswer(leader.apiPort);
+      return old?.state === "running" && roleOf(old) === "replica" && await streamsTo(url, leader.name);
+    },
     `${dir}/${leader.name}/patroni.log`,
   );
   const seconds = elapsed();
-  say(`${leader.name} streams as the synchronous replica ${seconds.toFixed(1)} s after the request`);
+  say(`${leader.name} streams as a replica ${seconds.toFixed(1)} s after the request`);
   return { from: leader.name, to: candidate.name, writableSeconds, seconds };
 }
 
@@ -361,8 +317,9 @@ export async function clusterStatus(dirArg: string): Promise<Status> {
 }
 
 /**
- * Stops every process of the cluster in `dir`: replicas' agents and postmasters first (so the primary's shutdown
- * does not set off a failover), then the primary's, etcd and HAProxy; then any process still working inside `dir`.
+ * Stops every process of the cluster in `dir`: a restore rehearsal's Postgres (`recovery.ts`), then the replicas'
+ * agents and postmasters (so the primary's shutdown does not set off a failover), then the primary's, etcd and
+ * HAProxy; then any process still working inside `dir`.
  * Patroni leaves its postmaster running when it is killed, so postmasters are stopped by their `postmaster.pid`.
  * Nothing running is not an error. Resolves with the processes that could not be stopped (none, normally).
  */
@@ -372,6 +329,9 @@ export async function stopCluster(dirArg: string, say: Say): Promise<string[]> {
     say(`nothing to stop: ${dir} does not exist`);
     return [];
   }
+  // a restore rehearsal first: it reads the cluster's archive, and may run outside `dir` (`--into`)
+  const rehearsal = await stopRehearsal(dir, { remove: false });
+  if (rehearsal) say(rehearsal);
   const layout = await readLayout(dir).catch(() => null);
   const paths = pathsOf(dir);
   let stopped = 0;

@@ -17,6 +17,9 @@ export function switchoverPlan(
   const leaders = layout.members.filter((_, i) => roleOf(answers[i]) === "primary");
   if (leaders.length !== 1) return { reason: `${leaders.length} running primaries: start the cluster first` };
   const candidate = layout.members.find((_, i) => answers[i]?.state === "running" && answers[i]?.sync_standby === true);
-  if (!candidate) return { reason: "no running synchronous replica to switch over to: wait for `start` to finish" };
+  if (!candidate) {
+    // right after `start` or a switchover, Patroni names one within seconds
+    return { reason: "no running synchronous replica to switch over to yet: `status` shows when one is" };
+  }
   return { leader: leaders[0], candidate };
 }
