@@ -31,14 +31,20 @@ export function clusterUnavailable(): Promise<string | null> {
   return unavailable;
 }
 
-/** `deno task cluster <command> --dir <dir>`; a start gives up after 40 s, within a test's budget. */
+/**
+ * `deno task cluster <command> --dir <dir> [options]` as an operator types it. A command that waits (start,
+ * switchover, backup, a rehearsal) gives up after 40 s, within a test's budget, rather than its default 120 s.
+ */
 export async function clusterTask(
   command: string,
   dir: string,
+  ...options: string[]
 ): Promise<{ code: number; stdout: string; stderr: string; lastLine: string }> {
-  const timeout = command === "start" ? ["--timeout", "40"] : [];
+  const waits = ["start", "switchover", "backup"].includes(command) ||
+    command === "restore-rehearsal" && !options.includes("--stop");
+  const timeout = waits ? ["--timeout", "40"] : [];
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["task", "--quiet", "cluster", command, "--dir", dir, ...timeout],
+    args: ["task", "--quiet", "cluster", command, "--dir", dir, ...options, ...timeout],
     cwd: root,
     stdin: "null",
     stdout: "piped",
@@ -47,6 +53,19 @@ export async function clusterTask(
   const text = (b: Uint8Array) => new TextDecoder().decode(b);
   const stdout = text(out.stdout);
   return { code: out.code, stdout, stderr: text(out.stderr), lastLine: stdout.trim().split("\n").at(-1) ?? "" };
+}
+
+/**
+ * The processes still working in `dir` or naming a path inside it (`processesOf`), listed by a child with every
+ * permission: Deno lets only such a process read /proc, and the test runner grants the tests less.
+ */
+export async function processesIn(dir: string): Promise<string[]> {
+  const module = new URL("../jobs/commands/cluster/processes.ts", import.meta.url).href;
+  const code = `import { processesOf } from ${JSON.stringify(module)};
+    for (const p of await processesOf(${JSON.stringify(dir)})) console.log(p.pid, p.name, p.args.join(" "));`;
+  const out = await new Deno.Command(Deno.execPath(), { args: ["eval", code], cwd: root, stdout: "piped" }).output();
+  assert.ok(out.success, "listing the processes of the cluster");
+  return new TextDecoder().decode(out.stdout).split("\n").filter((line) => line !== "");
 }
 
 export async function clusterStatus(dir: string): Promise<Status> {

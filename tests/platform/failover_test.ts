@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import postgres from "postgres";
-import { primaryOf } from "../../jobs/commands/cluster/status.ts";
+import { parseBackupInfo } from "../../jobs/commands/cluster/backups.ts";
+import { parseStatus, primaryOf } from "../../jobs/commands/cluster/status.ts";
 import { verifySignature } from "../../domain/webhooks/signature.ts";
-import { clusterDir, clusterStatus, clusterTask, clusterUnavailable } from "../cluster.ts";
+import { clusterDir, clusterStatus, clusterTask, clusterUnavailable, processesIn } from "../cluster.ts";
 import { eventually } from "../helpers.ts";
 import { httpCompany, type ServiceProcess, startService } from "../service_process.ts";
 import { sleep, startReceiver } from "../webhook_receiver.ts";
@@ -17,6 +18,18 @@ const AFTER = 10;
 const RESUME_WITHIN_S = 15;
 
 type Company = Awaited<ReturnType<typeof httpCompany>>;
+
+const seconds = (since: number) => (performance.now() - since) / 1000;
+
+/** `work` on a connection of its own to `url`, closed after. */
+async function onCluster(url: string, work: (sql: postgres.Sql) => Promise<void>) {
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    await work(sql);
+  } finally {
+    await sql.end({ timeout: 1 });
+  }
+}
 type PayIn = { id: string; sentAt: number; answeredAt: number };
 
 /**
@@ -65,12 +78,13 @@ function arrivalOrder(receiver: ReturnType<typeof startReceiver>, path: string):
 }
 
 Deno.test({
-  name: `two instances on an HA cluster ride a lost primary and a switchover: nothing acknowledged is lost${
-    whyNot ? ` (ignored: ${whyNot})` : ""
-  }`,
+  name: `the service on a local HA cluster: start, back up, lose the primary and switch over under two instances ` +
+    `(nothing acknowledged lost), restore a past time, stop${whyNot ? ` (ignored: ${whyNot})` : ""}`,
   ignore: whyNot !== null,
   fn: async (t) => {
     const dir = await clusterDir();
+    // a restore rehearsal outside the cluster's directory (`--into`): `stop` must find it all the same
+    const scratch = `${dir}-rehearsal`;
     const secrets = new Map<string, string>();
     const badSignatures: string[] = [];
     const receiver = startReceiver(async (arrival) => {
@@ -84,9 +98,42 @@ Deno.test({
     const services: ServiceProcess[] = [];
     let sql: postgres.Sql | null = null;
     try {
-      const started = await clusterTask("start", dir);
-      assert.equal(started.code, 0, `${started.stdout}\n${started.stderr}`);
-      const url = new URL(started.lastLine);
+      let clusterUrl = "";
+      await t.step("start: the last line is a URL that takes writes; status lists every process", async () => {
+        const since = performance.now();
+        const started = await clusterTask("start", dir);
+        assert.equal(started.code, 0, `${started.stdout}\n${started.stderr}`);
+        console.log(`cluster: start to ready ${seconds(since).toFixed(1)} s (the command itself included)`);
+        clusterUrl = started.lastLine;
+        assert.match(clusterUrl, /^postgres:\/\/postgres:postgres@127\.0\.0\.1:[0-9]+\/postgres$/);
+        assert.notEqual(new URL(clusterUrl).port, "5432");
+        const s = await clusterStatus(dir);
+        assert.equal(s.members.length, 2);
+        assert.equal(s.url, clusterUrl);
+        assert.ok(primaryOf(s), JSON.stringify(s));
+        for (const m of s.members) assert.equal(m.pids.length, 2, `${m.name}: its agent and its postmaster`);
+        assert.ok(s.members.find((m) => m.role === "replica")?.sync, "the replica is the synchronous one");
+        assert.equal(s.etcd.pids.length, 1);
+        assert.equal(s.haproxy.pids.length, 1);
+      });
+
+      await t.step("backup: a base backup of the primary, row A in it", async () => {
+        await onCluster(clusterUrl, async (admin) => {
+          await admin`create table pitr_story (note text not null)`;
+          await admin`insert into pitr_story values ('A')`;
+        });
+        const since = performance.now();
+        const out = await clusterTask("backup", dir);
+        assert.equal(out.code, 0, `${out.stdout}\n${out.stderr}`);
+        console.log(`cluster: base backup ${seconds(since).toFixed(1)} s (the command itself included)`);
+        const path = out.lastLine;
+        assert.match(path.slice(dir.length), /^\/backups\/[0-9]{8}T[0-9]{6}Z$/);
+        const info = parseBackupInfo(await Deno.readTextFile(`${path}/backup.json`));
+        assert.equal(info.member, primaryOf(await clusterStatus(dir))?.name);
+        for (const file of ["base.tar.gz", "pg_wal.tar.gz", "backup_manifest"]) await Deno.stat(`${path}/${file}`);
+      });
+
+      const url = new URL(clusterUrl);
       url.pathname = "/payments_failover";
       sql = postgres(url.toString(), { max: 2, onnotice: () => {} });
 
@@ -179,6 +226,7 @@ Deno.test({
         assert.deepEqual(positions, [...positions].sort((x, y) => x - y), "in event order");
       };
 
+      let first = "";
       await t.step("SIGKILL of every process of the primary's member mid-stream", async () => {
         const primary = primaryOf(await clusterStatus(dir));
         assert.ok(primary, "a primary");
@@ -186,6 +234,11 @@ Deno.test({
           for (const pid of primary.pids) Deno.kill(pid, "SIGKILL");
           return Promise.resolve(performance.now());
         });
+        const s = await clusterStatus(dir);
+        assert.notEqual(primaryOf(s)?.name, primary.name, JSON.stringify(s));
+        const lost = s.members.find((m) => m.name === primary.name)!;
+        assert.deepEqual([lost.pids, lost.state], [[], "down"]);
+        first = primary.name;
         const since = performance.now();
         await nothingLost(accepted);
         console.log(
@@ -195,35 +248,90 @@ Deno.test({
         assert.deepEqual(exited, [false, false], "both instances stayed up");
       });
 
-      await t.step("the old primary rejoins as a replica", async () => {
+      await t.step("start again: the old primary rejoins as the synchronous replica", async () => {
+        const since = performance.now();
         const again = await clusterTask("start", dir);
         assert.equal(again.code, 0, `${again.stdout}\n${again.stderr}`);
-        const s = await clusterStatus(dir);
-        assert.equal(s.members.filter((m) => m.role === "primary").length, 1);
-        assert.ok(s.members.every((m) => m.state === "running"), JSON.stringify(s));
+        assert.equal(again.lastLine, clusterUrl);
+        console.log(`cluster: resumed in ${seconds(since).toFixed(1)} s`);
+        const old = (await clusterStatus(dir)).members.find((m) => m.name === first)!;
+        assert.deepEqual([old.role, old.state, old.sync, old.pids.length], ["replica", "running", true, 2]);
       });
 
       await t.step("a planned switchover mid-stream", async () => {
         const before = primaryOf(await clusterStatus(dir))!.name;
+        let after: ReturnType<typeof parseStatus> | null = null;
         const accepted = await ride("switchover", async () => {
           const began = performance.now();
           const out = await clusterTask("switchover", dir);
           assert.equal(out.code, 0, `${out.stdout}\n${out.stderr}`);
+          console.log(`cluster: switchover ${seconds(began).toFixed(1)} s (the command itself included)`);
+          after = parseStatus(out.stdout);
           return began;
         });
-        assert.notEqual(primaryOf(await clusterStatus(dir))?.name, before, "another member leads");
+        assert.notEqual(primaryOf(after!)?.name, before, "another member leads");
+        // synchronous again a few seconds later (Patroni's own pace): the command does not wait for it
+        const old = after!.members.find((m) => m.name === before)!;
+        assert.deepEqual([old.role, old.state, old.pids.length], ["replica", "running", 2]);
         await nothingLost(accepted);
         inOrder(accepted);
         assert.deepEqual(exited, [false, false], "both instances stayed up");
       });
 
       assert.deepEqual(badSignatures, [], "every delivery verified");
+
+      await t.step("restore rehearsal at time T, two timelines after the backup: rows A and B, not C", async () => {
+        let at = "";
+        let segment = "";
+        await onCluster(clusterUrl, async (admin) => {
+          await admin`insert into pitr_story values ('B')`;
+          [{ at }] = await admin`select to_char(clock_timestamp() at time zone 'UTC',
+                                                'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as at`;
+          await admin`insert into pitr_story values ('C')`;
+          // recovery stops at the first commit after T (C's), which must be in the archive: close its segment
+          [{ segment }] = await admin`select pg_walfile_name(pg_switch_wal()) as segment`;
+        });
+        const archived = () => Deno.stat(`${dir}/wal-archive/${segment}`).then(() => true, () => false);
+        const waiting = performance.now();
+        while (!await archived() && seconds(waiting) < 10) await sleep(100);
+        assert.ok(await archived(), `${segment} archived within 10 s`);
+        const since = performance.now();
+        const out = await clusterTask("restore-rehearsal", dir, "--at", at, "--into", scratch);
+        assert.equal(out.code, 0, `${out.stdout}\n${out.stderr}`);
+        console.log(`cluster: restore rehearsal ${seconds(since).toFixed(1)} s (the command itself included)`);
+        assert.match(out.stdout, /recovery stopping before commit/);
+        assert.notEqual(new URL(out.lastLine).port, "5432");
+        await onCluster(out.lastLine, async (copy) => {
+          assert.deepEqual((await copy`select note from pitr_story order by note`).map((r) => r.note), ["A", "B"]);
+          const [{ recovering }] = await copy`select pg_is_in_recovery() as recovering`;
+          assert.equal(recovering, false, "promoted: it can be written to like the database at T");
+        });
+        assert.ok((await processesIn(scratch)).length > 0, "the rehearsal keeps running until stopped");
+      });
+
+      await t.step("stop: no process of the cluster is left; a second stop is harmless", async () => {
+        await Promise.all(services.splice(0).map((s) => s.stop()));
+        await sql?.end({ timeout: 1 });
+        sql = null;
+        const out = await clusterTask("stop", dir);
+        assert.equal(out.code, 0, `${out.stdout}\n${out.stderr}`);
+        assert.match(out.stdout, /stopped the restore rehearsal/);
+        assert.deepEqual(await processesIn(dir), []);
+        assert.deepEqual(await processesIn(scratch), []);
+        const removed = await clusterTask("restore-rehearsal", dir, "--stop");
+        assert.equal(removed.code, 0, removed.stderr);
+        assert.equal(await Deno.stat(scratch).then(() => true, () => false), false, "--stop removes its folder");
+        const again = await clusterTask("stop", dir);
+        assert.equal(again.code, 0, again.stderr);
+        assert.match(again.stdout, /nothing was running/);
+      });
     } finally {
       await Promise.all(services.map((s) => s.kill()));
       await sql?.end({ timeout: 1 }).catch(() => {});
       await clusterTask("stop", dir);
       await receiver.close();
       await Deno.remove(dir, { recursive: true }).catch(() => {});
+      await Deno.remove(scratch, { recursive: true }).catch(() => {});
     }
   },
 });
