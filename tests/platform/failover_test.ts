@@ -215,6 +215,13 @@ Deno.test({
           60_000,
           100,
         );
+        // at least once: an attempt cut off before its outcome was stored is sent again, so at most those in flight
+        const twice = Object.fromEntries(["/sequential", "/parallel"].map((path) => {
+          const seen = receiver.at(path).map((x) => x.body?.data?.transaction_id).filter((tx) => ids.includes(tx));
+          return [path, seen.length - new Set(seen).size];
+        }));
+        console.log(`delivered twice: ${JSON.stringify(twice)}`);
+        assert.ok(twice["/sequential"] <= 1 && twice["/parallel"] <= 3, JSON.stringify(twice));
       };
 
       /** The sequential endpoint got one at a time, in the order the pay-ins were acknowledged. */
