@@ -2,6 +2,7 @@
  * What the commands of `deno task cluster` (README, "A Postgres HA cluster") share about this machine: the cluster's
  * directory and layout, free ports, the postgres OS user, the members' Patroni agents, and waiting for a condition.
  */
+import postgres from "postgres";
 import { ClusterError, type Layout, parseLayout, pathsOf } from "./config.ts";
 import type { AgentAnswer } from "./status.ts";
 
@@ -73,6 +74,32 @@ export function resolveDir(dir: string): string {
 export async function readLayout(dir: string): Promise<Layout | null> {
   const text = await Deno.readTextFile(pathsOf(dir).layout).catch(() => null);
   return text === null ? null : parseLayout(text);
+}
+
+/** The cluster in `dirArg` (resolved) and its layout; a command that needs one says so when there is none. */
+export async function existingCluster(dirArg: string): Promise<{ dir: string; layout: Layout }> {
+  const dir = resolveDir(dirArg);
+  const layout = await readLayout(dir);
+  if (!layout) throw new ClusterError(`no cluster in ${dir} (no cluster.json)`);
+  return { dir, layout };
+}
+
+/**
+ * `check` on a connection of its own to `url`, given up after 3 s: false when it says no, fails or takes longer (a
+ * member on its way up or down answers any of these ways), and the connection closed whatever happened.
+ */
+export async function probe(url: string, check: (sql: postgres.Sql) => Promise<boolean>): Promise<boolean> {
+  const sql = postgres(url, { max: 1, connect_timeout: 2, idle_timeout: 1, onnotice: () => {} });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<false>((resolve) => timer = setTimeout(() => resolve(false), 3000));
+  try {
+    return await Promise.race([check(sql), timeout]);
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+    await sql.end({ timeout: 0 }).catch(() => {});
+  }
 }
 
 /** What a member's Patroni agent answers to `GET /patroni`, or null when it does not answer within 1 s. */

@@ -4,7 +4,6 @@
  * inside one directory. `start` on a directory that already holds a cluster starts again whatever part of it is not
  * running.
  */
-import postgres from "postgres";
 import {
   ClusterError,
   databaseUrl,
@@ -23,11 +22,13 @@ import {
   agentAnswer,
   asPostgres,
   assertReachableByPostgres,
+  existingCluster,
   exists,
   freePorts,
   idOf,
   PG_USER,
   portIsFree,
+  probe,
   readLayout,
   resolveDir,
   type Say,
@@ -65,26 +66,15 @@ async function agentsAgreeOnSync(layout: Layout): Promise<boolean> {
  * that takes an id commits, which on a primary in synchronous mode means the replica confirmed it.
  */
 async function acceptsSyncWrites(url: string, members: number): Promise<boolean> {
-  const sql = postgres(url, { max: 1, connect_timeout: 2, idle_timeout: 1, onnotice: () => {} });
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<false>((resolve) => timer = setTimeout(() => resolve(false), 3000));
-  try {
-    const check = async () => {
-      const [row] = await sql`
-        select count(*) filter (where state = 'streaming')::int as streaming,
-               count(*) filter (where state = 'streaming' and sync_state = 'sync')::int as sync
-        from pg_stat_replication`;
-      if (row.sync < 1 || row.streaming < members - 1) return false;
-      await sql`select txid_current()`;
-      return true;
-    };
-    return await Promise.race([check(), timeout]);
-  } catch {
-    return false;
-  } finally {
-    clearTimeout(timer);
-    await sql.end({ timeout: 0 }).catch(() => {});
-  }
+  return await probe(url, async (sql) => {
+    const [row] = await sql`
+      select count(*) filter (where state = 'streaming')::int as streaming,
+             count(*) filter (where state = 'streaming' and sync_state = 'sync')::int as sync
+      from pg_stat_replication`;
+    if (row.sync < 1 || row.streaming < members - 1) return false;
+    await sql`select txid_current()`;
+    return true;
+  });
 }
 
 async function prepare(dir: string, options: { members: number; strict: boolean }, say: Say): Promise<Layout> {
@@ -196,37 +186,21 @@ export async function startCluster(
  * sends new connections to that member and it is a primary that takes writes.
  */
 async function writesReach(url: string, port: number): Promise<boolean> {
-  const sql = postgres(url, { max: 1, connect_timeout: 2, idle_timeout: 1, onnotice: () => {} });
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<false>((resolve) => timer = setTimeout(() => resolve(false), 3000));
-  try {
-    const check = async () => {
-      const [row] = await sql`select inet_server_port() as port, pg_is_in_recovery() as standby`;
-      if (row.port !== port || row.standby) return false;
-      await sql`select txid_current()`;
-      return true;
-    };
-    return await Promise.race([check(), timeout]);
-  } catch {
-    return false;
-  } finally {
-    clearTimeout(timer);
-    await sql.end({ timeout: 0 }).catch(() => {});
-  }
+  return await probe(url, async (sql) => {
+    const [row] = await sql`select inet_server_port() as port, pg_is_in_recovery() as standby`;
+    if (row.port !== port || row.standby) return false;
+    await sql`select txid_current()`;
+    return true;
+  });
 }
 
 /** Whether the primary behind `url` streams WAL to the member `name` (Patroni sets it as its application_name). */
 async function streamsTo(url: string, name: string): Promise<boolean> {
-  const sql = postgres(url, { max: 1, connect_timeout: 2, idle_timeout: 1, onnotice: () => {} });
-  try {
+  return await probe(url, async (sql) => {
     const [row] = await sql`select count(*)::int as n from pg_stat_replication
                             where application_name = ${name} and state = 'streaming'`;
     return row.n === 1;
-  } catch {
-    return false;
-  } finally {
-    await sql.end({ timeout: 0 }).catch(() => {});
-  }
+  });
 }
 
 /**
@@ -242,9 +216,7 @@ export async function switchoverCluster(
   options: { timeoutMs: number },
   say: Say,
 ): Promise<{ from: string; to: string; writableSeconds: number; seconds: number }> {
-  const dir = resolveDir(dirArg);
-  const layout = await readLayout(dir);
-  if (!layout) throw new ClusterError(`no cluster in ${dir} (no cluster.json)`);
+  const { dir, layout } = await existingCluster(dirArg);
   const plan = switchoverPlan(layout, await Promise.all(layout.members.map((m) => agentAnswer(m.apiPort))));
   if ("reason" in plan) throw new ClusterError(plan.reason);
   const { leader, candidate } = plan;
@@ -296,9 +268,7 @@ export async function switchoverCluster(
 
 /** What `status` reports: every member's role, state, ports and live PIDs; etcd's and HAProxy's PIDs. */
 export async function clusterStatus(dirArg: string): Promise<Status> {
-  const dir = resolveDir(dirArg);
-  const layout = await readLayout(dir);
-  if (!layout) throw new ClusterError(`no cluster in ${dir} (no cluster.json)`);
+  const { dir, layout } = await existingCluster(dirArg);
   const paths = pathsOf(dir);
   const members = await Promise.all(layout.members.map(async (member) => {
     const m = paths.member(member.name);

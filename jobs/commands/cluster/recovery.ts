@@ -22,11 +22,11 @@ import {
   agentAnswer,
   asPostgres,
   assertReachableByPostgres,
+  existingCluster,
   exists,
   freePorts,
   idOf,
   PG_USER,
-  readLayout,
   resolveDir,
   type Say,
   sleep,
@@ -87,9 +87,7 @@ export async function takeBackup(
   options: { timeoutMs: number },
   say: Say,
 ): Promise<{ path: string; info: BackupInfo; seconds: number; bytes: number }> {
-  const dir = resolveDir(dirArg);
-  const layout = await readLayout(dir);
-  if (!layout) throw new ClusterError(`no cluster in ${dir} (no cluster.json)`);
+  const { dir, layout } = await existingCluster(dirArg);
   const answers = await Promise.all(layout.members.map((m) => agentAnswer(m.apiPort)));
   const primary = layout.members.find((_, i) => roleOf(answers[i]) === "primary");
   if (!primary) throw new ClusterError("no running primary to back up: start the cluster first");
@@ -226,8 +224,7 @@ export async function startRehearsal(
   say: Say,
 ): Promise<{ url: string; backup: string; stop: string | null; seconds: number }> {
   const started = performance.now();
-  const dir = resolveDir(dirArg);
-  if (!await readLayout(dir)) throw new ClusterError(`no cluster in ${dir} (no cluster.json)`);
+  const { dir } = await existingCluster(dirArg);
   const target = parseTargetTime(options.at);
   if (!target) {
     throw new ClusterError(`--at ${options.at}: give a time with its zone, e.g. 2026-11-25T19:42:25Z`);
