@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { except } from "hono/combine";
 import { TokenGuard } from "../domain/companies/token_guard.ts";
-import { bucketsIn, RateLimiter } from "../domain/platform/rate_limit.ts";
+import { sharedRateLimiter } from "../domain/platform/rate_limit.ts";
 import { requireCompany } from "./platform/auth.ts";
 import { ApiError, methodNotAllowed, notFound } from "../domain/platform/errors.ts";
 import { limitPerCompany } from "./platform/rate_limit.ts";
@@ -69,18 +69,23 @@ export function createApp(deps: Deps) {
   // the token is checked before a byte of the body is read: an anonymous client cannot make us receive 22 MB
   // sign-in is how a token is obtained: it has no company yet, and its own throttle (routes/companies/sign_in.ts)
   const guard = new TokenGuard(deps.sql);
-  const rate = (scope: string, perSecond: number, burst: number) =>
-    new RateLimiter({ perSecond, burst, take: bucketsIn(deps.sql, scope, { perSecond, burst }) });
   app.use(
     "/api/*",
     except(
       SIGN_IN_PATH,
       requireCompany(deps.config, guard),
-      limitPerCompany(rate("api", limits.requestsPerSecond, limits.requestBurst)),
+      limitPerCompany(
+        sharedRateLimiter(deps.sql, "api", { perSecond: limits.requestsPerSecond, burst: limits.requestBurst }),
+      ),
     ),
   );
   if (deps.config.sandbox) {
-    app.use("/api/sandbox/*", limitPerCompany(rate("sandbox", limits.sandboxPerSecond, limits.sandboxBurst)));
+    app.use(
+      "/api/sandbox/*",
+      limitPerCompany(
+        sharedRateLimiter(deps.sql, "sandbox", { perSecond: limits.sandboxPerSecond, burst: limits.sandboxBurst }),
+      ),
+    );
   }
   let methodsOf: (path: string) => string[] = () => []; // set below, once every route is registered
   // a route (not middleware, whose method is ALL) matched this method and path: the router already knows

@@ -31,6 +31,8 @@ export class TokenGuard {
   readonly #companies = new Map<string, CompanyEntry>();
   readonly #sessions = new Map<string, SessionEntry>();
   #listening: Promise<unknown> | null = null;
+  /** LISTEN took: from then on a request checks from memory without waiting on it. */
+  #listened = false;
 
   constructor(sql: Sql, opts: { maxAgeMs?: number; now?: () => number } = {}) {
     this.#sql = sql;
@@ -39,7 +41,7 @@ export class TokenGuard {
   }
 
   async accepts(token: TokenClaims): Promise<boolean> {
-    await this.#listen();
+    if (!this.#listened) await this.#listen();
     const now = this.#now();
     let company = this.#companies.get(token.companyId);
     if (!company || now - company.at > this.#maxAgeMs) {
@@ -75,7 +77,7 @@ export class TokenGuard {
     this.#listening ??= this.#sql.listen(AUTH_REVOKED_CHANNEL, (companyId) => this.forget(companyId), () => {
       // called again each time the connection is back: what was cached may have missed a revocation
       this.#forgetAll();
-    }).catch((err) => {
+    }).then(() => this.#listened = true, (err) => {
       this.#listening = null;
       log.warn("cannot listen for revoked tokens", { error: err instanceof Error ? err.message : String(err) });
       throw err;

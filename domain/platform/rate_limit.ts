@@ -64,6 +64,11 @@ export function bucketsIn(sql: Sql, scope: string, opts: { perSecond: number; bu
   };
 }
 
+/** A limiter over the shared buckets of `scope`: what the API's middleware uses. */
+export function sharedRateLimiter(sql: Sql, scope: string, opts: { perSecond: number; burst: number }): RateLimiter {
+  return new RateLimiter({ ...opts, take: bucketsIn(sql, scope, opts) });
+}
+
 /**
  * Deletes buckets untouched for a day (full again at any rate worth setting: a missing bucket starts full), in one
  * bounded batch; returns how many.
@@ -101,7 +106,7 @@ const MAX_WANT = 1000;
  * instance holds at most one batch unspent, so N instances admit at least the burst less N batches.
  *
  * ```ts
- * const limiter = new RateLimiter({ perSecond: 100, burst: 200, take: bucketsIn(sql, "api", { perSecond: 100, burst: 200 }) });
+ * const limiter = sharedRateLimiter(sql, "api", { perSecond: 100, burst: 200 }); // or new RateLimiter({..., take})
  * const wait = await limiter.take(companyId); // 0: go ahead; otherwise seconds until a token is there
  * ```
  */
