@@ -4,7 +4,7 @@ import { reserveSignIn, settleSignIn } from "../../domain/companies/sign_in_thro
 import { endSession, startSession } from "../../domain/companies/sessions.ts";
 import type { TokenGuard } from "../../domain/companies/token_guard.ts";
 import type { Deps } from "../../domain/platform/deps.ts";
-import { serviceUnavailable, tooManyRequests, unauthorized, unprocessable } from "../../domain/platform/errors.ts";
+import { ApiError, tooManyRequests, unauthorized, unprocessable } from "../../domain/platform/errors.ts";
 import { signToken } from "../../domain/platform/tokens.ts";
 import { PoolFull, WorkPool } from "../../domain/platform/work_pool.ts";
 import { clientAddress } from "../platform/client_address.ts";
@@ -18,6 +18,9 @@ import {
 } from "../platform/schemas.ts";
 
 export const SIGN_IN_PATH = "/api/v1/sign_in";
+
+/** Said when the hash pool is full: the attempt was not tried, and counts as nothing (docs/limits.md). */
+const BUSY_DETAIL = "Too many sign-ins are being checked right now: try again after Retry-After";
 
 /** A token from sign-in lives a day, as Facilitapay's clients expect (they cache it for 86,400 s). */
 const SIGN_IN_TTL_SECONDS = 24 * 60 * 60;
@@ -94,7 +97,7 @@ export function signInRoutes(deps: Deps, guard: TokenGuard) {
     } catch (err) {
       if (!(err instanceof PoolFull)) throw err;
       await settleSignIn(deps.sql, attempt, held, "not_tried");
-      throw serviceUnavailable(1);
+      throw new ApiError(503, { detail: BUSY_DETAIL }, { "retry-after": "1" });
     }
     if (!user) throw unauthorized(); // the reservation stays: a failure counted
     await settleSignIn(deps.sql, attempt, held, "succeeded");
