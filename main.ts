@@ -1,16 +1,16 @@
 import { createApp } from "./routes/app.ts";
 import { taskList, upkeep } from "./jobs/index.ts";
-import type { Config } from "./domain/platform/config.ts";
-import { loadConfigWithLocalSecrets, SECRETS_DIR } from "./domain/platform/local_secrets.ts";
-import { connect, ensureDatabase, isConnectionLayerFault, serverAnswers } from "./domain/platform/db.ts";
-import { type EmbeddedPostgres, startEmbeddedPostgres } from "./domain/platform/embedded_pg.ts";
-import { flushLogs, log, setLogLevel } from "./domain/platform/log.ts";
+import type { Config } from "./domain/infra/config.ts";
+import { loadConfigWithLocalSecrets, SECRETS_DIR } from "./domain/infra/local_secrets.ts";
+import { connect, ensureDatabase, isConnectionLayerFault, serverAnswers } from "./domain/infra/db.ts";
+import { type EmbeddedPostgres, startEmbeddedPostgres } from "./domain/infra/embedded_pg.ts";
+import { flushLogs, log, setLogLevel } from "./domain/basics/log.ts";
 import { ensurePartitions } from "./domain/webhooks/retention.ts";
-import { migrate } from "./domain/platform/migrate.ts";
-import { secretBoxFor } from "./domain/platform/secret_box.ts";
+import { migrate } from "./domain/infra/migrate.ts";
+import { secretBoxFor } from "./domain/infra/secret_box.ts";
 import { sealStoredSecrets } from "./domain/webhooks/endpoints.ts";
-import { sealStoredAnswers } from "./domain/platform/idempotency.ts";
-import { startWorker, stopWorker, type Worker } from "./domain/platform/worker.ts";
+import { sealStoredAnswers } from "./routes/policy/idempotency_store.ts";
+import { startWorker, stopWorker, type Worker } from "./domain/infra/worker.ts";
 
 const SHUTDOWN_GRACE_MS = 10_000;
 

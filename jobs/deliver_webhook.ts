@@ -1,13 +1,13 @@
 import type { Task } from "graphile-worker";
-import type { Deps } from "../domain/platform/deps.ts";
-import { UUID_RE } from "../domain/platform/ids.ts";
-import { whileUnreachable } from "../domain/platform/db.ts";
+import type { Deps } from "../domain/infra/deps.ts";
+import { UUID_RE } from "../domain/basics/ids.ts";
+import { whileUnreachable } from "../domain/infra/db.ts";
 import { claimNext, leaseMsFor, recordAndClaimNext, releaseClaim } from "../domain/webhooks/dispatch.ts";
 import { drainEndpoint, RUN_BUDGET } from "../domain/webhooks/drain.ts";
 import { failPendingDeliveries } from "../domain/webhooks/endpoints.ts";
 import { TASKS, wakeEndpoints } from "../domain/webhooks/queue.ts";
 import { sendDelivery } from "../domain/webhooks/sender.ts";
-import { secretBoxFor } from "../domain/platform/secret_box.ts";
+import { secretBoxFor } from "../domain/infra/secret_box.ts";
 
 /** How long a drain job waits for an unreachable database before it fails. */
 const OUTAGE_PATIENCE_MS = 60_000;

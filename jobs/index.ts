@@ -1,14 +1,14 @@
 import type { TaskList } from "graphile-worker";
-import type { Deps } from "../domain/platform/deps.ts";
-import { pruneIdempotencyKeys } from "../domain/platform/idempotency.ts";
-import { pruneRateBuckets } from "../domain/platform/rate_limit.ts";
-import { pruneSessions } from "../domain/companies/sessions.ts";
-import { pruneSignInFailures } from "../domain/companies/sign_in_throttle.ts";
+import type { Deps } from "../domain/infra/deps.ts";
+import { pruneIdempotencyKeys } from "../routes/policy/idempotency_store.ts";
+import { pruneRateBuckets } from "../routes/policy/rate_limit_buckets.ts";
+import { pruneSessions } from "../domain/integrators/sessions.ts";
+import { pruneSignInFailures } from "../domain/integrators/sign_in_throttle.ts";
 import { identifyRegisteredPayers } from "../domain/rails/bank_transactions.ts";
 import { releaseDeadLeases, wakeStalledEndpoints } from "../domain/webhooks/recovery.ts";
 import { TASKS } from "../domain/webhooks/queue.ts";
 import { pruneHistory } from "../domain/webhooks/retention.ts";
-import { log } from "../domain/platform/log.ts";
+import { log } from "../domain/basics/log.ts";
 import { deliverWebhookTask } from "./deliver_webhook.ts";
 import { retryWireTask } from "./retry_wire.ts";
 

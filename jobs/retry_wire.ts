@@ -1,7 +1,7 @@
 import type { Task } from "graphile-worker";
 import { retryWire } from "../domain/rails/wires.ts";
-import type { Deps } from "../domain/platform/deps.ts";
-import { log } from "../domain/platform/log.ts";
+import type { Deps } from "../domain/infra/deps.ts";
+import { log } from "../domain/basics/log.ts";
 
 type Payload = { company_id: string; wire_id: string };
 

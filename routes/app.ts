@@ -1,29 +1,29 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { except } from "hono/combine";
-import { TokenGuard } from "../domain/companies/token_guard.ts";
-import { sharedRateLimiter } from "../domain/platform/rate_limit.ts";
-import { requireCompany } from "./platform/auth.ts";
-import { ApiError, methodNotAllowed, notFound } from "../domain/platform/errors.ts";
-import { limitPerCompany } from "./platform/rate_limit.ts";
-import type { Deps } from "../domain/platform/deps.ts";
-import { newRouter } from "./platform/router.ts";
-import { securityHeaders } from "./platform/headers.ts";
-import { limitInFlight } from "./platform/in_flight.ts";
-import { readBody } from "./platform/read_body.ts";
-import { documentIdempotencyKey, idempotentPosts } from "./platform/idempotency.ts";
-import { secretBoxFor } from "../domain/platform/secret_box.ts";
-import { allowedMethods } from "./platform/methods.ts";
-import { log } from "../domain/platform/log.ts";
-import { isDatabaseUnreachable } from "../domain/platform/db.ts";
+import { TokenGuard } from "../domain/integrators/token_guard.ts";
+import { sharedRateLimiter } from "./policy/rate_limit_buckets.ts";
+import { requireCompany } from "./policy/auth.ts";
+import { ApiError, methodNotAllowed, notFound } from "../domain/basics/errors.ts";
+import { limitPerCompany } from "./policy/rate_limit.ts";
+import type { Deps } from "../domain/infra/deps.ts";
+import { newRouter } from "./openapi/router.ts";
+import { securityHeaders } from "./policy/headers.ts";
+import { limitInFlight } from "./policy/in_flight.ts";
+import { readBody } from "./policy/read_body.ts";
+import { documentIdempotencyKey, idempotentPosts } from "./policy/idempotency.ts";
+import { secretBoxFor } from "../domain/infra/secret_box.ts";
+import { allowedMethods } from "./policy/methods.ts";
+import { log } from "../domain/basics/log.ts";
+import { isDatabaseUnreachable } from "../domain/infra/db.ts";
 import { operationsRoutes } from "./operations.ts";
 import { docsRoutes } from "./docs.ts";
 import { consoleRoutes } from "./console/console.ts";
-import { metrics } from "../domain/platform/metrics.ts";
+import { metrics } from "../domain/infra/metrics.ts";
 import { peopleRoutes } from "./subjects/people.ts";
 import { companyRoutes } from "./subjects/companies.ts";
-import { REQUEST_ID_HEADER } from "./platform/schemas.ts";
-import { API_DESCRIPTION, TAGS } from "./platform/document.ts";
+import { REQUEST_ID_HEADER } from "./openapi/schemas.ts";
+import { API_DESCRIPTION, TAGS } from "./openapi/document.ts";
 import { webhookEndpointRoutes } from "./webhooks/endpoints.ts";
 import { webhookEventRoutes } from "./webhooks/events.ts";
 import { documentEventCatalogue, webhookEventTypeRoutes } from "./webhooks/event_types.ts";
@@ -33,7 +33,7 @@ import { sandboxRoutes } from "./sandbox/sandbox.ts";
 import { transactionRoutes } from "./rails/transactions.ts";
 import { wireRoutes } from "./rails/wires.ts";
 import { paymentRoutes } from "./rails/payments.ts";
-import { SIGN_IN_PATH, signInRoutes } from "./companies/sign_in.ts";
+import { SIGN_IN_PATH, signInRoutes } from "./integrators/sign_in.ts";
 
 export const MAX_BODY_BYTES = 22 * 1024 * 1024;
 const REQUEST_ID_RE = /^[A-Za-z0-9._:\-]{1,128}$/;
@@ -67,7 +67,7 @@ export function createApp(deps: Deps) {
   app.use("*", securityHeaders);
   app.use("*", limitInFlight(deps.config.maxInflightRequests, ["/healthz"]));
   // the token is checked before a byte of the body is read: an anonymous client cannot make us receive 22 MB
-  // sign-in is how a token is obtained: it has no company yet, and its own throttle (routes/companies/sign_in.ts)
+  // sign-in is how a token is obtained: it has no company yet, and its own throttle (routes/integrators/sign_in.ts)
   const guard = new TokenGuard(deps.sql);
   app.use(
     "/api/*",

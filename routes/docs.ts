@@ -1,7 +1,7 @@
 import swaggerUi from "swagger-ui-dist";
 import { Hono } from "hono";
-import { notFound } from "../domain/platform/errors.ts";
-import { HTML_CSP } from "./platform/headers.ts";
+import { notFound } from "../domain/basics/errors.ts";
+import { HTML_CSP } from "./policy/headers.ts";
 
 const ASSETS: Record<string, string> = {
   "swagger-ui-bundle.js": "application/javascript; charset=utf-8",

@@ -1,11 +1,11 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import type { Sql } from "../domain/platform/db.ts";
-import type { Deps } from "../domain/platform/deps.ts";
-import { newRouter } from "./platform/router.ts";
-import { gauge, renderMetrics } from "../domain/platform/metrics.ts";
-import { unauthorized } from "../domain/platform/errors.ts";
-import { bearerMatches } from "../domain/platform/tokens.ts";
-import { ErrorBody, jsonResponse, requestIdHeader, serverErrorResponses } from "./platform/schemas.ts";
+import type { Sql } from "../domain/infra/db.ts";
+import type { Deps } from "../domain/infra/deps.ts";
+import { newRouter } from "./openapi/router.ts";
+import { gauge, renderMetrics } from "../domain/infra/metrics.ts";
+import { unauthorized } from "../domain/basics/errors.ts";
+import { bearerMatches } from "../domain/integrators/tokens.ts";
+import { ErrorBody, jsonResponse, requestIdHeader, serverErrorResponses } from "./openapi/schemas.ts";
 
 const Health = z.object({ status: z.string() }).openapi("Health");
 const Readiness = z.object({ status: z.string(), database: z.string(), worker: z.string() }).openapi("Readiness");

@@ -3,8 +3,8 @@
  * whether it can run here, its commands as an operator types them, and its status.
  */
 import assert from "node:assert/strict";
-import { cannotInstall, ensurePackages, missingPackages } from "../jobs/commands/cluster/packages.ts";
-import { parseStatus, type Status } from "../jobs/commands/cluster/status.ts";
+import { cannotInstall, ensurePackages, missingPackages } from "../commands/cluster/packages.ts";
+import { parseStatus, type Status } from "../commands/cluster/status.ts";
 
 const root = new URL("..", import.meta.url).pathname;
 
@@ -60,7 +60,7 @@ export async function clusterTask(
  * permission: Deno lets only such a process read /proc, and the test runner grants the tests less.
  */
 export async function processesIn(dir: string): Promise<string[]> {
-  const module = new URL("../jobs/commands/cluster/processes.ts", import.meta.url).href;
+  const module = new URL("../commands/cluster/processes.ts", import.meta.url).href;
   const code = `import { processesOf } from ${JSON.stringify(module)};
     for (const p of await processesOf(${JSON.stringify(dir)})) console.log(p.pid, p.name, p.args.join(" "));`;
   const out = await new Deno.Command(Deno.execPath(), { args: ["eval", code], cwd: root, stdout: "piped" }).output();

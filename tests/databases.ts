@@ -7,7 +7,7 @@
  * id keeps two test files that happen to pick the same name apart.
  */
 import postgres from "postgres";
-import { withUser as withUserName } from "../domain/platform/config.ts";
+import { withUser as withUserName } from "../domain/infra/config.ts";
 
 /** The server and base database name used when TEST_DATABASE_URL is not set. */
 export const DEFAULT_TEST_DATABASE_URL = "postgres://127.0.0.1:5432/payments_test";

@@ -1,12 +1,12 @@
 import { createApp } from "../routes/app.ts";
 import { taskList, upkeep } from "../jobs/index.ts";
-import { signToken, type TokenSettings } from "../domain/platform/tokens.ts";
-import { type Config, loadConfig } from "../domain/platform/config.ts";
-import { connect, ensureDatabase, type Sql } from "../domain/platform/db.ts";
-import type { Deps } from "../domain/platform/deps.ts";
-import { setLogLevel } from "../domain/platform/log.ts";
-import { migrate } from "../domain/platform/migrate.ts";
-import { startWorker, stopWorker, type Worker } from "../domain/platform/worker.ts";
+import { signToken, type TokenSettings } from "../domain/integrators/tokens.ts";
+import { type Config, loadConfig } from "../domain/infra/config.ts";
+import { connect, ensureDatabase, type Sql } from "../domain/infra/db.ts";
+import type { Deps } from "../domain/infra/deps.ts";
+import { setLogLevel } from "../domain/basics/log.ts";
+import { migrate } from "../domain/infra/migrate.ts";
+import { startWorker, stopWorker, type Worker } from "../domain/infra/worker.ts";
 import { cloneDatabase, dropDatabase, perTestDatabaseUrl, TEMPLATE_DATABASE, testDatabaseUrl } from "./databases.ts";
 
 /** 32 bytes or more, as the service requires of any JWT_SECRET. */

@@ -13,15 +13,19 @@ type Module = {
  * each other unless the rule below says so (webhooks is the entry point everyone emits through).
  */
 const LAYERS: [prefix: string, rank: number][] = [
-  ["domain/platform/", 0],
-  ["domain/webhooks/", 1],
-  ["domain/companies/", 1],
-  ["domain/subjects/", 2],
-  ["domain/bank_accounts/", 3],
-  ["domain/rails/", 4],
-  ["routes/", 5],
-  ["jobs/", 5],
-  ["main.ts", 6],
+  ["domain/basics/", 0],
+  ["domain/infra/", 1],
+  ["domain/webhooks/", 2],
+  ["domain/integrators/", 2],
+  ["domain/subjects/", 3],
+  ["domain/bank_accounts/", 4],
+  ["domain/rails/", 5],
+  ["routes/policy/", 6],
+  ["routes/openapi/", 6],
+  ["routes/", 7],
+  ["jobs/", 7],
+  ["commands/", 8],
+  ["main.ts", 8],
 ];
 
 export function layerOf(path: string): number | null {
@@ -93,7 +97,7 @@ export function upwardImports(edges: [string, string][]): [string, string][] {
 
 if (import.meta.main) {
   const dir = new URL("..", import.meta.url);
-  const commands = [...Deno.readDirSync(new URL("jobs/commands/", dir))].map((e) => `jobs/commands/${e.name}`);
+  const commands = [...Deno.readDirSync(new URL("commands/", dir))].map((e) => `commands/${e.name}`);
   const modules: Module[] = [];
   for (const entry of ["main.ts", ...commands]) {
     const out = await new Deno.Command(Deno.execPath(), {

@@ -12,10 +12,10 @@
  * At the end it also drops the databases of this run that a failed or killed test file left behind.
  * Arguments go to `deno test` (files, folders, `--filter ...`); without a file or folder it runs tests/.
  */
-import { connect, ensureDatabase, serverAnswers } from "../domain/platform/db.ts";
-import { migrate } from "../domain/platform/migrate.ts";
-import { type EmbeddedPostgres, startEmbeddedPostgres } from "../domain/platform/embedded_pg.ts";
-import { setLogLevel } from "../domain/platform/log.ts";
+import { connect, ensureDatabase, serverAnswers } from "../domain/infra/db.ts";
+import { migrate } from "../domain/infra/migrate.ts";
+import { type EmbeddedPostgres, startEmbeddedPostgres } from "../domain/infra/embedded_pg.ts";
+import { setLogLevel } from "../domain/basics/log.ts";
 import { DEFAULT_TEST_DATABASE_URL, dropDatabase, dropLeftovers, newRunId, withUser } from "./databases.ts";
 import { freePort } from "./free_port.ts";
 

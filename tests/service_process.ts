@@ -1,5 +1,5 @@
 /** The real service as a child process (`main.ts`), for the tests of the whole process: start-up, crash, scale-out. */
-import { signToken, type TokenSettings } from "../domain/platform/tokens.ts";
+import { signToken, type TokenSettings } from "../domain/integrators/tokens.ts";
 import { freePort } from "./free_port.ts";
 import { HIGH_LIMITS, TEST_JWT_SECRET, TEST_TOKENS } from "./helpers.ts";
 

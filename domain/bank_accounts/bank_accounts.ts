@@ -1,7 +1,7 @@
-import type { Sql, Tx } from "../platform/db.ts";
-import { notFound } from "../platform/errors.ts";
-import { newId } from "../platform/ids.ts";
-import { naiveUtc } from "../platform/time.ts";
+import type { Sql, Tx } from "../infra/db.ts";
+import { notFound } from "../basics/errors.ts";
+import { newId } from "../basics/ids.ts";
+import { naiveUtc } from "../basics/time.ts";
 import { directoryIspb, resolveBank } from "./directory.ts";
 import { assertPerson } from "../subjects/people.ts";
 import { claimRoom, type StoredQuotas, withinQuotas } from "../subjects/quotas.ts";

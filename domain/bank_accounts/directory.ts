@@ -1,5 +1,5 @@
-import type { Tx } from "../platform/db.ts";
-import { newId } from "../platform/ids.ts";
+import type { Tx } from "../infra/db.ts";
+import { newId } from "../basics/ids.ts";
 import type { BankRef } from "./rules.ts";
 
 export type Bank = {

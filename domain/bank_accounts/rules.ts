@@ -2,9 +2,9 @@ import { isValidNit } from "../subjects/company_rules.ts";
 import { isValidCNPJ, isValidCPF, isValidEmail } from "@brazilian-utils/brazilian-utils";
 import { clabe } from "clabe-validator";
 import { electronicFormatIBAN, isValidBIC, isValidIBAN } from "ibantools";
-import { BLANK, ErrorBag } from "../platform/errors.ts";
-import { UUID_RE } from "../platform/ids.ts";
-import { countryAlpha3 } from "../platform/countries.ts";
+import { BLANK, ErrorBag } from "../basics/errors.ts";
+import { UUID_RE } from "../basics/ids.ts";
+import { countryAlpha3 } from "../basics/countries.ts";
 import { bareDocument, isValidCc, isValidCurp } from "../subjects/person_rules.ts";
 
 type Text = string | null | undefined;

@@ -1,7 +1,7 @@
-import type { Sql, TransactionSql, Tx } from "../platform/db.ts";
-import { ErrorBag } from "../platform/errors.ts";
-import { newId } from "../platform/ids.ts";
-import { isoUtc } from "../platform/time.ts";
+import type { Sql, TransactionSql, Tx } from "../infra/db.ts";
+import { ErrorBag } from "../basics/errors.ts";
+import { newId } from "../basics/ids.ts";
+import { isoUtc } from "../basics/time.ts";
 import { emitEvent } from "../webhooks/events.ts";
 import { getPerson, type PersonCreateInput, registerPerson } from "../subjects/people.ts";
 import type { StoredQuotas } from "../subjects/quotas.ts";

@@ -1,5 +1,5 @@
 import type postgres from "postgres";
-import type { Tx } from "../platform/db.ts";
+import type { Tx } from "../infra/db.ts";
 
 /**
  * Exchanges and wires are batches: transactions of one subject in one currency (and, for a wire, to one account)

@@ -1,4 +1,4 @@
-import type { TransactionSql } from "../platform/db.ts";
+import type { TransactionSql } from "../infra/db.ts";
 import { moveMoney } from "./transactions.ts";
 
 export type CardPaymentInput = { subject_id: string; value: string; currency: string; outcome: "approved" | "failed" };

@@ -1,10 +1,10 @@
-import type { Sql, TransactionSql, Tx } from "../platform/db.ts";
-import { ErrorBag, notFound, unprocessable } from "../platform/errors.ts";
-import { newId } from "../platform/ids.ts";
-import { naiveUtc } from "../platform/time.ts";
+import type { Sql, TransactionSql, Tx } from "../infra/db.ts";
+import { ErrorBag, notFound, unprocessable } from "../basics/errors.ts";
+import { newId } from "../basics/ids.ts";
+import { naiveUtc } from "../basics/time.ts";
 import { type BankAccountRow, getBankAccount, presentOwnBankAccount } from "../bank_accounts/bank_accounts.ts";
 import { getSubject, presentSubject } from "../subjects/subjects.ts";
-import { TRANSACTED_STATUSES } from "../subjects/clearance.ts";
+import { TRANSACTED_STATUSES } from "./clearance.ts";
 import { emitEvent } from "../webhooks/events.ts";
 import { expirePixCharge, issuePixCode, payPixCharge } from "./pix_charges.ts";
 import { changeTransactionStatus, moveMoney, type TransactionRow } from "./transactions.ts";

@@ -1,5 +1,5 @@
-import type { TransactionSql, Tx } from "../platform/db.ts";
-import { ErrorBag } from "../platform/errors.ts";
+import type { TransactionSql, Tx } from "../infra/db.ts";
+import { ErrorBag } from "../basics/errors.ts";
 import { getBankAccount } from "../bank_accounts/bank_accounts.ts";
 import { moveMoney } from "./transactions.ts";
 import type { WireErrorCode } from "./wires.ts";

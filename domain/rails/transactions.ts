@@ -1,13 +1,7 @@
-import type { Sql, TransactionSql } from "../platform/db.ts";
-import { newId } from "../platform/ids.ts";
-import { naiveUtc } from "../platform/time.ts";
-import {
-  applyClearance,
-  type Clearance,
-  decideClearance,
-  movedThisYear,
-  TRANSACTED_STATUSES,
-} from "../subjects/clearance.ts";
+import type { Sql, TransactionSql } from "../infra/db.ts";
+import { newId } from "../basics/ids.ts";
+import { naiveUtc } from "../basics/time.ts";
+import { applyClearance, type Clearance, decideClearance, movedThisYear, TRANSACTED_STATUSES } from "./clearance.ts";
 import { emitEvent, type EventType } from "../webhooks/events.ts";
 import { attachToExchange } from "./exchanges.ts";
 import { assertPerson } from "../subjects/people.ts";

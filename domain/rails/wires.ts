@@ -1,7 +1,7 @@
-import type { TransactionSql, Tx } from "../platform/db.ts";
-import { ErrorBag, notFound } from "../platform/errors.ts";
-import { newId } from "../platform/ids.ts";
-import { naiveUtc } from "../platform/time.ts";
+import type { TransactionSql, Tx } from "../infra/db.ts";
+import { ErrorBag, notFound } from "../basics/errors.ts";
+import { newId } from "../basics/ids.ts";
+import { naiveUtc } from "../basics/time.ts";
 import {
   checkBankAccountPatch,
   getBankAccount,

@@ -1,5 +1,5 @@
-import type { Sql } from "../platform/db.ts";
-import { naiveUtc } from "../platform/time.ts";
+import type { Sql } from "../infra/db.ts";
+import { naiveUtc } from "../basics/time.ts";
 import { type DocumentInput, type DocumentSummary, insertDocument, prepareDocument } from "./documents.ts";
 import { assertPerson, reviewAfterDocuments } from "./people.ts";
 import { claimRoom, documentsUsage, refuseEarly, type StoredQuotas, withinQuotas } from "./quotas.ts";

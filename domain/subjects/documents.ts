@@ -1,7 +1,7 @@
 import { fileTypeFromBuffer } from "file-type";
-import type { Tx } from "../platform/db.ts";
-import { ApiError, ErrorBag, notFound } from "../platform/errors.ts";
-import { newId } from "../platform/ids.ts";
+import type { Tx } from "../infra/db.ts";
+import { ApiError, ErrorBag, notFound } from "../basics/errors.ts";
+import { newId } from "../basics/ids.ts";
 import { getBlob, putBlob } from "./storage.ts";
 
 /** One document as a client sends it: Base64 `file_data` with a `file_name`, or a `file_url`. */

@@ -1,8 +1,8 @@
 import type postgres from "postgres";
-import type { Sql, TransactionSql, Tx } from "../platform/db.ts";
-import { ErrorBag, notFound } from "../platform/errors.ts";
-import { newId } from "../platform/ids.ts";
-import { naiveUtc } from "../platform/time.ts";
+import type { Sql, TransactionSql, Tx } from "../infra/db.ts";
+import { ErrorBag, notFound } from "../basics/errors.ts";
+import { newId } from "../basics/ids.ts";
+import { naiveUtc } from "../basics/time.ts";
 import {
   type DocumentInput,
   type DocumentSummary,

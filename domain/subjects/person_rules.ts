@@ -1,7 +1,7 @@
 import { isValidCPF } from "@brazilian-utils/brazilian-utils";
-import { ErrorBag } from "../platform/errors.ts";
-import { toCents } from "../platform/money.ts";
-import { countryAlpha3 } from "../platform/countries.ts";
+import { ErrorBag } from "../basics/errors.ts";
+import { toCents } from "../basics/money.ts";
+import { countryAlpha3 } from "../basics/countries.ts";
 
 /** Rules of the "Person" table that span fields, applied to the person as it would be stored. */
 

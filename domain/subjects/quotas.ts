@@ -1,7 +1,7 @@
 import type postgres from "postgres";
-import type { Limits } from "../platform/config.ts";
-import type { Tx } from "../platform/db.ts";
-import { unprocessable } from "../platform/errors.ts";
+import type { Limits } from "../infra/config.ts";
+import type { Tx } from "../infra/db.ts";
+import { unprocessable } from "../basics/errors.ts";
 import type { PreparedDocument } from "./documents.ts";
 
 /**

@@ -1,6 +1,6 @@
-import type { TransactionSql } from "../platform/db.ts";
-import { notFound } from "../platform/errors.ts";
-import { newId } from "../platform/ids.ts";
+import type { TransactionSql } from "../infra/db.ts";
+import { notFound } from "../basics/errors.ts";
+import { newId } from "../basics/ids.ts";
 import { emitEvent } from "../webhooks/events.ts";
 
 /** Values of subject_reproved.items: the back office's reasons, plus the missing identity and tax documents. */

@@ -1,4 +1,4 @@
-import type { Tx } from "../platform/db.ts";
+import type { Tx } from "../infra/db.ts";
 
 /**
  * Where document bytes live. Postgres for now; this module is the seam where object storage would go,

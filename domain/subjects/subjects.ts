@@ -1,5 +1,5 @@
-import type { Tx } from "../platform/db.ts";
-import { notFound } from "../platform/errors.ts";
+import type { Tx } from "../infra/db.ts";
+import { notFound } from "../basics/errors.ts";
 import { type CompanyRow, presentCompany } from "./companies.ts";
 import { type PersonRow, presentPerson, selectSubjects } from "./people.ts";
 

@@ -1,6 +1,6 @@
-import type { Sql, TransactionSql, Tx } from "../platform/db.ts";
-import { notFound, unprocessable, validationFailed } from "../platform/errors.ts";
-import { isoUtc, pgTimestamptz } from "../platform/time.ts";
+import type { Sql, TransactionSql, Tx } from "../infra/db.ts";
+import { notFound, unprocessable, validationFailed } from "../basics/errors.ts";
+import { isoUtc, pgTimestamptz } from "../basics/time.ts";
 import { wakeEndpoints } from "./queue.ts";
 import { catalogueEntry } from "./catalogue.ts";
 import { eventData } from "./event_data.ts";

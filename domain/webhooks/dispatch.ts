@@ -1,6 +1,6 @@
 import type postgres from "postgres";
-import { type Sql, type Tx, whileUnreachable } from "../platform/db.ts";
-import { newId } from "../platform/ids.ts";
+import { type Sql, type Tx, whileUnreachable } from "../infra/db.ts";
+import { newId } from "../basics/ids.ts";
 import type { DisabledReason, EndpointRow } from "./endpoints.ts";
 import { eventData } from "./event_data.ts";
 import { addDrainJobs, drainJobKey, RETRY_LANE } from "./queue.ts";

@@ -1,5 +1,5 @@
-import { log } from "../platform/log.ts";
-import { metrics } from "../platform/metrics.ts";
+import { log } from "../basics/log.ts";
+import { metrics } from "../infra/metrics.ts";
 import type { Claim, ClaimedDelivery, Recorded } from "./dispatch.ts";
 import type { EndpointRow } from "./endpoints.ts";
 import type { SendResult } from "./sender.ts";

@@ -1,8 +1,8 @@
-import type { Sql, Tx } from "../platform/db.ts";
-import { ErrorBag, notFound } from "../platform/errors.ts";
-import { newId } from "../platform/ids.ts";
-import { isoUtc, isoUtcOrNull } from "../platform/time.ts";
-import { isSealed, SEALED_PREFIX, type SecretBox } from "../platform/secret_box.ts";
+import type { Sql, Tx } from "../infra/db.ts";
+import { ErrorBag, notFound } from "../basics/errors.ts";
+import { newId } from "../basics/ids.ts";
+import { isoUtc, isoUtcOrNull } from "../basics/time.ts";
+import { isSealed, SEALED_PREFIX, type SecretBox } from "../infra/secret_box.ts";
 import { isIpLiteral, isLocalHostname, isPrivateAddress } from "./url_guard.ts";
 import { checkEndpointQuota, type EndpointQuota, fitSlots } from "./quotas.ts";
 
@@ -46,7 +46,7 @@ export type EndpointRow = {
   wrap_in_notification: boolean;
   max_concurrency: number;
   event_mapping: Record<string, string> | null;
-  /** The signing secret, sealed (domain/platform/secret_box.ts): `openSecrets` reads it. */
+  /** The signing secret, sealed (domain/infra/secret_box.ts): `openSecrets` reads it. */
   sealed_secret: string;
   /** Secrets rotated away, sealed, newest first; expired ones are ignored, and dropped at the next rotation. */
   sealed_previous_secrets: StoredPreviousSecret[];

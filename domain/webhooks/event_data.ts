@@ -1,4 +1,4 @@
-import type { Tx } from "../platform/db.ts";
+import type { Tx } from "../infra/db.ts";
 
 /** Where an event is: its id, its company and its instant (a delivery record is written with its event's). */
 export type EventKey = { event_id: string; company_id: string; inserted_at: Date };

@@ -1,5 +1,5 @@
-import type { TransactionSql } from "../platform/db.ts";
-import { newId } from "../platform/ids.ts";
+import type { TransactionSql } from "../infra/db.ts";
+import { newId } from "../basics/ids.ts";
 import { slotLimit } from "./dispatch.ts";
 import { addDrainJobs } from "./queue.ts";
 

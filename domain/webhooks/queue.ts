@@ -1,5 +1,5 @@
 import type postgres from "postgres";
-import type { Tx } from "../platform/db.ts";
+import type { Tx } from "../infra/db.ts";
 
 /**
  * The graphile-worker queue of the service: every task name, and the one way drain jobs are added.

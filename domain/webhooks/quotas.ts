@@ -1,5 +1,5 @@
-import type { Tx } from "../platform/db.ts";
-import { ErrorBag, unprocessable } from "../platform/errors.ts";
+import type { Tx } from "../infra/db.ts";
+import { ErrorBag, unprocessable } from "../basics/errors.ts";
 
 /**
  * What one company's webhook endpoints may hold: how many are active, and how much concurrency they share. Each

@@ -1,4 +1,4 @@
-import type { Sql } from "../platform/db.ts";
+import type { Sql } from "../infra/db.ts";
 import { leaseFree } from "./dispatch.ts";
 import { wakeEndpoints } from "./queue.ts";
 

@@ -1,5 +1,5 @@
-import type { Sql } from "../platform/db.ts";
-import { log } from "../platform/log.ts";
+import type { Sql } from "../infra/db.ts";
+import { log } from "../basics/log.ts";
 
 /**
  * Retention of the webhook history (docs/webhooks.md, "Retention"): what is older than EVENT_RETENTION_DAYS goes,

@@ -1,7 +1,7 @@
 import http from "node:http";
 import https from "node:https";
 import type { LookupFunction } from "node:net";
-import type { SecretBox } from "../platform/secret_box.ts";
+import type { SecretBox } from "../infra/secret_box.ts";
 import { renderBody } from "./body.ts";
 import { type EndpointRow, openSecrets } from "./endpoints.ts";
 import { signPayload, standardWebhookHeaders } from "./signature.ts";

@@ -8,9 +8,9 @@ import {
   updateSubjectBankAccount,
   validateBankAccountInput,
 } from "../../domain/bank_accounts/bank_accounts.ts";
-import type { Deps } from "../../domain/platform/deps.ts";
-import { newRouter } from "../platform/router.ts";
-import { alsoCheck } from "../platform/validation.ts";
+import type { Deps } from "../../domain/infra/deps.ts";
+import { newRouter } from "../openapi/router.ts";
+import { alsoCheck } from "../openapi/validation.ts";
 import {
   BANK_ACCOUNT_UPDATE_EXAMPLE,
   BankAccount,
@@ -19,7 +19,7 @@ import {
   SUBJECT_BANK_ACCOUNT_EXAMPLE,
   SubjectBankAccountParams,
 } from "./schemas.ts";
-import { bodyErrorResponses, errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
+import { bodyErrorResponses, errorResponses, IdParam, jsonBody, jsonResponse } from "../openapi/schemas.ts";
 
 const tags = ["Bank accounts"];
 const Envelope = z.object({ data: BankAccount });

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { uuid } from "../platform/schemas.ts";
+import { uuid } from "../openapi/schemas.ts";
 import {
   ACCOUNT_TYPES,
   COLOMBIA_LABEL_NAMES,

@@ -1,6 +1,6 @@
 import { Hono } from "hono";
-import { notFound } from "../../domain/platform/errors.ts";
-import { HTML_CSP } from "../platform/headers.ts";
+import { notFound } from "../../domain/basics/errors.ts";
+import { HTML_CSP } from "../policy/headers.ts";
 import { ConsolePage } from "./page.tsx";
 
 const ASSETS: Record<string, string> = {

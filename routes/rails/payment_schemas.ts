@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { uuid } from "../platform/schemas.ts";
+import { uuid } from "../openapi/schemas.ts";
 import { API_STATUSES } from "../../domain/rails/payments.ts";
 import { BankAccount } from "../bank_accounts/schemas.ts";
 import { Person } from "../subjects/schemas.ts";

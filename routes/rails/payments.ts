@@ -16,9 +16,9 @@ import {
   presentOwnBankAccount,
 } from "../../domain/bank_accounts/bank_accounts.ts";
 import { getWireView } from "../../domain/rails/wires.ts";
-import type { Deps } from "../../domain/platform/deps.ts";
-import { newRouter } from "../platform/router.ts";
-import { bodyErrorResponses, errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
+import type { Deps } from "../../domain/infra/deps.ts";
+import { newRouter } from "../openapi/router.ts";
+import { bodyErrorResponses, errorResponses, IdParam, jsonBody, jsonResponse } from "../openapi/schemas.ts";
 import {
   Balance,
   OwnBankAccount,

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { CURRENCIES } from "../../domain/rails/transactions.ts";
-import { toCents } from "../../domain/platform/money.ts";
+import { toCents } from "../../domain/basics/money.ts";
 /** A positive amount, required: a JSON number is read as its text, never as a float. */
 export const amount = z.preprocess(
   (v) => typeof v === "number" ? String(v) : v,

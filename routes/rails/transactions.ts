@@ -4,9 +4,9 @@ import {
   presentTransaction,
   subjectTransactionValues,
 } from "../../domain/rails/transactions.ts";
-import type { Deps } from "../../domain/platform/deps.ts";
-import { newRouter } from "../platform/router.ts";
-import { errorResponses, IdParam, jsonResponse, LastIdQuery } from "../platform/schemas.ts";
+import type { Deps } from "../../domain/infra/deps.ts";
+import { newRouter } from "../openapi/router.ts";
+import { errorResponses, IdParam, jsonResponse, LastIdQuery } from "../openapi/schemas.ts";
 import { Transaction, TransactionValue } from "./schemas.ts";
 
 const tags = ["Transactions"];

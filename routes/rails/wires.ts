@@ -1,10 +1,10 @@
 import { createRoute, type z } from "@hono/zod-openapi";
 import { checkWireCorrection, correctWire, presentWire } from "../../domain/rails/wires.ts";
-import type { Deps } from "../../domain/platform/deps.ts";
-import { newRouter } from "../platform/router.ts";
-import { alsoCheck } from "../platform/validation.ts";
+import type { Deps } from "../../domain/infra/deps.ts";
+import { newRouter } from "../openapi/router.ts";
+import { alsoCheck } from "../openapi/validation.ts";
 import { BankAccountBody, SUBJECT_BANK_ACCOUNT_EXAMPLE } from "../bank_accounts/schemas.ts";
-import { bodyErrorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
+import { bodyErrorResponses, IdParam, jsonBody, jsonResponse } from "../openapi/schemas.ts";
 import { Wire } from "./wire_schemas.ts";
 
 const correct = createRoute({

@@ -9,11 +9,11 @@ import { receivePayin } from "../../domain/rails/payins.ts";
 import { checkPayout, sendPayout } from "../../domain/rails/payouts.ts";
 import { createPixCharge, expirePixCharge, payPixCharge, presentPixCharge } from "../../domain/rails/pix_charges.ts";
 import { presentTransaction } from "../../domain/rails/transactions.ts";
-import type { Deps } from "../../domain/platform/deps.ts";
-import { newRouter } from "../platform/router.ts";
-import { alsoCheck } from "../platform/validation.ts";
-import { emptyBodyAsObject } from "../platform/optional_body.ts";
-import { bodyErrorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
+import type { Deps } from "../../domain/infra/deps.ts";
+import { newRouter } from "../openapi/router.ts";
+import { alsoCheck } from "../openapi/validation.ts";
+import { emptyBodyAsObject } from "../policy/optional_body.ts";
+import { bodyErrorResponses, IdParam, jsonBody, jsonResponse } from "../openapi/schemas.ts";
 import {
   BankTransaction,
   BankTransactionBody,

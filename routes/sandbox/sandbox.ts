@@ -1,5 +1,5 @@
-import type { Deps } from "../../domain/platform/deps.ts";
-import { newRouter } from "../platform/router.ts";
+import type { Deps } from "../../domain/infra/deps.ts";
+import { newRouter } from "../openapi/router.ts";
 import { sandboxPaymentRoutes } from "./payments.ts";
 import { sandboxSubjectRoutes } from "./subjects.ts";
 import { sandboxSubscriptionRoutes } from "./subscriptions.ts";

@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { REPROVAL_ITEMS, REQUIRED_DOCUMENTS } from "../../domain/subjects/status.ts";
 import { WIRE_ERROR_CODES } from "../../domain/rails/wires.ts";
 import { DOCUMENT_TYPES } from "../../domain/subjects/person_rules.ts";
-import { optionalText, requiredText, uuid } from "../platform/schemas.ts";
+import { optionalText, requiredText, uuid } from "../openapi/schemas.ts";
 import { amount, currency } from "../rails/schemas.ts";
 
 /** Sandbox bodies are plain JSON objects (no wrapper key); field errors name the field. */

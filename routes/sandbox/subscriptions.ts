@@ -5,10 +5,10 @@ import {
   payInvoice,
   presentSubscription,
 } from "../../domain/rails/subscriptions.ts";
-import type { Deps } from "../../domain/platform/deps.ts";
-import { newRouter } from "../platform/router.ts";
-import { emptyBodyAsObject } from "../platform/optional_body.ts";
-import { bodyErrorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
+import type { Deps } from "../../domain/infra/deps.ts";
+import { newRouter } from "../openapi/router.ts";
+import { emptyBodyAsObject } from "../policy/optional_body.ts";
+import { bodyErrorResponses, IdParam, jsonBody, jsonResponse } from "../openapi/schemas.ts";
 import { CancelSubscriptionBody, SANDBOX_EXAMPLES, Subscription, SubscriptionBody } from "./schemas.ts";
 
 const tags = ["Sandbox"];

@@ -1,9 +1,9 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { expirePayment, payPayment, presentPayment } from "../../domain/rails/payments.ts";
-import type { Deps } from "../../domain/platform/deps.ts";
-import { newRouter } from "../platform/router.ts";
-import { emptyBodyAsObject } from "../platform/optional_body.ts";
-import { bodyErrorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
+import type { Deps } from "../../domain/infra/deps.ts";
+import { newRouter } from "../openapi/router.ts";
+import { emptyBodyAsObject } from "../policy/optional_body.ts";
+import { bodyErrorResponses, IdParam, jsonBody, jsonResponse } from "../openapi/schemas.ts";
 import { PayBody, Payment } from "../rails/payment_schemas.ts";
 
 const one = <T extends z.ZodType>(description: string, schema: T) =>

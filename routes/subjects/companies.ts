@@ -7,9 +7,9 @@ import {
   registerCompany,
   updateCompany,
 } from "../../domain/subjects/companies.ts";
-import type { Deps } from "../../domain/platform/deps.ts";
-import { newRouter } from "../platform/router.ts";
-import { alsoCheck } from "../platform/validation.ts";
+import type { Deps } from "../../domain/infra/deps.ts";
+import { newRouter } from "../openapi/router.ts";
+import { alsoCheck } from "../openapi/validation.ts";
 import {
   bodyErrorResponses,
   errorResponses,
@@ -17,7 +17,7 @@ import {
   jsonBody,
   jsonResponse,
   LastIdQuery,
-} from "../platform/schemas.ts";
+} from "../openapi/schemas.ts";
 import {
   COMPANY_CREATE_EXAMPLE,
   COMPANY_UPDATE_EXAMPLE,

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { COMPANY_DOCUMENT_TYPES } from "../../domain/subjects/company_rules.ts";
-import { countryAlpha3 } from "../../domain/platform/countries.ts";
-import { optionalText, requiredText } from "../platform/schemas.ts";
+import { countryAlpha3 } from "../../domain/basics/countries.ts";
+import { optionalText, requiredText } from "../openapi/schemas.ts";
 import { contactFields, DocumentSummary } from "./schemas.ts";
 
 const documentType = z.string().trim().toLowerCase().pipe(z.enum(COMPANY_DOCUMENT_TYPES))

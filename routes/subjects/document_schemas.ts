@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { ALLOWED_FILE_TYPES } from "../../domain/subjects/documents.ts";
-import { optionalText, requiredText } from "../platform/schemas.ts";
+import { optionalText, requiredText } from "../openapi/schemas.ts";
 
 /** One document, as sent inside `person.documents` or as the `document` of an upload. */
 export const DocumentInput = z.object({

@@ -1,8 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { uploadDocument } from "../../domain/subjects/document_uploads.ts";
-import type { Deps } from "../../domain/platform/deps.ts";
-import { newRouter } from "../platform/router.ts";
-import { alsoCheck } from "../platform/validation.ts";
+import type { Deps } from "../../domain/infra/deps.ts";
+import { newRouter } from "../openapi/router.ts";
+import { alsoCheck } from "../openapi/validation.ts";
 import { getDocument, getDocumentFile, listDocuments, prepareDocument } from "../../domain/subjects/documents.ts";
 import {
   bodyErrorResponses,
@@ -12,7 +12,7 @@ import {
   jsonResponse,
   requestIdHeader,
   uuid,
-} from "../platform/schemas.ts";
+} from "../openapi/schemas.ts";
 import { DOCUMENT_UPLOAD_EXAMPLE, DocumentUploadBody } from "./document_schemas.ts";
 import { DocumentSummary } from "./schemas.ts";
 

@@ -8,9 +8,9 @@ import {
   presentPerson,
   updatePerson,
 } from "../../domain/subjects/people.ts";
-import type { Deps } from "../../domain/platform/deps.ts";
-import { newRouter } from "../platform/router.ts";
-import { alsoCheck } from "../platform/validation.ts";
+import type { Deps } from "../../domain/infra/deps.ts";
+import { newRouter } from "../openapi/router.ts";
+import { alsoCheck } from "../openapi/validation.ts";
 import {
   bodyErrorResponses,
   errorResponses,
@@ -18,7 +18,7 @@ import {
   jsonBody,
   jsonResponse,
   LastIdQuery,
-} from "../platform/schemas.ts";
+} from "../openapi/schemas.ts";
 import { Person, PERSON_CREATE_EXAMPLE, PERSON_UPDATE_EXAMPLE, PersonCreateBody, PersonUpdateBody } from "./schemas.ts";
 
 const tags = ["People"];

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { DOCUMENT_TYPES, FISCAL_COUNTRIES, toAlpha3 } from "../../domain/subjects/person_rules.ts";
-import { decimalString, optionalText, requiredText } from "../platform/schemas.ts";
+import { decimalString, optionalText, requiredText } from "../openapi/schemas.ts";
 import { DocumentInput } from "./document_schemas.ts";
 
 const documentType = z.string().trim().toLowerCase().pipe(z.enum(DOCUMENT_TYPES))

@@ -14,12 +14,12 @@ import {
 } from "../../domain/webhooks/endpoints.ts";
 import { presentDelivery, recoverDeliveries, sendTestEvent } from "../../domain/webhooks/deliveries.ts";
 import type { MiddlewareHandler } from "hono";
-import type { Deps } from "../../domain/platform/deps.ts";
-import { secretBoxFor } from "../../domain/platform/secret_box.ts";
-import { newRouter } from "../platform/router.ts";
-import { alsoCheck } from "../platform/validation.ts";
-import { emptyBodyAsObject } from "../platform/optional_body.ts";
-import { bodyErrorResponses, errorResponses, IdParam, jsonBody, jsonResponse } from "../platform/schemas.ts";
+import type { Deps } from "../../domain/infra/deps.ts";
+import { secretBoxFor } from "../../domain/infra/secret_box.ts";
+import { newRouter } from "../openapi/router.ts";
+import { alsoCheck } from "../openapi/validation.ts";
+import { emptyBodyAsObject } from "../policy/optional_body.ts";
+import { bodyErrorResponses, errorResponses, IdParam, jsonBody, jsonResponse } from "../openapi/schemas.ts";
 import {
   Delivery,
   Endpoint,

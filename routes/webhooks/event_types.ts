@@ -1,8 +1,8 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { CATALOGUE } from "../../domain/webhooks/catalogue.ts";
-import type { Deps } from "../../domain/platform/deps.ts";
-import { newRouter } from "../platform/router.ts";
-import { errorResponses, jsonResponse } from "../platform/schemas.ts";
+import type { Deps } from "../../domain/infra/deps.ts";
+import { newRouter } from "../openapi/router.ts";
+import { errorResponses, jsonResponse } from "../openapi/schemas.ts";
 import { EventTypeEntry } from "./schemas.ts";
 
 const list = createRoute({

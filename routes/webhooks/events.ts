@@ -6,9 +6,9 @@ import {
   presentDelivery,
   retryDelivery,
 } from "../../domain/webhooks/deliveries.ts";
-import type { Deps } from "../../domain/platform/deps.ts";
-import { newRouter } from "../platform/router.ts";
-import { bodyErrorResponses, errorResponses, IdParam, jsonResponse } from "../platform/schemas.ts";
+import type { Deps } from "../../domain/infra/deps.ts";
+import { newRouter } from "../openapi/router.ts";
+import { bodyErrorResponses, errorResponses, IdParam, jsonResponse } from "../openapi/schemas.ts";
 import { Delivery, EventsQuery } from "./schemas.ts";
 
 const tags = ["Webhook events"];

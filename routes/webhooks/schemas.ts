@@ -2,8 +2,8 @@ import { z } from "@hono/zod-openapi";
 import { EVENT_TYPES } from "../../domain/webhooks/events.ts";
 import { MAX_PREVIOUS_SECRETS } from "../../domain/webhooks/endpoints.ts";
 import type { TimeBound } from "../../domain/webhooks/deliveries.ts";
-import { UUID_RE } from "../../domain/platform/ids.ts";
-import { requiredText } from "../platform/schemas.ts";
+import { UUID_RE } from "../../domain/basics/ids.ts";
+import { requiredText } from "../openapi/schemas.ts";
 
 const KNOWN_TYPES: ReadonlySet<string> = new Set(EVENT_TYPES);
 const ONE_OF_TYPES = `must be one of: ${EVENT_TYPES.join(", ")}`;

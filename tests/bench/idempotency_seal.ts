@@ -9,11 +9,11 @@
  * `http` only drives HTTP, so the same file run from a checkout of the previous version measures it there.
  * BENCH_SECONDS (default 5) and BENCH_ROUNDS (default 3) size `http`; BENCH_ROWS (default 100000) sizes `start`.
  */
-import { signToken } from "../../domain/platform/tokens.ts";
-import { loadConfig } from "../../domain/platform/config.ts";
-import { connect } from "../../domain/platform/db.ts";
-import { migrate } from "../../domain/platform/migrate.ts";
-import { createSecretBox } from "../../domain/platform/secret_box.ts";
+import { signToken } from "../../domain/integrators/tokens.ts";
+import { loadConfig } from "../../domain/infra/config.ts";
+import { connect } from "../../domain/infra/db.ts";
+import { migrate } from "../../domain/infra/migrate.ts";
+import { createSecretBox } from "../../domain/infra/secret_box.ts";
 import { load } from "./http.ts";
 import { dropDatabase, freshDatabase } from "../helpers.ts";
 import { BENCH_JWT_SECRET as JWT_SECRET, startService } from "./service.ts";
@@ -116,7 +116,7 @@ async function benchHttp() {
 }
 
 async function benchStart() {
-  const { sealStoredAnswers } = await import("../../domain/platform/idempotency.ts");
+  const { sealStoredAnswers } = await import("../../routes/policy/idempotency_store.ts");
   const rows = Number(Deno.env.get("BENCH_ROWS") ?? 100_000);
   const url = await freshDatabase("bench_idempotency_start");
   const sql = connect(url, { max: 2 });

@@ -3,8 +3,8 @@
  * delivery figures. Each figure prints as `name value`, then what it means and, where the project set one, its
  * target and whether this run met it (tests/bench/figures.ts). Measures only: a missed target does not fail it.
  */
-import { signToken } from "../../domain/platform/tokens.ts";
-import { loadConfig } from "../../domain/platform/config.ts";
+import { signToken } from "../../domain/integrators/tokens.ts";
+import { loadConfig } from "../../domain/infra/config.ts";
 import { load, type LoadResult } from "./http.ts";
 import { describe, type Figures, summary } from "./figures.ts";
 import { dropDatabase, freshDatabase } from "../helpers.ts";

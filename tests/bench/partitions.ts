@@ -1,4 +1,4 @@
-import type { Sql } from "../../domain/platform/db.ts";
+import type { Sql } from "../../domain/infra/db.ts";
 
 /** The days of partitions a service at the default 30-day retention has. */
 export const A_MONTH = 30;

@@ -12,9 +12,9 @@
  * SPREAD_SHARDS (32, Citus's default shard_count), SPREAD_NODES (4 workers, shards placed round-robin as Citus does at
  * creation), SPREAD_KEEP=1 keeps the database.
  */
-import { connect, type Sql } from "../../domain/platform/db.ts";
-import { setLogLevel } from "../../domain/platform/log.ts";
-import { migrate } from "../../domain/platform/migrate.ts";
+import { connect, type Sql } from "../../domain/infra/db.ts";
+import { setLogLevel } from "../../domain/basics/log.ts";
+import { migrate } from "../../domain/infra/migrate.ts";
 import { dropDatabase, freshDatabase } from "../helpers.ts";
 
 const COMPANIES = Number(Deno.env.get("SPREAD_COMPANIES") ?? 2000);

@@ -4,8 +4,8 @@
  * event, 1% failed, two endpoints, five types), and the ratio. Calls the domain's list query directly, so the figure
  * is the database's part of a page. Measures only.
  */
-import { connect, type Sql } from "../../domain/platform/db.ts";
-import { migrate } from "../../domain/platform/migrate.ts";
+import { connect, type Sql } from "../../domain/infra/db.ts";
+import { migrate } from "../../domain/infra/migrate.ts";
 import { type EventsFilter, listDeliveries } from "../../domain/webhooks/deliveries.ts";
 import { dropDatabase, freshDatabase } from "../helpers.ts";
 import type { Figures } from "./figures.ts";

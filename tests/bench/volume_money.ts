@@ -4,8 +4,8 @@
  * SQL, as the service writes it (identified pay-ins and their `identified` events). Measures only.
  */
 import postgres from "postgres";
-import { signToken } from "../../domain/platform/tokens.ts";
-import { loadConfig } from "../../domain/platform/config.ts";
+import { signToken } from "../../domain/integrators/tokens.ts";
+import { loadConfig } from "../../domain/infra/config.ts";
 import { dropDatabase, freshDatabase } from "../helpers.ts";
 import type { Figures } from "./figures.ts";
 import { load, type LoadResult } from "./http.ts";

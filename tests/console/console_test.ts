@@ -2,9 +2,9 @@
 // The functions handed to page.evaluate run in the browser: they are typed against the DOM.
 import assert from "node:assert/strict";
 import puppeteer, { type Page } from "puppeteer-core";
-import { createUser } from "../../domain/companies/users.ts";
+import { createUser } from "../../domain/integrators/users.ts";
 import { freePort } from "../free_port.ts";
-import { signToken } from "../../domain/platform/tokens.ts";
+import { signToken } from "../../domain/integrators/tokens.ts";
 import { eventually, setup, TEST_TOKENS } from "../helpers.ts";
 import { startReceiver } from "../webhook_receiver.ts";
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { sign } from "hono/jwt";
-import { signToken } from "../../domain/platform/tokens.ts";
+import { signToken } from "../../domain/integrators/tokens.ts";
 import { newCompany, setup, TEST_JWT_SECRET, TEST_TOKENS } from "../helpers.ts";
 
 const UNAUTHORIZED = { errors: { detail: "Unauthorized" } };

@@ -11,7 +11,7 @@ import {
   portsNeeded,
   restoreCommand,
   toYaml,
-} from "../../jobs/commands/cluster/config.ts";
+} from "../../commands/cluster/config.ts";
 import {
   type BackupInfo,
   backupName,
@@ -22,10 +22,10 @@ import {
   parseTargetTime,
   recoveryStop,
   rehearsalConfig,
-} from "../../jobs/commands/cluster/backups.ts";
-import { parsePid } from "../../jobs/commands/cluster/processes.ts";
-import { parseStatus, primaryOf, roleOf, statusReport } from "../../jobs/commands/cluster/status.ts";
-import { switchoverPlan } from "../../jobs/commands/cluster/switchover.ts";
+} from "../../commands/cluster/backups.ts";
+import { parsePid } from "../../commands/cluster/processes.ts";
+import { parseStatus, primaryOf, roleOf, statusReport } from "../../commands/cluster/status.ts";
+import { switchoverPlan } from "../../commands/cluster/switchover.ts";
 
 const PORTS = [41001, 41002, 41003, 41004, 41005, 41006, 41007];
 const layout = planLayout(PORTS, { members: 2, strict: false });

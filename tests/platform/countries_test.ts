@@ -1,6 +1,6 @@
 /** Country codes on their own: ISO 3166-1 alpha-2 and alpha-3, the way clients and BICs send them. */
 import assert from "node:assert/strict";
-import { countryAlpha3 } from "../../domain/platform/countries.ts";
+import { countryAlpha3 } from "../../domain/basics/countries.ts";
 
 const LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
 const allPairs = [...LETTERS].flatMap((a) => [...LETTERS].map((b) => a + b));

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { emitEvent } from "../../domain/webhooks/events.ts";
-import { connect } from "../../domain/platform/db.ts";
-import { setLogLevel } from "../../domain/platform/log.ts";
+import { connect } from "../../domain/infra/db.ts";
+import { setLogLevel } from "../../domain/basics/log.ts";
 import { dropDatabase, eventually, freshDatabase } from "../helpers.ts";
 import { httpCompany, startService } from "../service_process.ts";
 import { countingReceiver } from "../webhook_receiver.ts";

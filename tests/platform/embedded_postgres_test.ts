@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { EMBEDDED_PORT } from "../../domain/platform/embedded_pg.ts";
-import { setLogLevel } from "../../domain/platform/log.ts";
+import { EMBEDDED_PORT } from "../../domain/infra/embedded_pg.ts";
+import { setLogLevel } from "../../domain/basics/log.ts";
 import { httpCompany, startService } from "../service_process.ts";
 import { TEST_TOKENS } from "../helpers.ts";
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import postgres from "postgres";
-import { parseBackupInfo } from "../../jobs/commands/cluster/backups.ts";
-import { parseStatus, primaryOf } from "../../jobs/commands/cluster/status.ts";
+import { parseBackupInfo } from "../../commands/cluster/backups.ts";
+import { parseStatus, primaryOf } from "../../commands/cluster/status.ts";
 import { verifySignature } from "../../domain/webhooks/signature.ts";
 import { clusterDir, clusterStatus, clusterTask, clusterUnavailable, processesIn } from "../cluster.ts";
 import { eventually } from "../helpers.ts";

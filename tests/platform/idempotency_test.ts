@@ -9,12 +9,12 @@ import {
   setup,
   type TestContext,
 } from "../helpers.ts";
-import { pruneIdempotencyKeys, requestFingerprint, sealStoredAnswers } from "../../domain/platform/idempotency.ts";
-import { connect, type Sql } from "../../domain/platform/db.ts";
-import { setLogLevel } from "../../domain/platform/log.ts";
-import { migrate } from "../../domain/platform/migrate.ts";
-import { createSecretBox } from "../../domain/platform/secret_box.ts";
-import { UNREADABLE_DETAIL } from "../../routes/platform/idempotency.ts";
+import { pruneIdempotencyKeys, requestFingerprint, sealStoredAnswers } from "../../routes/policy/idempotency_store.ts";
+import { connect, type Sql } from "../../domain/infra/db.ts";
+import { setLogLevel } from "../../domain/basics/log.ts";
+import { migrate } from "../../domain/infra/migrate.ts";
+import { createSecretBox } from "../../domain/infra/secret_box.ts";
+import { UNREADABLE_DETAIL } from "../../routes/policy/idempotency.ts";
 import { httpCompany, startService } from "../service_process.ts";
 
 const PEOPLE = "/api/v1/subject/people";

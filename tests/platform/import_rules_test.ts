@@ -16,7 +16,7 @@ Deno.test("the import rules deno task check applies", async (t) => {
     "the layers run platform, webhooks and companies, subjects, bank accounts, rails, routes and jobs",
     () => {
       const order = [
-        "domain/platform/db.ts",
+        "domain/infra/db.ts",
         "domain/webhooks/events.ts",
         "domain/subjects/people.ts",
         "domain/bank_accounts/rules.ts",
@@ -35,12 +35,12 @@ Deno.test("the import rules deno task check applies", async (t) => {
       ["domain/subjects/status.ts", "domain/rails/transactions.ts"],
       ["domain/rails/transactions.ts", "domain/subjects/status.ts"],
       ["domain/rails/payins.ts", "domain/rails/transactions.ts"],
-      ["domain/platform/config.ts", "routes/app.ts"],
+      ["domain/infra/config.ts", "routes/app.ts"],
       ["tests/helpers.ts", "main.ts"],
     ];
     assert.deepEqual(upwardImports(edges), [
       ["domain/subjects/status.ts", "domain/rails/transactions.ts"],
-      ["domain/platform/config.ts", "routes/app.ts"],
+      ["domain/infra/config.ts", "routes/app.ts"],
     ]);
   });
 });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { connect } from "../../domain/platform/db.ts";
-import { setLogLevel } from "../../domain/platform/log.ts";
-import { migrate, migrationFiles } from "../../domain/platform/migrate.ts";
+import { connect } from "../../domain/infra/db.ts";
+import { setLogLevel } from "../../domain/basics/log.ts";
+import { migrate, migrationFiles } from "../../domain/infra/migrate.ts";
 import { dropDatabase, freshDatabase } from "../helpers.ts";
 
 Deno.test("two instances starting at the same moment apply each migration once, in order", async () => {

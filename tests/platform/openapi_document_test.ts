@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { hashPassword } from "../../domain/companies/passwords.ts";
-import { usernameKey } from "../../domain/companies/users.ts";
+import { hashPassword } from "../../domain/integrators/passwords.ts";
+import { usernameKey } from "../../domain/integrators/users.ts";
 import { newCompany, setup } from "../helpers.ts";
 
 type Operation = {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { startEmbeddedPostgres } from "../../domain/platform/embedded_pg.ts";
-import { setLogLevel } from "../../domain/platform/log.ts";
+import { startEmbeddedPostgres } from "../../domain/infra/embedded_pg.ts";
+import { setLogLevel } from "../../domain/basics/log.ts";
 import { freePort } from "../free_port.ts";
 import { eventually } from "../helpers.ts";
 import { httpCompany, startService } from "../service_process.ts";
@@ -76,7 +76,7 @@ Deno.test("Postgres restarted in the middle of a burst: the service carries on b
       30_000,
       100,
     ).catch(async (err) => {
-      const direct = await import("../../domain/platform/db.ts").then(({ serverAnswers }) => serverAnswers(url.href));
+      const direct = await import("../../domain/infra/db.ts").then(({ serverAnswers }) => serverAnswers(url.href));
       throw new Error(
         `${err.message}: ${ready}; the server answers directly: ${direct}; the service said: ${service.stderr()}`,
       );

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { sign } from "hono/jwt";
-import { loadConfig, localSecretsWanted } from "../../domain/platform/config.ts";
-import { lowEntropy, secretMaterial } from "../../domain/platform/secret_strength.ts";
-import { loadConfigWithLocalSecrets, localSecret } from "../../domain/platform/local_secrets.ts";
-import { type TokenSettings, verifyBearer } from "../../domain/platform/tokens.ts";
-import { setLogLevel } from "../../domain/platform/log.ts";
+import { loadConfig, localSecretsWanted } from "../../domain/infra/config.ts";
+import { lowEntropy, secretMaterial } from "../../domain/infra/secret_strength.ts";
+import { loadConfigWithLocalSecrets, localSecret } from "../../domain/infra/local_secrets.ts";
+import { type TokenSettings, verifyBearer } from "../../domain/integrators/tokens.ts";
+import { setLogLevel } from "../../domain/basics/log.ts";
 import {
   dropDatabase,
   freshDatabase,
@@ -317,7 +317,7 @@ Deno.test("deno task token run four times at once on a fresh machine signs with 
           "--allow-write=.data",
           "--config",
           `${root}deno.json`,
-          `${root}jobs/commands/token.ts`,
+          `${root}commands/token.ts`,
         ],
         cwd: dir,
         env: { JWT_SECRET: "" },

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { loadConfig } from "../../domain/platform/config.ts";
-import { bucketsIn, RateLimiter, type TakeTokens } from "../../domain/platform/rate_limit.ts";
+import { loadConfig } from "../../domain/infra/config.ts";
+import { bucketsIn, RateLimiter, type TakeTokens } from "../../routes/policy/rate_limit_buckets.ts";
 import { setup, TEST_JWT_SECRET } from "../helpers.ts";
 
 /** A clock the test moves by hand. */

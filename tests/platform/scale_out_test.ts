@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { connect } from "../../domain/platform/db.ts";
-import { setLogLevel } from "../../domain/platform/log.ts";
+import { connect } from "../../domain/infra/db.ts";
+import { setLogLevel } from "../../domain/basics/log.ts";
 import { dropDatabase, eventually, freshDatabase } from "../helpers.ts";
 import { httpCompany, type ServiceProcess, startService } from "../service_process.ts";
 import { sleep, startReceiver } from "../webhook_receiver.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { decode } from "hono/jwt";
-import { createUser, resetPassword } from "../../domain/companies/users.ts";
-import { signToken } from "../../domain/platform/tokens.ts";
+import { createUser, resetPassword } from "../../domain/integrators/users.ts";
+import { signToken } from "../../domain/integrators/tokens.ts";
 import { eventually, setup, TEST_TOKENS, type TestContext } from "../helpers.ts";
 import { runTask } from "../service_process.ts";
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { createUser } from "../../domain/companies/users.ts";
-import { connect } from "../../domain/platform/db.ts";
+import { createUser } from "../../domain/integrators/users.ts";
+import { connect } from "../../domain/infra/db.ts";
 import { dropDatabase, eventually, migratedDatabase } from "../helpers.ts";
 import { httpCompany, type ServiceProcess, startService } from "../service_process.ts";
 

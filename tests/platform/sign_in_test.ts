@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { decode } from "hono/jwt";
-import { createUser } from "../../domain/companies/users.ts";
+import { createUser } from "../../domain/integrators/users.ts";
 import { setup } from "../helpers.ts";
 import { runTask, startService } from "../service_process.ts";
 

@@ -3,7 +3,7 @@
  * connector makes it (its exact bodies and headers), each answer checked against what its structs require.
  */
 import assert from "node:assert/strict";
-import { createUser } from "../../domain/companies/users.ts";
+import { createUser } from "../../domain/integrators/users.ts";
 import { eventually, setup } from "../helpers.ts";
 import { startService } from "../service_process.ts";
 import { startReceiver } from "../webhook_receiver.ts";

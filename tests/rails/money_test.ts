@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { fromCents, toCents } from "../../domain/platform/money.ts";
+import { fromCents, toCents } from "../../domain/basics/money.ts";
 import { newCompany, setup } from "../helpers.ts";
 import { assertCreated, registerPerson } from "./support.ts";
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { TRANSACTED_STATUSES } from "../../domain/subjects/clearance.ts";
+import { TRANSACTED_STATUSES } from "../../domain/rails/clearance.ts";
 import { newCompany, setup } from "../helpers.ts";
 import { assertCreated, registerPerson } from "./support.ts";
 

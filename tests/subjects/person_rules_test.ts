@@ -1,6 +1,6 @@
 /** The person rules on their own (no database): what a registration with each kind of document is checked for. */
 import assert from "node:assert/strict";
-import { ApiError, ErrorBag } from "../../domain/platform/errors.ts";
+import { ApiError, ErrorBag } from "../../domain/basics/errors.ts";
 import {
   BRAZIL_STATES,
   checkDocumentNumber,

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { runMigrations } from "graphile-worker";
 import { createApp } from "../../routes/app.ts";
-import { connect } from "../../domain/platform/db.ts";
-import { setLogLevel } from "../../domain/platform/log.ts";
-import { workerLogger } from "../../domain/platform/worker.ts";
-import { migrate, migrationFiles } from "../../domain/platform/migrate.ts";
+import { connect } from "../../domain/infra/db.ts";
+import { setLogLevel } from "../../domain/basics/log.ts";
+import { workerLogger } from "../../domain/infra/worker.ts";
+import { migrate, migrationFiles } from "../../domain/infra/migrate.ts";
 import { cnpj, cpf } from "../check_digits.ts";
 import { type Company, dropDatabase, freshDatabase, newCompany, type Reply, setup } from "../helpers.ts";
 

@@ -5,7 +5,7 @@
  * it, release what it holds before asking for a fresh job, stop on a disabled endpoint or an abort.
  */
 import assert from "node:assert/strict";
-import { newId } from "../../domain/platform/ids.ts";
+import { newId } from "../../domain/basics/ids.ts";
 import type { Claim, ClaimedDelivery, Recorded } from "../../domain/webhooks/dispatch.ts";
 import { type DrainBudget, type DrainEnd, drainEndpoint, type DrainSteps } from "../../domain/webhooks/drain.ts";
 import type { EndpointRow } from "../../domain/webhooks/endpoints.ts";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { emitEvent } from "../../domain/webhooks/events.ts";
-import { connect } from "../../domain/platform/db.ts";
+import { connect } from "../../domain/infra/db.ts";
 import { dropDatabase, eventually, freshDatabase } from "../helpers.ts";
 import { httpCompany, startService } from "../service_process.ts";
 import { sleep, startReceiver } from "../webhook_receiver.ts";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { emitEvent } from "../../domain/webhooks/events.ts";
-import { startWorker, stopWorker, type Worker } from "../../domain/platform/worker.ts";
+import { startWorker, stopWorker, type Worker } from "../../domain/infra/worker.ts";
 import { taskList, upkeep } from "../../jobs/index.ts";
 import { type Company, eventually, newCompany, setup, type TestContext } from "../helpers.ts";
 import { sleep, startReceiver } from "../webhook_receiver.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { emitEvent } from "../../domain/webhooks/events.ts";
 import { taskList } from "../../jobs/index.ts";
-import { startWorker, stopWorker } from "../../domain/platform/worker.ts";
+import { startWorker, stopWorker } from "../../domain/infra/worker.ts";
 import { type Company, eventually, newCompany, setup } from "../helpers.ts";
 import { type Arrival, seqId, seqOf, sleep, startReceiver } from "../webhook_receiver.ts";
 

@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
-import { loadConfig } from "../../domain/platform/config.ts";
-import { connect } from "../../domain/platform/db.ts";
-import { localSecret } from "../../domain/platform/local_secrets.ts";
-import { setLogLevel } from "../../domain/platform/log.ts";
-import { migrationFiles } from "../../domain/platform/migrate.ts";
-import { createSecretBox } from "../../domain/platform/secret_box.ts";
+import { loadConfig } from "../../domain/infra/config.ts";
+import { connect } from "../../domain/infra/db.ts";
+import { localSecret } from "../../domain/infra/local_secrets.ts";
+import { setLogLevel } from "../../domain/basics/log.ts";
+import { migrationFiles } from "../../domain/infra/migrate.ts";
+import { createSecretBox } from "../../domain/infra/secret_box.ts";
 import { MAX_PREVIOUS_SECRETS } from "../../domain/webhooks/endpoints.ts";
 import { emitEvent } from "../../domain/webhooks/events.ts";
 import { parseSignatureHeader, verifySignature } from "../../domain/webhooks/signature.ts";

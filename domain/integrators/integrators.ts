@@ -1,0 +1,28 @@
+import type { Sql } from "../infra/db.ts";
+
+/**
+ * The instant before which (inclusive) the company's tokens are refused, or null; the company row is created on the
+ * first use of its token. One statement: the insert when new, the read when not.
+ */
+export async function companyTokensValidAfter(sql: Sql, id: string): Promise<Date | null> {
+  const [row] = await sql<{ tokens_valid_after: Date | null }[]>`
+    with made as (
+      insert into companies (id) values (${id}) on conflict (id) do nothing returning tokens_valid_after
+    )
+    select tokens_valid_after from made
+    union all
+    select tokens_valid_after from companies where id = ${id}`;
+  return row?.tokens_valid_after ?? null;
+}
+
+/**
+ * Ends every token of the company issued until now, however it was made (sign-in or `deno task token`); sign-in and
+ * `deno task token` give new ones from the next second. The companies_tokens_revoked trigger tells every instance.
+ */
+export async function revokeCompanyTokens(sql: Sql, id: string): Promise<Date> {
+  const [row] = await sql<{ tokens_valid_after: Date }[]>`
+    insert into companies (id, tokens_valid_after) values (${id}, now())
+    on conflict (id) do update set tokens_valid_after = excluded.tokens_valid_after
+    returning tokens_valid_after`;
+  return row.tokens_valid_after;
+}

@@ -1,0 +1,76 @@
+import type { TransactionSql, Tx } from "../infra/db.ts";
+import { type MandatoryDocument, missingMandatoryDocuments } from "../subjects/documents.ts";
+import { holdSubject, lockSubject, type ReprovalItem, type RequiredDocument } from "../subjects/status.ts";
+
+/** Yearly (calendar year, UTC) amount a subject may transact before the mandatory documents are needed. */
+export const YEARLY_LIMIT_USD = "20000.00";
+
+/**
+ * Transaction statuses that moved money, so they count towards the yearly total. The running totals define the same
+ * set in SQL (`transactions.counted`, sql/0015_running_totals.sql); tests/rails/running_totals_test.ts holds the two
+ * equal.
+ */
+export const TRANSACTED_STATUSES = ["identified", "approved", "exchanged", "wired", "waiting_correction"] as const;
+
+/**
+ * The money a subject moved this calendar year (UTC), per currency (`currency`, `value`, `usd_value`, `count`): the
+ * running totals the transaction rows keep (sql/0015_running_totals.sql, where "money that counts" is defined), a
+ * handful of rows however long the history. The one definition behind the clearance limit and transaction_values.
+ */
+export function movedThisYear(tx: Tx, companyId: string, subjectId: string) {
+  return tx`
+    select currency, value, usd_value, count from subject_totals
+    where subject_id = ${subjectId} and company_id = ${companyId}
+      and year = extract(year from now() at time zone 'UTC')::int`;
+}
+
+const ITEM_OF: Record<MandatoryDocument, ReprovalItem> = {
+  identity: "identity_document_missing",
+  address: "proof_of_address_missing",
+  tax: "revenue_tax_declaration_missing",
+};
+const REQUIRED_OF: Record<MandatoryDocument, RequiredDocument> = {
+  identity: "identity_document",
+  address: "proof_of_address",
+  tax: "revenue_tax_declaration",
+};
+
+export type Clearance = { cleared: boolean; missing: MandatoryDocument[] };
+
+/**
+ * Whether money for the subject may move now. Locks the subject for the rest of the transaction (one decision
+ * at a time per subject, and the consequences of a hold need no second lock). A subject that is not approved
+ * keeps everything held. `usdValue` is the amount that moves now, or null for money that does not move yet
+ * (pending, failed): that is cleared while the subject is approved and does not count. Moving money is held
+ * when it takes the year's total over the limit while a mandatory document is missing (`missing` says which).
+ */
+export async function decideClearance(
+  tx: TransactionSql,
+  companyId: string,
+  subjectId: string,
+  usdValue: string | null,
+): Promise<Clearance> {
+  const person = await lockSubject(tx, companyId, subjectId);
+  if (person.status !== "approved") return { cleared: false, missing: [] };
+  if (usdValue === null) return { cleared: true, missing: [] };
+  const [{ over }] = await tx<{ over: boolean }[]>`
+    select coalesce(sum(usd_value), 0) + ${usdValue}::numeric > ${YEARLY_LIMIT_USD}::numeric as over
+    from (${movedThisYear(tx, companyId, subjectId)}) as moved`;
+  if (!over) return { cleared: true, missing: [] };
+  const labels = await tx<{ label: string }[]>`
+    select distinct unnest(labels) as label from documents
+    where company_id = ${companyId} and person_id = ${subjectId}`;
+  const missing = missingMandatoryDocuments(labels.map((l) => l.label));
+  return { cleared: missing.length === 0, missing };
+}
+
+/** The consequences of a held transaction: the subject is reproved and asked for what is missing. */
+export async function applyClearance(tx: TransactionSql, companyId: string, subjectId: string, clearance: Clearance) {
+  if (!clearance.missing.length) return;
+  const requiredDocuments = clearance.missing.map((m) => REQUIRED_OF[m]);
+  await holdSubject(tx, companyId, subjectId, {
+    items: clearance.missing.map((m) => ITEM_OF[m]),
+    reason: `Yearly transacted amount over ${YEARLY_LIMIT_USD} USD; missing documents: ${requiredDocuments.join(", ")}`,
+    requiredDocuments,
+  });
+}

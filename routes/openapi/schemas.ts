@@ -1,0 +1,100 @@
+import { z } from "@hono/zod-openapi";
+import "./validation.ts"; // installs the message vocabulary before any schema parses
+import { UUID_RE } from "../../domain/basics/ids.ts";
+
+/** A required string: missing, null or blank answers "can't be blank". */
+export const requiredText = (max = 255) => z.string().trim().min(1).max(max);
+
+/** An optional string: null clears it, "" counts as null. */
+export const optionalText = (max = 255) => z.string().trim().max(max).nullish().transform((v) => v === "" ? null : v);
+
+export const uuid = z.string().regex(UUID_RE, "is invalid").transform((s) => s.toLowerCase());
+
+export const IdParam = z.object({
+  id: uuid.openapi({
+    param: { name: "id", in: "path" },
+    format: "uuid",
+    description: "The id of the resource the path names (for `/subject/{id}/...`, the person's)",
+  }),
+});
+
+/** The cursor of the lists that page by id. */
+export const LastIdQuery = z.object({
+  last_id: uuid.optional().openapi({ description: "Id of the last record of the previous page; absent for the first" }),
+});
+
+/** A decimal amount with at most two places, as a string (a JSON number is read as its text, never as a float). */
+export const decimalString = z.union([z.string().trim(), z.number()])
+  .transform((v) => typeof v === "number" ? String(v) : v)
+  // any number of digits: an amount too large is refused by the limit it breaks, not as a format error
+  .pipe(z.string().max(40).regex(/^\d+(\.\d{1,2})?$/, "has invalid format"))
+  .openapi({ type: "string", example: "1500.00" });
+
+export const ErrorBody = z.object({
+  errors: z.record(z.string(), z.unknown()).openapi({
+    example: { document_number: ["is invalid"] },
+    description: "Field errors `{field: [message]}`, nested for sub-objects, or `{detail: message}`",
+  }),
+}).openapi("Error");
+
+/**
+ * Every answer carries `x-request-id` (the caller's, when it sent a valid one, or a fresh UUID): declared once as a
+ * component and referenced by every response of the document.
+ */
+export const REQUEST_ID_HEADER = {
+  description: "The request's id: the `x-request-id` the client sent (1 to 128 of `A-Za-z0-9._:-`), or a new UUID; " +
+    "logged with the request",
+  schema: { type: "string" as const },
+};
+export const requestIdHeader = { "x-request-id": { $ref: "#/components/headers/RequestId" } };
+
+type Header = { $ref: string } | { description: string; schema: { type: "string" | "integer" } };
+const retryAfter: Record<string, Header> = { "Retry-After": { schema: { type: "integer" }, description: "Seconds" } };
+const errorResponse = (description: string, headers: Record<string, Header> = {}) => ({
+  description,
+  headers: { ...requestIdHeader, ...headers },
+  content: { "application/json": { schema: ErrorBody } },
+});
+
+/** The error responses any route of the service can give, whatever its path: busy, or broken. */
+export const serverErrorResponses = {
+  500: errorResponse("Unexpected failure; the body never says more, the logs do under the response's x-request-id"),
+  503: errorResponse(
+    "The instance is handling as many requests as it may, or its database is unavailable; try again after `Retry-After`",
+    retryAfter,
+  ),
+} as const;
+
+/** The error responses every authenticated route can give, for the OpenAPI document. */
+export const errorResponses = {
+  400: errorResponse("Malformed body or missing fields"),
+  401: errorResponse("Missing or invalid bearer token"),
+  404: errorResponse("Unknown id (or another company's)"),
+  422: errorResponse("Invalid field values"),
+  429: errorResponse(
+    "Over the company's request rate; `Retry-After` says in how many seconds to try again",
+    retryAfter,
+  ),
+  ...serverErrorResponses,
+} as const;
+
+/** Every POST and PUT: whatever it sends, a body over 22 MB is refused before it is read. */
+export const bodyErrorResponses = {
+  ...errorResponses,
+  413: errorResponse("Body over 22 MB"),
+} as const;
+
+/**
+ * A required JSON body. `example` is what `/docs` pre-fills and generated clients show: a body the route accepts as
+ * it is (a test sends every one), since the examples of single fields do not add up to a valid body.
+ */
+export const jsonBody = <T extends z.ZodType>(schema: T, example?: z.input<T>) => ({
+  required: true,
+  content: { "application/json": { schema, ...(example === undefined ? {} : { example }) } },
+});
+
+export const jsonResponse = <T extends z.ZodType>(description: string, schema: T) => ({
+  description,
+  headers: requestIdHeader,
+  content: { "application/json": { schema } },
+});
