@@ -16,8 +16,8 @@ import { connect, ensureDatabase, serverAnswers } from "../domain/infra/db.ts";
 import { migrate } from "../domain/infra/migrate.ts";
 import { type EmbeddedPostgres, startEmbeddedPostgres } from "../domain/infra/embedded_pg.ts";
 import { setLogLevel } from "../domain/basics/log.ts";
-import { DEFAULT_TEST_DATABASE_URL, dropDatabase, dropLeftovers, newRunId, withUser } from "./databases.ts";
-import { freePort } from "./free_port.ts";
+import { DEFAULT_TEST_DATABASE_URL, dropDatabase, dropLeftovers, newRunId, withUser } from "./support/databases.ts";
+import { freePort } from "./support/free_port.ts";
 
 const root = new URL("..", import.meta.url).pathname;
 const PERMISSIONS = [
@@ -115,7 +115,7 @@ async function chooseServer(): Promise<Server> {
 
 /**
  * A database of this run with every migration applied, which each test copies instead of migrating its own
- * (tests/helpers.ts, `migratedDatabase`); its name follows the run's so the cleanup at the end drops it.
+ * (tests/support/helpers.ts, `migratedDatabase`); its name follows the run's so the cleanup at the end drops it.
  */
 async function migratedTemplate(url: string, runId: string): Promise<URL> {
   const template = new URL(withUser(url));

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { type Company, newCompany, setup, type TestContext } from "../helpers.ts";
+import { type Company, newCompany, setup, type TestContext } from "../support/helpers.ts";
 
 // Check digits are computed here from each algorithm, not copied from the service.
 

@@ -10,7 +10,7 @@ import {
 } from "../../domain/bank_accounts/rules.ts";
 import { isValidNit, nitCheckDigit } from "../../domain/subjects/company_rules.ts";
 import { ApiError, type FieldErrors } from "../../domain/basics/errors.ts";
-import * as check from "../check_digits.ts";
+import * as check from "../support/check_digits.ts";
 
 type Outcome = { ok: NormalizedBankAccount } | { status: number; errors: FieldErrors };
 

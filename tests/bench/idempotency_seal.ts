@@ -15,7 +15,7 @@ import { connect } from "../../domain/infra/db.ts";
 import { migrate } from "../../domain/infra/migrate.ts";
 import { createSecretBox } from "../../domain/infra/secret_box.ts";
 import { load } from "./http.ts";
-import { dropDatabase, freshDatabase } from "../helpers.ts";
+import { dropDatabase, freshDatabase } from "../support/helpers.ts";
 import { BENCH_JWT_SECRET as JWT_SECRET, startService } from "./service.ts";
 
 const part = Deno.args[0] ?? "seal";

@@ -7,7 +7,7 @@ import { signToken } from "../../domain/integrators/tokens.ts";
 import { loadConfig } from "../../domain/infra/config.ts";
 import { load, type LoadResult } from "./http.ts";
 import { describe, type Figures, summary } from "./figures.ts";
-import { dropDatabase, freshDatabase } from "../helpers.ts";
+import { dropDatabase, freshDatabase } from "../support/helpers.ts";
 import { BENCH_JWT_SECRET as JWT_SECRET, startService } from "./service.ts";
 
 const SECONDS = Number(Deno.env.get("BENCH_SECONDS") ?? 10);

@@ -1,4 +1,4 @@
-import { freePort } from "../free_port.ts";
+import { freePort } from "../support/free_port.ts";
 
 export const BENCH_JWT_SECRET = "bench-secret-0123456789abcdef0123456789";
 

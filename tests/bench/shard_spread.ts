@@ -15,7 +15,7 @@
 import { connect, type Sql } from "../../domain/infra/db.ts";
 import { setLogLevel } from "../../domain/basics/log.ts";
 import { migrate } from "../../domain/infra/migrate.ts";
-import { dropDatabase, freshDatabase } from "../helpers.ts";
+import { dropDatabase, freshDatabase } from "../support/helpers.ts";
 
 const COMPANIES = Number(Deno.env.get("SPREAD_COMPANIES") ?? 2000);
 const PEOPLE = Number(Deno.env.get("SPREAD_PEOPLE") ?? 100_000);

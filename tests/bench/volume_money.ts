@@ -6,7 +6,7 @@
 import postgres from "postgres";
 import { signToken } from "../../domain/integrators/tokens.ts";
 import { loadConfig } from "../../domain/infra/config.ts";
-import { dropDatabase, freshDatabase } from "../helpers.ts";
+import { dropDatabase, freshDatabase } from "../support/helpers.ts";
 import type { Figures } from "./figures.ts";
 import { load, type LoadResult } from "./http.ts";
 import { BENCH_JWT_SECRET, startService } from "./service.ts";

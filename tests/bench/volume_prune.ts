@@ -17,7 +17,7 @@ import { setLogLevel } from "../../domain/basics/log.ts";
 import { migrate } from "../../domain/infra/migrate.ts";
 import { secretBoxFor } from "../../domain/infra/secret_box.ts";
 import { startWorker, stopWorker } from "../../domain/infra/worker.ts";
-import { dropDatabase, freshDatabase } from "../helpers.ts";
+import { dropDatabase, freshDatabase } from "../support/helpers.ts";
 import type { Figures } from "./figures.ts";
 import { partitionPastDays } from "./partitions.ts";
 import { percentile, startReceiver } from "./webhooks.ts";

@@ -25,7 +25,7 @@ import { type LogLevel, setLogLevel } from "../../domain/basics/log.ts";
 import { migrate } from "../../domain/infra/migrate.ts";
 import { secretBoxFor } from "../../domain/infra/secret_box.ts";
 import { startWorker, stopWorker, type Worker } from "../../domain/infra/worker.ts";
-import { dropDatabase } from "../databases.ts";
+import { dropDatabase } from "../support/databases.ts";
 import { describe, summary } from "./figures.ts";
 import { A_MONTH, partitionPastDays } from "./partitions.ts";
 

@@ -3,10 +3,10 @@
 import assert from "node:assert/strict";
 import puppeteer, { type Page } from "puppeteer-core";
 import { createUser } from "../../domain/integrators/users.ts";
-import { freePort } from "../free_port.ts";
+import { freePort } from "../support/free_port.ts";
 import { signToken } from "../../domain/integrators/tokens.ts";
-import { eventually, setup, TEST_TOKENS } from "../helpers.ts";
-import { startReceiver } from "../webhook_receiver.ts";
+import { eventually, setup, TEST_TOKENS } from "../support/helpers.ts";
+import { startReceiver } from "../support/webhook_receiver.ts";
 
 /** Debian's chromium; CHROMIUM_PATH for another. The browser tests run wherever one is installed (.ci/run installs it). */
 const CHROMIUM = Deno.env.get("CHROMIUM_PATH") ?? "/usr/bin/chromium";

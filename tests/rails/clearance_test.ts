@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { identifyRegisteredPayers } from "../../domain/rails/bank_transactions.ts";
-import { newCompany, setup } from "../helpers.ts";
+import { newCompany, setup } from "../support/helpers.ts";
 import {
   assertCreated,
   eventsOf,
@@ -9,7 +9,7 @@ import {
   registerBrlAccount,
   registerPerson,
   typesSince,
-} from "./support.ts";
+} from "../support/rails.ts";
 
 /**
  * The 20,000 USD rule, told as the integrator lives it: money flows, then a payment takes the year over the limit

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { newCompany, setup } from "../helpers.ts";
+import { newCompany, setup } from "../support/helpers.ts";
 import {
   assertCreated,
   eventsOf,
@@ -9,7 +9,7 @@ import {
   registerBrlAccount,
   registerPerson,
   typesSince,
-} from "./support.ts";
+} from "../support/rails.ts";
 
 /**
  * Every event type (docs/sandbox.md), produced through the sandbox the way an integrator would exercise a

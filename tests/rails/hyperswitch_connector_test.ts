@@ -4,16 +4,16 @@
  */
 import assert from "node:assert/strict";
 import { createUser } from "../../domain/integrators/users.ts";
-import { eventually, setup } from "../helpers.ts";
-import { startService } from "../service_process.ts";
-import { startReceiver } from "../webhook_receiver.ts";
+import { eventually, setup } from "../support/helpers.ts";
+import { startService } from "../support/service_process.ts";
+import { startReceiver } from "../support/webhook_receiver.ts";
 import {
   checkAuthResponse,
   checkCustomerResponse,
   checkPaymentsResponse,
   checkVoidResponse,
   checkWebhookNotification,
-} from "./facilitapay_client.ts";
+} from "../support/facilitapay_client.ts";
 
 // examplePersonRegistrationRequest, byte for byte
 const PERSON_BODY =

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { fromCents, toCents } from "../../domain/basics/money.ts";
-import { newCompany, setup } from "../helpers.ts";
-import { assertCreated, registerPerson } from "./support.ts";
+import { newCompany, setup } from "../support/helpers.ts";
+import { assertCreated, registerPerson } from "../support/rails.ts";
 
 /** Money is exact decimal text end to end: no float ever rounds a cent away. */
 Deno.test("transaction values are exact decimals", async (t) => {

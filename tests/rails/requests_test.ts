@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { newCompany, setup } from "../helpers.ts";
-import { assertCreated, randomCpf, registerBrlAccount, registerPerson } from "./support.ts";
+import { newCompany, setup } from "../support/helpers.ts";
+import { assertCreated, randomCpf, registerBrlAccount, registerPerson } from "../support/rails.ts";
 
 Deno.test("rails routes never reach another company's data", async (t) => {
   const ctx = await setup("rails_requests_tenancy");

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { TRANSACTED_STATUSES } from "../../domain/rails/clearance.ts";
-import { newCompany, setup } from "../helpers.ts";
-import { assertCreated, registerPerson } from "./support.ts";
+import { newCompany, setup } from "../support/helpers.ts";
+import { assertCreated, registerPerson } from "../support/rails.ts";
 
 Deno.test("running yearly totals stay exact", async (t) => {
   const ctx = await setup("running_totals");

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { newCompany, setup } from "../helpers.ts";
-import { assertCreated, eventsOf, lastEventId, registerPerson, typesSince } from "./support.ts";
+import { newCompany, setup } from "../support/helpers.ts";
+import { assertCreated, eventsOf, lastEventId, registerPerson, typesSince } from "../support/rails.ts";
 
 Deno.test("subscriptions: pending, active, completed; cancelled by the merchant or by the payer", async (t) => {
   const ctx = await setup("rails_subscriptions");

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { newCompany, setup } from "../helpers.ts";
-import { eventsOf, registerBrlAccount, registerPerson, typesSince } from "./support.ts";
-import type { Company } from "../helpers.ts";
+import { newCompany, setup } from "../support/helpers.ts";
+import { eventsOf, registerBrlAccount, registerPerson, typesSince } from "../support/rails.ts";
+import type { Company } from "../support/helpers.ts";
 
 async function internalAccount(company: Company, currency: string): Promise<string> {
   const res = await company.get("/api/v1/bank_accounts");

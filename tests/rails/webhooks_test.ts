@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { verifySignature } from "../../domain/webhooks/signature.ts";
-import { eventually, newCompany, setup } from "../helpers.ts";
-import { assertCreated, keys, randomCpf, registerBrlAccount, registerPerson } from "./support.ts";
-import { startReceiver } from "../webhook_receiver.ts";
+import { eventually, newCompany, setup } from "../support/helpers.ts";
+import { assertCreated, keys, randomCpf, registerBrlAccount, registerPerson } from "../support/rails.ts";
+import { startReceiver } from "../support/webhook_receiver.ts";
 
 /**
  * What the sandbox is for: an integrator points a real receiver at the service and watches signed events arrive

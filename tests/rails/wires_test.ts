@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { eventually, newCompany, setup } from "../helpers.ts";
-import { assertCreated, eventsOf, keys, registerBrlAccount, registerPerson } from "./support.ts";
+import { eventually, newCompany, setup } from "../support/helpers.ts";
+import { assertCreated, eventsOf, keys, registerBrlAccount, registerPerson } from "../support/rails.ts";
 
 const correction = {
   bank_account: {

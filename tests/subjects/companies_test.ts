@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { newCompany, setup } from "../helpers.ts";
-import * as check from "../check_digits.ts";
-import { eventsOf } from "../rails/support.ts";
+import { newCompany, setup } from "../support/helpers.ts";
+import * as check from "../support/check_digits.ts";
+import { eventsOf } from "../support/rails.ts";
 
 Deno.test("company customers are subjects", async (t) => {
   const ctx = await setup("companies");

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { checkCompanyDocument, fiscalCountryError, isValidNit } from "../../domain/subjects/company_rules.ts";
-import * as check from "../check_digits.ts";
+import * as check from "../support/check_digits.ts";
 
 Deno.test("company tax ids: check digits by the published algorithms", async (t) => {
   await t.step("CNPJ: valid with or without punctuation, stored bare; a wrong digit is refused", () => {

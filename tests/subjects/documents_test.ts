@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { type Company, newCompany, setup } from "../helpers.ts";
+import { type Company, newCompany, setup } from "../support/helpers.ts";
 
 // Minimal but complete files, built here so the bytes are real: a 1×1 grey PNG (CRCs and zlib stream computed),
 // a 1×1 baseline JPEG (one-symbol Huffman tables, one block whose DC difference and AC run are both zero) and a

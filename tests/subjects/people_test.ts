@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { type Company, newCompany, setup } from "../helpers.ts";
+import { type Company, newCompany, setup } from "../support/helpers.ts";
 
 // Check digits computed from each algorithm (CPF mod 11; CURP RENAPO weights 18..2), not copied from documentation.
 const CPF = { valid: ["52998224725", "12345678909", "98765432100", "00000000191"], badDigit: "52998224726" };

@@ -12,7 +12,7 @@ import {
   RFC_PF_RE,
   toAlpha3,
 } from "../../domain/subjects/person_rules.ts";
-import * as check from "../check_digits.ts";
+import * as check from "../support/check_digits.ts";
 
 /** The field errors `checkPerson` finds, or {} when the person passes. */
 function errorsOf(person: PersonFacts, failed?: Set<string>) {

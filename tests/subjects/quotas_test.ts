@@ -5,8 +5,8 @@ import { connect } from "../../domain/infra/db.ts";
 import { setLogLevel } from "../../domain/basics/log.ts";
 import { workerLogger } from "../../domain/infra/worker.ts";
 import { migrate, migrationFiles } from "../../domain/infra/migrate.ts";
-import { cnpj, cpf } from "../check_digits.ts";
-import { type Company, dropDatabase, freshDatabase, newCompany, type Reply, setup } from "../helpers.ts";
+import { cnpj, cpf } from "../support/check_digits.ts";
+import { type Company, dropDatabase, freshDatabase, newCompany, type Reply, setup } from "../support/helpers.ts";
 
 const PEOPLE = "/api/v1/subject/people";
 const COMPANIES = "/api/v1/subject/companies";

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { EVENT_TYPES } from "../../domain/webhooks/events.ts";
-import { eventually, newCompany, setup } from "../helpers.ts";
-import { startReceiver } from "../webhook_receiver.ts";
-import { randomCpf, registerBrlAccount, registerPerson } from "../rails/support.ts";
+import { eventually, newCompany, setup } from "../support/helpers.ts";
+import { startReceiver } from "../support/webhook_receiver.ts";
+import { randomCpf, registerBrlAccount, registerPerson } from "../support/rails.ts";
 
 type EventType = { type: string; description: string; schema: Record<string, unknown> };
 

@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
 import { emitEvent, type EventType } from "../../domain/webhooks/events.ts";
 import { parseSignatureHeader, verifySignature } from "../../domain/webhooks/signature.ts";
-import { type Company, eventually, newCompany, setup, type TestContext } from "../helpers.ts";
-import { type Arrival, type Receiver, sleep, startReceiver } from "../webhook_receiver.ts";
+import { type Company, eventually, newCompany, setup, type TestContext } from "../support/helpers.ts";
+import { type Arrival, type Receiver, sleep, startReceiver } from "../support/webhook_receiver.ts";
 
 const ENDPOINTS = "/api/v2/notifications/endpoints";
 const EVENTS = "/api/v2/notifications/events";

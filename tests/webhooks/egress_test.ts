@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { checkedAddresses, isPublicAddress, type Resolver } from "../../domain/webhooks/url_guard.ts";
 import { sendWebhook } from "../../domain/webhooks/sender.ts";
-import { EXAMPLE, startReceiver } from "../webhook_receiver.ts";
+import { EXAMPLE, startReceiver } from "../support/webhook_receiver.ts";
 
 const fixture = (name: string) => Deno.readTextFileSync(new URL(`../fixtures/tls/${name}`, import.meta.url));
 /** A test-only authority and a certificate it issued for `hooks.test` (tests/fixtures/tls/README.md). */

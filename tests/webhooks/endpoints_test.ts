@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { EVENT_TYPES } from "../../domain/webhooks/events.ts";
-import { newCompany, setup } from "../helpers.ts";
+import { newCompany, setup } from "../support/helpers.ts";
 
 const BASE = "/api/v2/notifications/endpoints";
 const ENDPOINT_KEYS = [

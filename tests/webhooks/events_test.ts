@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { emitEvent, type EventType } from "../../domain/webhooks/events.ts";
-import { type Company, newCompany, setup, type TestContext } from "../helpers.ts";
+import { type Company, newCompany, setup, type TestContext } from "../support/helpers.ts";
 
 const ENDPOINTS = "/api/v2/notifications/endpoints";
 const EVENTS = "/api/v2/notifications/events";

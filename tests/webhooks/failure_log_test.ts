@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { emitEvent } from "../../domain/webhooks/events.ts";
 import { connect } from "../../domain/infra/db.ts";
-import { dropDatabase, eventually, freshDatabase } from "../helpers.ts";
-import { httpCompany, startService } from "../service_process.ts";
-import { sleep, startReceiver } from "../webhook_receiver.ts";
+import { dropDatabase, eventually, freshDatabase } from "../support/helpers.ts";
+import { httpCompany, startService } from "../support/service_process.ts";
+import { sleep, startReceiver } from "../support/webhook_receiver.ts";
 
 const ATTEMPTS = 10; // what WEBHOOK_RETRY_SCHEDULE "0.05" expands to
 

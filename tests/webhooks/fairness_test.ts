@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { emitEvent } from "../../domain/webhooks/events.ts";
 import { startWorker, stopWorker, type Worker } from "../../domain/infra/worker.ts";
 import { taskList, upkeep } from "../../jobs/index.ts";
-import { type Company, eventually, newCompany, setup, type TestContext } from "../helpers.ts";
-import { sleep, startReceiver } from "../webhook_receiver.ts";
+import { type Company, eventually, newCompany, setup, type TestContext } from "../support/helpers.ts";
+import { sleep, startReceiver } from "../support/webhook_receiver.ts";
 
 const ENDPOINTS = "/api/v2/notifications/endpoints";
 const BACKLOG = 1_500;

@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { emitEvent } from "../../domain/webhooks/events.ts";
 import { taskList } from "../../jobs/index.ts";
 import { startWorker, stopWorker } from "../../domain/infra/worker.ts";
-import { type Company, eventually, newCompany, setup } from "../helpers.ts";
-import { type Arrival, seqId, seqOf, sleep, startReceiver } from "../webhook_receiver.ts";
+import { type Company, eventually, newCompany, setup } from "../support/helpers.ts";
+import { type Arrival, seqId, seqOf, sleep, startReceiver } from "../support/webhook_receiver.ts";
 
 const ENDPOINTS = "/api/v2/notifications/endpoints";
 const EVENTS = "/api/v2/notifications/events";

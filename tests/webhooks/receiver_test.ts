@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { catalogueEntry } from "../../domain/webhooks/catalogue.ts";
-import { bodyViolation, EXAMPLE, seqId, seqOf, startReceiver } from "../webhook_receiver.ts";
+import { bodyViolation, EXAMPLE, seqId, seqOf, startReceiver } from "../support/webhook_receiver.ts";
 
 const { example } = catalogueEntry("document_required");
 const { id, type, data } = example;

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { emitEvent } from "../../domain/webhooks/events.ts";
 import { ensurePartitions, pruneHistory } from "../../domain/webhooks/retention.ts";
-import { eventually, newCompany, setup } from "../helpers.ts";
-import { seqId, startReceiver } from "../webhook_receiver.ts";
+import { eventually, newCompany, setup } from "../support/helpers.ts";
+import { seqId, startReceiver } from "../support/webhook_receiver.ts";
 
 const ENDPOINTS = "/api/v2/notifications/endpoints";
 const EVENTS = "/api/v2/notifications/events";

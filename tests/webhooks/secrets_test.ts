@@ -9,9 +9,9 @@ import { createSecretBox } from "../../domain/infra/secret_box.ts";
 import { MAX_PREVIOUS_SECRETS } from "../../domain/webhooks/endpoints.ts";
 import { emitEvent } from "../../domain/webhooks/events.ts";
 import { parseSignatureHeader, verifySignature } from "../../domain/webhooks/signature.ts";
-import { dropDatabase, eventually, freshDatabase, newCompany, setup, TEST_JWT_SECRET } from "../helpers.ts";
-import { httpCompany, startService } from "../service_process.ts";
-import { startReceiver } from "../webhook_receiver.ts";
+import { dropDatabase, eventually, freshDatabase, newCompany, setup, TEST_JWT_SECRET } from "../support/helpers.ts";
+import { httpCompany, startService } from "../support/service_process.ts";
+import { startReceiver } from "../support/webhook_receiver.ts";
 
 const ENDPOINTS = "/api/v2/notifications/endpoints";
 const newKey = () => crypto.getRandomValues(new Uint8Array(32)).toHex();

@@ -4,7 +4,7 @@ import { renderBody } from "../../domain/webhooks/body.ts";
 import { checkedAddresses, isPrivateAddress, systemResolver } from "../../domain/webhooks/url_guard.ts";
 import { parseSignatureHeader, signPayload, verifySignature } from "../../domain/webhooks/signature.ts";
 import { sendWebhook } from "../../domain/webhooks/sender.ts";
-import { EXAMPLE, startReceiver } from "../webhook_receiver.ts";
+import { EXAMPLE, startReceiver } from "../support/webhook_receiver.ts";
 
 const SECRET = "a".repeat(64);
 const OLD = "b".repeat(64);

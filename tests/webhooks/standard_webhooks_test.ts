@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { Webhook } from "standardwebhooks";
 import { emitEvent } from "../../domain/webhooks/events.ts";
-import { type Company, eventually, newCompany, setup } from "../helpers.ts";
-import { type Arrival, type Receiver, seqId, startReceiver } from "../webhook_receiver.ts";
+import { type Company, eventually, newCompany, setup } from "../support/helpers.ts";
+import { type Arrival, type Receiver, seqId, startReceiver } from "../support/webhook_receiver.ts";
 
 const ENDPOINTS = "/api/v2/notifications/endpoints";
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { setup } from "../helpers.ts";
+import { setup } from "../support/helpers.ts";
 
 Deno.test("a stopped worker's jobs go back to the queue, except drain jobs a newer one superseded", async () => {
   const ctx = await setup("superseded_jobs");

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { EVENT_TYPES } from "../../domain/webhooks/events.ts";
 import { verifySignature } from "../../domain/webhooks/signature.ts";
-import { type Company, eventually, newCompany, setup } from "../helpers.ts";
-import { startReceiver } from "../webhook_receiver.ts";
+import { type Company, eventually, newCompany, setup } from "../support/helpers.ts";
+import { startReceiver } from "../support/webhook_receiver.ts";
 
 const ENDPOINTS = "/api/v2/notifications/endpoints";
 const EVENTS = "/api/v2/notifications/events";

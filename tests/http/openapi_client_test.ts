@@ -1,0 +1,141 @@
+/**
+ * What an integrator who generates a client does: types from the live document (openapi-typescript), a flow
+ * written against them with openapi-fetch and no casts, `deno check` on it, then the flow run against the app.
+ */
+import assert from "node:assert/strict";
+import openapiTS, { astToString } from "openapi-typescript";
+import { newCompany, setup } from "../support/helpers.ts";
+
+const CONFIG = new URL("../../deno.json", import.meta.url).pathname;
+
+/**
+ * The integrator's code. Each `@ts-expect-error` is a mistake the generated types must refuse: `deno check` fails
+ * when the line compiles, so the enums and the integer `per_page` of the document are checked too.
+ */
+const FLOW = `import createClient from "openapi-fetch";
+import type { paths } from "../operations/schema.d.ts";
+
+export async function integratorFlow(fetch: (request: Request) => Promise<Response>, token: string) {
+  const client = createClient<paths>({
+    baseUrl: "http://api.test",
+    fetch,
+    headers: { authorization: \`Bearer \${token}\` },
+  });
+
+  const person = await client.POST("/api/v1/subject/people", {
+    body: {
+      person: { document_number: "52998224725", document_type: "cpf", social_name: "Ana Souza", fiscal_country: "BRA" },
+    },
+  });
+  if (!person.data) throw new Error(\`person: \${person.response.status}\`);
+  const subjectId: string = person.data.data.id;
+  const status: "approved" | "reproved" | "waiting_approval" = person.data.data.status;
+
+  const account = await client.POST("/api/v1/subject/{id}/bank_accounts", {
+    params: { path: { id: subjectId } },
+    body: {
+      bank_account: {
+        currency: "BRL",
+        owner_name: "Ana Souza",
+        account_number: "123456",
+        branch_number: "0001",
+        account_type: "conta-corrente",
+        bank: { code: "341", ispb: "60701190", name: "Itaú Unibanco S.A." },
+        pix_info: null,
+      },
+    },
+  });
+  if (!account.data) throw new Error(\`account: \${JSON.stringify(account.error)}\`);
+
+  const endpoint = await client.POST("/api/v2/notifications/endpoints", {
+    body: { url: "https://example.com/webhooks", enabled_events: ["identified"], event_mapping: null },
+  });
+  if (!endpoint.data) throw new Error(\`endpoint: \${endpoint.response.status}\`);
+  const renamed = await client.PUT("/api/v2/notifications/endpoints/{id}", {
+    params: { path: { id: endpoint.data.data.id } },
+    body: { event_mapping: { identified: "paid" }, max_concurrency: null },
+  });
+  if (!renamed.data) throw new Error(\`rename: \${renamed.response.status}\`);
+
+  const payin = await client.POST("/api/sandbox/payins", {
+    body: { subject_id: subjectId, value: "100.00", currency: "BRL" },
+  });
+  if (!payin.data) throw new Error(\`payin: \${payin.response.status}\`);
+
+  const events = await client.GET("/api/v2/notifications/events", {
+    params: { query: { per_page: 5, order_by: "asc", status: "pending" } },
+  });
+  if (!events.data) throw new Error(\`events: \${events.response.status}\`);
+
+  const refused = await client.POST("/api/v1/subject/people", {
+    body: { person: { document_number: "123", document_type: "cpf", social_name: "Ana", fiscal_country: "BRA" } },
+  });
+  const errors: Record<string, unknown> | undefined = refused.error?.errors;
+
+  return {
+    subjectId,
+    status,
+    accountCurrency: account.data.data.currency,
+    secretLength: endpoint.data.data.secret.length,
+    mapping: renamed.data.data.event_mapping,
+    payinValue: payin.data.data.value,
+    events: events.data.data.map((e) => ({ type: e.type, endpoint: e.endpoint_id, status: e.status })),
+    endpointId: endpoint.data.data.id,
+    requestId: events.response.headers.get("x-request-id"),
+    refused: { status: refused.response.status, errors },
+  };
+}
+
+export function mistakes(client: ReturnType<typeof createClient<paths>>) {
+  return [
+    client.POST("/api/v1/subject/people", {
+      // @ts-expect-error document_type is one of the document types
+      body: { person: { document_number: "1", document_type: "string", social_name: "A", fiscal_country: "BRA" } },
+    }),
+    // @ts-expect-error per_page is an integer
+    client.GET("/api/v2/notifications/events", { params: { query: { per_page: "5" } } }),
+    // @ts-expect-error a currency the sandbox does not know
+    client.POST("/api/sandbox/payins", { body: { subject_id: "x", value: "1", currency: "XYZ" } }),
+    // @ts-expect-error an event type that does not exist
+    client.POST("/api/v2/notifications/endpoints", { body: { url: "https://a.test", enabled_events: ["paid"] } }),
+  ];
+}
+`;
+
+Deno.test("a client generated from the document compiles an integrator flow and runs it", async (t) => {
+  const ctx = await setup("openapi_client");
+  const dir = await Deno.makeTempDir({ prefix: "openapi_client_" });
+  try {
+    await t.step("types generated from the live document and the flow type-check without casts", async () => {
+      const doc = await (await ctx.app.request("/openapi.json")).json();
+      await Deno.writeTextFile(`${dir}/schema.d.ts`, astToString(await openapiTS(doc)));
+      await Deno.writeTextFile(`${dir}/flow.ts`, FLOW);
+      assert.doesNotMatch(FLOW, / as [A-Za-z{]/, "no casts in the integrator's code");
+      const check = await new Deno.Command(Deno.execPath(), {
+        args: ["check", "--quiet", "--config", CONFIG, `${dir}/flow.ts`],
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const output = new TextDecoder().decode(check.stderr) + new TextDecoder().decode(check.stdout);
+      assert.equal(check.code, 0, output);
+    });
+
+    await t.step("the flow runs against the app and every answer is what its type says", async () => {
+      const company = await newCompany(ctx);
+      const { integratorFlow } = await import(`file://${dir}/flow.ts`);
+      const result = await integratorFlow((request: Request) => ctx.app.request(request), company.token);
+      assert.equal(result.status, "approved");
+      assert.equal(result.accountCurrency, "BRL");
+      assert.equal(result.secretLength, 64);
+      assert.deepEqual(result.mapping, { identified: "paid" });
+      assert.equal(result.payinValue, "100.00");
+      assert.deepEqual(result.events, [{ type: "identified", endpoint: result.endpointId, status: "pending" }]);
+      assert.match(result.requestId ?? "", /^[0-9a-f-]{36}$/);
+      assert.equal(result.refused.status, 422);
+      assert.deepEqual(result.refused.errors, { document_number: ["is invalid"] });
+    });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+    await ctx.close();
+  }
+});

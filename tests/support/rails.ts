@@ -1,0 +1,74 @@
+/** Shared by the rails tests: subjects, accounts and a look at the events a receiver would get. */
+import assert from "node:assert/strict";
+import type { Company, TestContext } from "./helpers.ts";
+
+/** A valid CPF built from random digits (two check digits, mod 11), so every call gives a new person. */
+export function randomCpf(): string {
+  let base: number[];
+  do base = Array.from({ length: 9 }, () => Math.floor(Math.random() * 10)); while (new Set(base).size === 1);
+  const digit = (ds: number[]) => {
+    const sum = ds.reduce((acc, d, i) => acc + d * (ds.length + 1 - i), 0);
+    const rest = (sum * 10) % 11;
+    return rest === 10 ? 0 : rest;
+  };
+  const first = digit(base);
+  const second = digit([...base, first]);
+  return [...base, first, second].join("");
+}
+
+export async function registerPerson(company: Company, overrides: Record<string, unknown> = {}) {
+  const res = await company.post("/api/v1/subject/people", {
+    person: {
+      document_number: randomCpf(),
+      document_type: "cpf",
+      social_name: "Ana Pagadora",
+      fiscal_country: "BRA",
+      ...overrides,
+    },
+  });
+  assert.ok([200, 201].includes(res.status), JSON.stringify(res.body));
+  return res.body.data as { id: string; status: string; document_number: string };
+}
+
+export async function registerBrlAccount(company: Company, subjectId: string) {
+  const res = await company.post(`/api/v1/subject/${subjectId}/bank_accounts`, {
+    bank_account: {
+      owner_name: "Ana Pagadora",
+      currency: "BRL",
+      account_number: "123456",
+      branch_number: "0001",
+      account_type: "conta-corrente",
+      bank: { code: "341", ispb: "60701190", name: "Itau" },
+    },
+  });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  return res.body.data as { id: string };
+}
+
+export type StoredEvent = { id: string; type: string; data: Record<string, unknown> };
+
+/** The events the company has been sent so far, oldest first (optionally of one type). */
+export async function eventsOf(ctx: TestContext, company: Company, type?: string): Promise<StoredEvent[]> {
+  return await ctx.sql<StoredEvent[]>`
+    select id, type, data from events
+    where company_id = ${company.id} ${type ? ctx.sql`and type = ${type}` : ctx.sql``}
+    order by id`;
+}
+
+/** Types of the events emitted after `since` (an event id, or null for all). */
+export async function typesSince(ctx: TestContext, company: Company, since: string | null) {
+  const events = await eventsOf(ctx, company);
+  return events.filter((e) => since === null || e.id > since).map((e) => e.type);
+}
+
+export async function lastEventId(ctx: TestContext, company: Company): Promise<string | null> {
+  const events = await eventsOf(ctx, company);
+  return events.at(-1)?.id ?? null;
+}
+
+export const keys = (o: unknown) => Object.keys(o as object).sort();
+
+export function assertCreated(res: { status: number; body: unknown }) {
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  return (res.body as { data: Record<string, unknown> }).data;
+}
