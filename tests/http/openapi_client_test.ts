@@ -13,7 +13,7 @@ const CONFIG = new URL("../../deno.json", import.meta.url).pathname;
  * when the line compiles, so the enums and the integer `per_page` of the document are checked too.
  */
 const FLOW = `import createClient from "openapi-fetch";
-import type { paths } from "../operations/schema.d.ts";
+import type { paths } from "./schema.d.ts";
 
 export async function integratorFlow(fetch: (request: Request) => Promise<Response>, token: string) {
   const client = createClient<paths>({
