@@ -1,7 +1,7 @@
 -- Sign-in under attack (docs/production.md, "Sessions and revocation"; docs/limits.md): one key per username,
 -- revocable sessions, and the counts of the limits kept where every instance sees them.
 
--- The username as sign-in compares it: NFKC and case folded by `usernameKey` (domain/companies/users.ts), the one
+-- The username as sign-in compares it: NFKC and case folded by `usernameKey` (domain/integrators/users.ts), the one
 -- function used for storage, lookup and the throttle. Postgres' lower() depends on the collation and folds some
 -- letters differently (a dotted capital I), so the key is made in one place and stored. Usernames stored so far are
 -- ASCII letters, digits and . _ @ + -, where lower() and the function agree.
@@ -101,7 +101,7 @@ begin
 end $$;
 
 -- Token buckets shared by every instance: `tokens` as of `at`, refilled at the caller's rate up to its burst. An
--- instance takes a few tokens at once (domain/platform/rate_limit.ts) so most requests cost no round trip.
+-- instance takes a few tokens at once (routes/policy/rate_limit_buckets.ts) so most requests cost no round trip.
 create table rate_limit_buckets (
   scope text not null,
   key text not null,
