@@ -1,11 +1,18 @@
-import { isValidNit } from "../subjects/company_rules.ts";
-import { isValidCNPJ, isValidCPF, isValidEmail } from "@brazilian-utils/brazilian-utils";
+import { isValidEmail } from "@brazilian-utils/brazilian-utils";
 import { clabe } from "clabe-validator";
 import { electronicFormatIBAN, isValidBIC, isValidIBAN } from "ibantools";
 import { BLANK, ErrorBag } from "../basics/errors.ts";
 import { UUID_RE } from "../basics/ids.ts";
 import { countryAlpha3 } from "../basics/countries.ts";
-import { bareDocument, isValidCc, isValidCurp } from "../subjects/person_rules.ts";
+import {
+  bareDocument,
+  isRfcShape,
+  isValidCc,
+  isValidCnpj,
+  isValidCpf,
+  isValidCurp,
+  isValidNit,
+} from "../basics/tax_ids.ts";
 
 type Text = string | null | undefined;
 
@@ -216,7 +223,7 @@ function checkBrazil(input: BankAccountInput, out: NormalizedBankAccount, bag: E
     types: ["cpf", "cnpj"],
     infer: (n) => (n.length === 11 ? "cpf" : n.length === 14 ? "cnpj" : null),
     normalise: bareDocument,
-    valid: { cpf: (n) => /^\d{11}$/.test(n) && isValidCPF(n), cnpj: (n) => /^\d{14}$/.test(n) && isValidCNPJ(n) },
+    valid: { cpf: isValidCpf, cnpj: isValidCnpj },
   });
 }
 
@@ -233,11 +240,11 @@ function checkPix(pix: NonNullable<BankAccountInput["pix_info"]>, out: Normalize
   switch (type) {
     case "CPF":
       normalised = bareDocument(key);
-      if (!/^\d{11}$/.test(normalised) || !isValidCPF(normalised)) normalised = null;
+      if (!isValidCpf(normalised)) normalised = null;
       break;
     case "CNPJ":
       normalised = bareDocument(key);
-      if (!/^\d{14}$/.test(normalised) || !isValidCNPJ(normalised)) normalised = null;
+      if (!isValidCnpj(normalised)) normalised = null;
       break;
     case "EMAIL":
       if (key.length > 77 || !isValidEmail(key)) normalised = null;
@@ -259,8 +266,6 @@ function checkPix(pix: NonNullable<BankAccountInput["pix_info"]>, out: Normalize
 export function isValidClabe(s: string): boolean {
   return /^\d{18}$/.test(s) && clabe.computeChecksum(s.slice(0, 17)) === Number(s[17]);
 }
-
-const RFC_RE = /^[A-ZÑ&]{3,4}\d{2}(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])[A-Z\d]{2}[A\d]$/;
 
 function checkMexico(input: BankAccountInput, out: NormalizedBankAccount, bag: ErrorBag) {
   const clabeNumber = out.account_number;
@@ -287,7 +292,7 @@ function checkMexico(input: BankAccountInput, out: NormalizedBankAccount, bag: E
     types: ["curp", "rfc"],
     infer: (n) => (n.length === 18 ? "curp" : n.length === 12 || n.length === 13 ? "rfc" : null),
     normalise: (n) => n.toUpperCase(),
-    valid: { curp: isValidCurp, rfc: (n) => RFC_RE.test(n) },
+    valid: { curp: isValidCurp, rfc: isRfcShape },
   });
 }
 

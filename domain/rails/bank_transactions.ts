@@ -5,7 +5,8 @@ import { isoUtc } from "../basics/time.ts";
 import { emitEvent } from "../webhooks/events.ts";
 import { getPerson, type PersonCreateInput, registerPerson } from "../subjects/people.ts";
 import type { StoredQuotas } from "../subjects/quotas.ts";
-import { checkDocumentNumber, type DocumentType } from "../subjects/person_rules.ts";
+import type { DocumentType } from "../subjects/person_rules.ts";
+import { checkTaxId } from "../basics/tax_ids.ts";
 import { moveMoney } from "./transactions.ts";
 
 export type PayerBankAccount = {
@@ -94,7 +95,7 @@ async function identify(tx: TransactionSql, companyId: string, subjectId: string
 export function checkBankTransaction(input: { payer?: Partial<BankTransactionInput["payer"]> }): string | null {
   const { document_type: type, document_number: number } = input.payer ?? {};
   if (type == null || number == null) return null;
-  const doc = checkDocumentNumber(type, number);
+  const doc = checkTaxId(type, number);
   if ("value" in doc) return doc.value;
   const bag = new ErrorBag();
   bag.add(["payer", "document_number"], doc.error);

@@ -2,7 +2,7 @@ import type { TransactionSql } from "../infra/db.ts";
 import { notFound, validationFailed } from "../basics/errors.ts";
 import { newId } from "../basics/ids.ts";
 import { naiveUtc } from "../basics/time.ts";
-import { bareDocument } from "../subjects/person_rules.ts";
+import { bareDocument } from "../basics/tax_ids.ts";
 import { brCode } from "./pix_qr.ts";
 import { changeTransactionStatus, moveMoney } from "./transactions.ts";
 

@@ -3,7 +3,8 @@ import { ErrorBag, notFound } from "../basics/errors.ts";
 import { newId } from "../basics/ids.ts";
 import { naiveUtc } from "../basics/time.ts";
 import type { DocumentSummary } from "./documents.ts";
-import { checkCompanyDocument, type CompanyDocumentType, fiscalCountryError } from "./company_rules.ts";
+import { checkTaxId } from "../basics/tax_ids.ts";
+import { type CompanyDocumentType, fiscalCountryError } from "./company_rules.ts";
 import { PAGE_SIZE, selectSubjects } from "./people.ts";
 import { type StoredQuotas, takeRoom, withinQuotas } from "./quotas.ts";
 
@@ -105,7 +106,7 @@ export function checkCompanyRegistration(input: Partial<CompanyCreateInput>): st
   const bag = new ErrorBag();
   let documentNumber = input.document_number ?? "";
   if (input.document_type && input.document_number != null) {
-    const doc = checkCompanyDocument(input.document_type, input.document_number);
+    const doc = checkTaxId(input.document_type, input.document_number);
     if ("error" in doc) bag.add("document_number", doc.error);
     else documentNumber = doc.value;
   }

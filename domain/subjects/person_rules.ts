@@ -1,9 +1,12 @@
-import { isValidCPF } from "@brazilian-utils/brazilian-utils";
 import { ErrorBag } from "../basics/errors.ts";
 import { toCents } from "../basics/money.ts";
 import { countryAlpha3 } from "../basics/countries.ts";
+import { checkTaxId } from "../basics/tax_ids.ts";
 
-/** Rules of the "Person" table that span fields, applied to the person as it would be stored. */
+/**
+ * Rules of the "Person" table that span fields, applied to the person as it would be stored. The document numbers
+ * themselves are checked in domain/basics/tax_ids.ts.
+ */
 
 export const DOCUMENT_TYPES = ["cpf", "curp", "cc", "ce", "passport"] as const;
 export type DocumentType = typeof DOCUMENT_TYPES[number];
@@ -43,49 +46,6 @@ export const BRAZIL_STATES = [
   "SE",
   "TO",
 ] as const;
-
-const CURP_STATES =
-  "AS|BC|BS|CC|CL|CM|CS|CH|DF|DG|GT|GR|HG|JC|MC|MN|MS|NT|NL|OC|PL|QT|QR|SP|SL|SR|TC|TS|TL|VZ|YN|ZS|NE";
-const CURP_RE = new RegExp(
-  `^[A-Z][AEIOUX][A-Z]{2}\\d{2}(0[1-9]|1[0-2])(0[1-9]|[12]\\d|3[01])[HMX](${CURP_STATES})[B-DF-HJ-NP-TV-Z]{3}[A-Z\\d]\\d$`,
-);
-const CURP_ALPHABET = "0123456789ABCDEFGHIJKLMNÑOPQRSTUVWXYZ";
-
-/** RENAPO's check digit: weights 18..2 over the first 17 characters, then (10 - sum mod 10) mod 10. */
-export function curpCheckDigit(first17: string): number {
-  let sum = 0;
-  for (let i = 0; i < 17; i++) sum += CURP_ALPHABET.indexOf(first17[i]) * (18 - i);
-  return (10 - (sum % 10)) % 10;
-}
-
-export function isValidCurp(curp: string): boolean {
-  return CURP_RE.test(curp) && curpCheckDigit(curp.slice(0, 17)) === Number(curp[17]);
-}
-
-/** RFC of a person: 4 letters, birth date YYMMDD, 3-character homoclave. The check digit is not enforced. */
-export const RFC_PF_RE = /^[A-ZÑ&]{4}\d{2}(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])[A-Z\d]{2}[A\d]$/;
-
-/** A document number without the dots, dashes, slashes and spaces people write in it ("529.982.247-25"). */
-export const bareDocument = (s: string) => s.replace(/[.\-/\s]/g, "");
-
-/**
- * Colombian cédula de ciudadanía: exactly 10 digits, for a person and for the owner of a Colombian bank account
- * alike (the interface names one format for `cc`; 6 to 9 digits is the `ce`).
- */
-export const isValidCc = (n: string) => /^\d{10}$/.test(n);
-
-/** The document number after normalisation (CURP upper-cased), or an error message. */
-export function checkDocumentNumber(type: DocumentType, raw: string): { value: string } | { error: string } {
-  const value = type === "curp" || type === "passport" ? raw.toUpperCase() : raw;
-  const ok = {
-    cpf: () => /^\d{11}$/.test(value) && isValidCPF(value),
-    curp: () => isValidCurp(value),
-    cc: () => isValidCc(value),
-    ce: () => /^\d{6,9}$/.test(value),
-    passport: () => /^[A-Z0-9]{5,20}$/.test(value),
-  }[type]();
-  return ok ? { value } : { error: "is invalid" };
-}
 
 export const INCOME_MAX: Record<string, string> = {
   BRL: "10000000.00",
@@ -133,7 +93,7 @@ export function checkPerson(p: PersonFacts, bag: ErrorBag, failed: ReadonlySet<s
   const ok = (field: string) => !failed.has(field);
   let documentNumber = p.document_number;
   if (ok("document_type") && ok("document_number")) {
-    const doc = checkDocumentNumber(p.document_type, p.document_number);
+    const doc = checkTaxId(p.document_type, p.document_number);
     if ("error" in doc) bag.add("document_number", doc.error);
     else documentNumber = doc.value;
   }

@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { DOCUMENT_TYPES, FISCAL_COUNTRIES, toAlpha3 } from "../../domain/subjects/person_rules.ts";
+import { RFC_PF_RE } from "../../domain/basics/tax_ids.ts";
 import { decimalString, optionalText, requiredText } from "../openapi/schemas.ts";
 import { DocumentInput } from "./document_schemas.ts";
 
@@ -46,7 +47,7 @@ export const contactFields = {
 
 /** Optional fields of a person, shared by registration and update. */
 const optionalFields = {
-  rfc_pf: nullable(z.string().trim().toUpperCase().regex(/^[A-ZÑ&]{4}\d{6}[A-Z\d]{3}$/, "has invalid format")),
+  rfc_pf: nullable(z.string().trim().toUpperCase().regex(RFC_PF_RE, "has invalid format")),
   birth_date: nullable(birthDate),
   net_monthly_average_income: nullable(decimalString).openapi({ type: ["string", "null"], example: "1500.00" }),
   ...contactFields,
