@@ -151,12 +151,12 @@ export async function eventually<T>(
   check: () => Promise<T> | T,
   timeoutMs = 10_000,
   everyMs = 50,
-): Promise<NonNullable<T>> {
+): Promise<Exclude<T, false | 0 | "" | null | undefined>> {
   const deadline = Date.now() + timeoutMs;
   let last: T | undefined;
   while (Date.now() < deadline) {
     last = await check();
-    if (last) return last as NonNullable<T>;
+    if (last) return last as Exclude<T, false | 0 | "" | null | undefined>;
     await new Promise((r) => setTimeout(r, everyMs));
   }
   throw new Error(`timed out waiting for ${what} (last value: ${JSON.stringify(last)})`);

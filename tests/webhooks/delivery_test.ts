@@ -1,28 +1,17 @@
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
-import { emitEvent, type EventType } from "../../domain/webhooks/events.ts";
+import { emitEvent } from "../../domain/webhooks/events.ts";
 import { parseSignatureHeader, verifySignature } from "../../domain/webhooks/signature.ts";
-import { type Company, eventually, newCompany, setup, type TestContext } from "../support/helpers.ts";
+import { type Company, eventually, newCompany, setup } from "../support/helpers.ts";
+import { createEndpoint, emit, ENDPOINTS, EVENTS, listRecords } from "../support/endpoints.ts";
 import { type Arrival, type Receiver, sleep, startReceiver } from "../support/webhook_receiver.ts";
-
-const ENDPOINTS = "/api/v2/notifications/endpoints";
-const EVENTS = "/api/v2/notifications/events";
 
 /** Per path: how many of the first requests fail (Infinity: all), and with which status. */
 const failures = new Map<string, { count: number; status: number }>();
 
-function emit(ctx: TestContext, company: Company, type: EventType, data: Record<string, unknown>) {
-  return ctx.sql.begin((tx) => emitEvent(tx, company.id, type, data));
-}
-
-async function createEndpoint(company: Company, url: string, settings: Record<string, unknown> = {}) {
-  const res = await company.post(ENDPOINTS, { url, ...settings });
-  assert.equal(res.status, 201, JSON.stringify(res.body));
-  return res.body.data;
-}
-
+/** One endpoint's delivery records, the listing checked (200). */
 async function recordsOf(company: Company, endpointId: string) {
-  const res = await company.get(`${EVENTS}?endpoint_id=${endpointId}&order_by=asc&per_page=100`);
+  const res = await listRecords(company, endpointId);
   assert.equal(res.status, 200);
   return res.body.data;
 }

@@ -1,24 +1,9 @@
 import assert from "node:assert/strict";
 import { emitEvent, type EventType } from "../../domain/webhooks/events.ts";
-import { type Company, newCompany, setup, type TestContext } from "../support/helpers.ts";
+import { type Company, newCompany, setup } from "../support/helpers.ts";
+import { type DeliveryRecord as Rec, emit, ENDPOINTS, EVENTS } from "../support/endpoints.ts";
 
-const ENDPOINTS = "/api/v2/notifications/endpoints";
-const EVENTS = "/api/v2/notifications/events";
 const LIST_KEYS = ["id", "event_id", "endpoint_id", "type", "status", "payload", "event_created_at", "inserted_at"];
-
-type Rec = {
-  id: string;
-  type: string;
-  status: string;
-  endpoint_id: string;
-  inserted_at: string;
-  event_created_at: string;
-  payload: Record<string, unknown>;
-};
-
-function emit(ctx: TestContext, company: Company, type: EventType, data: Record<string, unknown>) {
-  return ctx.sql.begin((tx) => emitEvent(tx, company.id, type, data));
-}
 
 async function list(company: Company, query = ""): Promise<Rec[]> {
   const res = await company.get(`${EVENTS}${query ? `?${query}` : ""}`);

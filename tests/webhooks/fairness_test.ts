@@ -3,16 +3,10 @@ import { emitEvent } from "../../domain/webhooks/events.ts";
 import { startWorker, stopWorker, type Worker } from "../../domain/infra/worker.ts";
 import { taskList, upkeep } from "../../jobs/index.ts";
 import { type Company, eventually, newCompany, setup, type TestContext } from "../support/helpers.ts";
+import { createEndpoint } from "../support/endpoints.ts";
 import { sleep, startReceiver } from "../support/webhook_receiver.ts";
 
-const ENDPOINTS = "/api/v2/notifications/endpoints";
 const BACKLOG = 1_500;
-
-async function createEndpoint(company: Company, url: string, settings: Record<string, unknown> = {}) {
-  const res = await company.post(ENDPOINTS, { url, ...settings });
-  assert.equal(res.status, 201, JSON.stringify(res.body));
-  return res.body.data;
-}
 
 /** `total` events, one per transaction (as producers emit them), from `producers` at once. */
 async function emitMany(ctx: TestContext, company: Company, total: number, producers = 8): Promise<string[]> {

@@ -3,24 +3,12 @@ import { emitEvent } from "../../domain/webhooks/events.ts";
 import { taskList } from "../../jobs/index.ts";
 import { startWorker, stopWorker } from "../../domain/infra/worker.ts";
 import { type Company, eventually, newCompany, setup } from "../support/helpers.ts";
+import { createEndpoint, EVENTS, recordsOf } from "../support/endpoints.ts";
 import { type Arrival, seqId, seqOf, sleep, startReceiver } from "../support/webhook_receiver.ts";
-
-const ENDPOINTS = "/api/v2/notifications/endpoints";
-const EVENTS = "/api/v2/notifications/events";
 
 /** Which arrivals fail: by path, the sequence number in the event data (seqOf its transaction_id) and how many times it fails. */
 const failing = new Map<string, Map<number, number>>();
 const slowMs = new Map<string, number>();
-
-async function createEndpoint(company: Company, url: string, settings: Record<string, unknown> = {}) {
-  const res = await company.post(ENDPOINTS, { url, ...settings });
-  assert.equal(res.status, 201, JSON.stringify(res.body));
-  return res.body.data;
-}
-
-async function recordsOf(company: Company, endpointId: string) {
-  return (await company.get(`${EVENTS}?endpoint_id=${endpointId}&order_by=asc&per_page=100`)).body.data;
-}
 
 Deno.test("webhook ordering, concurrency and acknowledgement", async (t) => {
   const ctx = await setup("webhook_ordering", { worker: true, env: { WEBHOOK_RETRY_SCHEDULE: "0.5" } });

@@ -1,26 +1,12 @@
 import assert from "node:assert/strict";
 import { emitEvent } from "../../domain/webhooks/events.ts";
 import { type Company, eventually, newCompany, setup } from "../support/helpers.ts";
+import { createEndpoint, ENDPOINTS, recordsOf } from "../support/endpoints.ts";
 import { type Arrival, seqId, seqOf, sleep, startReceiver } from "../support/webhook_receiver.ts";
-
-const ENDPOINTS = "/api/v2/notifications/endpoints";
-const EVENTS = "/api/v2/notifications/events";
-
-type Record = { id: string; status: string; payload: { transaction_id: string }; inserted_at: string };
 
 /** Per path: whether the receiver is down (500) and how long it takes to answer. */
 const down = new Set<string>();
 const slowMs = new Map<string, number>();
-
-async function createEndpoint(company: Company, url: string, settings: { [k: string]: unknown } = {}) {
-  const res = await company.post(ENDPOINTS, { url, ...settings });
-  assert.equal(res.status, 201, JSON.stringify(res.body));
-  return res.body.data as { id: string };
-}
-
-async function recordsOf(company: Company, endpointId: string): Promise<Record[]> {
-  return (await company.get(`${EVENTS}?endpoint_id=${endpointId}&order_by=asc&per_page=100`)).body.data;
-}
 
 Deno.test("recover and enable: failed deliveries sent again, in order, once each", async (t) => {
   // ten attempts in well under a second: a record fails for good quickly

@@ -2,9 +2,8 @@ import assert from "node:assert/strict";
 import { Webhook } from "standardwebhooks";
 import { emitEvent } from "../../domain/webhooks/events.ts";
 import { type Company, eventually, newCompany, setup } from "../support/helpers.ts";
+import { createEndpoint, ENDPOINTS } from "../support/endpoints.ts";
 import { type Arrival, type Receiver, seqId, startReceiver } from "../support/webhook_receiver.ts";
-
-const ENDPOINTS = "/api/v2/notifications/endpoints";
 
 /** A receiver's view of the headers, as the library takes them. */
 const headersOf = (a: Arrival) => Object.fromEntries(a.headers);
@@ -34,11 +33,8 @@ Deno.test("Standard Webhooks: receivers verify every delivery with the standardw
   const ctx = await setup("standard_webhooks", { worker: true, env: { WEBHOOK_RETRY_SCHEDULE: "0.05" } });
   // /flaky fails its first attempt, so the record is attempted twice
   const rx = startReceiver((a, n) => new Response(`${n}`, { status: a.path === "/flaky" && n === 1 ? 500 : 200 }));
-  const endpoint = async (company: Company, path: string) => {
-    const res = await company.post(ENDPOINTS, { url: `${rx.url}${path}` });
-    assert.equal(res.status, 201);
-    return res.body.data as { id: string; secret: string };
-  };
+  const endpoint = async (company: Company, path: string) =>
+    await createEndpoint(company, `${rx.url}${path}`) as { id: string; secret: string };
   const emit = (company: Company, transactionId: string) =>
     ctx.sql.begin((tx) => emitEvent(tx, company.id, "identified", { transaction_id: transactionId }));
 

@@ -2,10 +2,8 @@ import assert from "node:assert/strict";
 import { emitEvent } from "../../domain/webhooks/events.ts";
 import { retryAfterSeconds } from "../../domain/webhooks/sender.ts";
 import { type Company, eventually, newCompany, setup } from "../support/helpers.ts";
+import { createEndpoint, ENDPOINTS, EVENTS, recordsOf } from "../support/endpoints.ts";
 import { seqId, startReceiver } from "../support/webhook_receiver.ts";
-
-const ENDPOINTS = "/api/v2/notifications/endpoints";
-const EVENTS = "/api/v2/notifications/events";
 
 Deno.test("Retry-After values: seconds or an HTTP date, capped at a day", () => {
   const now = Date.parse("2026-11-23T12:00:00Z");
@@ -32,15 +30,15 @@ Deno.test("status-aware retries and auto-disable, seen by an integrator", async 
     settings: Record<string, unknown> = {},
   ) => {
     answers.set(path, answer);
-    const res = await company.post(ENDPOINTS, { url: `${rx.url}${path}`, ...settings });
-    assert.equal(res.status, 201);
-    return res.body.data as { id: string; disabled_reason: string | null; disabled_at: string | null };
+    return await createEndpoint(company, `${rx.url}${path}`, settings) as {
+      id: string;
+      disabled_reason: string | null;
+      disabled_at: string | null;
+    };
   };
   const emit = (company: Company, n: number) =>
     ctx.sql.begin((tx) => emitEvent(tx, company.id, "identified", { transaction_id: seqId(n) }));
   const shown = async (company: Company, id: string) => (await company.get(`${ENDPOINTS}/${id}`)).body.data;
-  const records = async (company: Company, id: string) =>
-    (await company.get(`${EVENTS}?endpoint_id=${id}&order_by=asc&per_page=100`)).body.data as { status: string }[];
 
   try {
     await t.step("an active endpoint has no disabled_reason; DELETE disables it as manual", async () => {
@@ -69,11 +67,11 @@ Deno.test("status-aware retries and auto-disable, seen by an integrator", async 
       assert.equal(after.disabled_reason, "gone");
       await eventually(
         "every record failed",
-        async () => (await records(company, ep.id)).every((r) => r.status === "failed"),
+        async () => (await recordsOf(company, ep.id)).every((r) => r.status === "failed"),
       );
       assert.equal(rx.at("/gone").length, 1, "nothing is sent after the 410");
       await emit(company, 99);
-      assert.equal((await records(company, ep.id)).length, 3, "later events create no records for it");
+      assert.equal((await recordsOf(company, ep.id)).length, 3, "later events create no records for it");
     });
 
     await t.step("429 with Retry-After in seconds postpones the next attempt beyond the schedule", async () => {
@@ -100,7 +98,7 @@ Deno.test("status-aware retries and auto-disable, seen by an integrator", async 
           }));
         await emit(company, 1);
         const [record] = await eventually("delivered", async () => {
-          const all = await records(company, ep.id);
+          const all = await recordsOf(company, ep.id);
           return all[0]?.status === "succeeded" && all;
         }) as unknown as { id: string }[];
         const [attempt] = (await company.get(`${EVENTS}/${record.id}`)).body.data.attempts;
@@ -116,7 +114,7 @@ Deno.test("status-aware retries and auto-disable, seen by an integrator", async 
         const res = await company.post(ENDPOINTS, { url: `http://127.0.0.1:${port}/nobody` });
         await emit(company, 2);
         const failed = await eventually("an attempt", async () => {
-          const [r] = await records(company, res.body.data.id);
+          const [r] = await recordsOf(company, res.body.data.id);
           const d = r && (await company.get(`${EVENTS}/${(r as unknown as { id: string }).id}`)).body.data;
           return d?.attempts.length > 0 && d.attempts[0];
         });
@@ -158,7 +156,7 @@ Deno.test("status-aware retries and auto-disable, seen by an integrator", async 
         const arrivals = rx.at("/down");
         assert.ok(arrivals.at(-1)!.receivedAt - arrivals[0].receivedAt >= 1_000);
         assert.ok(arrivals.length < 10, "disabled before the record ran out of attempts");
-        await eventually("record failed", async () => (await records(company, ep.id))[0].status === "failed");
+        await eventually("record failed", async () => (await recordsOf(company, ep.id))[0].status === "failed");
       },
     );
 
@@ -176,7 +174,7 @@ Deno.test("status-aware retries and auto-disable, seen by an integrator", async 
       await emit(company, 2);
       await eventually(
         "second record delivered",
-        async () => (await records(company, ep.id)).every((r) => r.status === "succeeded"),
+        async () => (await recordsOf(company, ep.id)).every((r) => r.status === "succeeded"),
         10_000,
       );
       const arrivals = rx.at("/flaky");

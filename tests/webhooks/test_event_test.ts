@@ -1,17 +1,9 @@
 import assert from "node:assert/strict";
 import { EVENT_TYPES } from "../../domain/webhooks/events.ts";
 import { verifySignature } from "../../domain/webhooks/signature.ts";
-import { type Company, eventually, newCompany, setup } from "../support/helpers.ts";
+import { eventually, newCompany, setup } from "../support/helpers.ts";
+import { createEndpoint, ENDPOINTS, EVENTS } from "../support/endpoints.ts";
 import { startReceiver } from "../support/webhook_receiver.ts";
-
-const ENDPOINTS = "/api/v2/notifications/endpoints";
-const EVENTS = "/api/v2/notifications/events";
-
-async function createEndpoint(company: Company, url: string, settings: { [k: string]: unknown } = {}) {
-  const res = await company.post(ENDPOINTS, { url, ...settings });
-  assert.equal(res.status, 201, JSON.stringify(res.body));
-  return res.body.data as { id: string; secret: string };
-}
 
 Deno.test("test event: the catalogue's example, sent to one endpoint, delivered and listed like any event", async (t) => {
   const ctx = await setup("webhook_test_event", { worker: true });
