@@ -1,34 +1,7 @@
 import assert from "node:assert/strict";
 import { type Company, newCompany, setup, type TestContext } from "../support/helpers.ts";
-
-// Check digits are computed here from each algorithm, not copied from the service.
-
-/** CLABE: weights 3, 7, 1 over the first 17 digits; control = (10 - sum mod 10) mod 10. */
-function clabe(first17: string): string {
-  const weights = [3, 7, 1];
-  const sum = [...first17].reduce((s, d, i) => s + ((Number(d) * weights[i % 3]) % 10), 0);
-  return first17 + ((10 - (sum % 10)) % 10);
-}
-const wrongControl = (c: string) => c.slice(0, 17) + ((Number(c[17]) + 1) % 10);
-
-/** CNPJ: two mod-11 digits with weights 5..2,9..2 and 6..2,9..2. */
-function cnpj(first12: string): string {
-  const digit = (base: string) => {
-    const weights = base.length === 12 ? [5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2] : [6, 5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2];
-    const r = [...base].reduce((s, d, i) => s + Number(d) * weights[i], 0) % 11;
-    return r < 2 ? 0 : 11 - r;
-  };
-  const thirteen = first12 + digit(first12);
-  return thirteen + digit(thirteen);
-}
-
-/** Colombian NIT: weights 3, 7, 13, 17, 19, 23, 29, 37, 41 from the right; r = sum mod 11; digit 11 - r when r > 1. */
-function nit(base9: string): string {
-  const weights = [3, 7, 13, 17, 19, 23, 29, 37, 41];
-  const sum = [...base9].reverse().reduce((s, d, i) => s + Number(d) * weights[i], 0);
-  const r = sum % 11;
-  return base9 + (r > 1 ? 11 - r : r);
-}
+// Check digits are computed from each published algorithm, not copied from the service.
+import { clabe, cnpj, nit, wrongLastDigit } from "../support/check_digits.ts";
 
 const CPF = "52998224725";
 const CURP = "GOMA900101HDFRRN01";
@@ -248,7 +221,7 @@ Deno.test("bank accounts", async (t) => {
     assert.equal(res.body.data.bank.name, await directoryName(ctx, "MEX", "012"));
     assert.equal(res.body.data.owner_document_number, CURP);
 
-    const control = await create(mexico({ account_number: wrongControl(clabe("01218000123456789")) }));
+    const control = await create(mexico({ account_number: wrongLastDigit(clabe("01218000123456789")) }));
     assert.equal(control.status, 422);
     assert.deepEqual(control.body.errors, { account_number: ["is invalid"] });
     const short = await create(mexico({ account_number: "0121800012345678" }));
