@@ -4,10 +4,11 @@
  * naming every file the document does not name.
  *
  * A file is named by its path from the repository root (`domain/webhooks/queue.ts`), or by any shorter end of it that
- * no other source file shares (`queue.ts`, `webhooks/queue.ts`). Inside a folder's paragraph, one that opens with the
- * folder in bold (**`domain/subjects/`**), a name is also read from that folder: there `people.ts` is
- * `domain/subjects/people.ts`, although `routes/subjects/people.ts` has the same name. A name two files share names
- * neither anywhere else: `schemas.ts` alone says nothing.
+ * no other source file shares (`queue.ts`, `webhooks/queue.ts`). Inside a folder's section (under a heading that is the
+ * folder alone: ### `domain/subjects/`) or paragraph (one that opens with the folder in bold: **`routes/policy/`**), a
+ * name is also read from that folder: there `people.ts` is `domain/subjects/people.ts`, although
+ * `routes/subjects/people.ts` has the same name. A name two files share names neither anywhere else: `schemas.ts` alone
+ * says nothing.
  */
 
 /** Where the source files are: a file, or a folder (ending in `/`) read to the bottom. */
@@ -17,21 +18,26 @@ export const DOCUMENT = "docs/architecture.md";
 
 /** `….ts` and `….tsx` as prose writes them: a path, or a bare file name. */
 const FILE_NAME = /[A-Za-z0-9_.\/-]*[A-Za-z0-9_-]\.tsx?(?![A-Za-z0-9_])/g;
+/** A heading that is a folder alone makes its section that folder's: ### `domain/webhooks/`. */
+const FOLDER_HEADING = /^#{1,6}\s+`([A-Za-z0-9_.\/-]+\/)`\s*$/;
 /** A paragraph that opens with a folder in bold is that folder's: **`routes/policy/`**. */
 const FOLDER_PARAGRAPH = /^\*\*`([A-Za-z0-9_.\/-]+\/)`\*\*/;
 
 /**
- * Every file name the document writes, as written and, in a folder's paragraph, also joined to that folder. A
- * paragraph ends at a blank line.
+ * Every file name the document writes, as written and also joined to the folder of its section or paragraph. A section
+ * ends at the next heading, a paragraph at a blank line.
  */
 export function mentions(doc: string): string[] {
   const found = new Set<string>();
-  for (const paragraph of doc.split(/\n\s*\n/)) {
-    const folder = FOLDER_PARAGRAPH.exec(paragraph.trimStart())?.[1];
-    for (const [name] of paragraph.matchAll(FILE_NAME)) {
-      const bare = name.replace(/^(\.\/)+/, "");
-      found.add(bare);
-      if (folder) found.add(folder + bare);
+  for (const section of doc.split(/\n(?=#{1,6}\s)/)) {
+    const sectionFolder = FOLDER_HEADING.exec(section.split("\n", 1)[0])?.[1];
+    for (const paragraph of section.split(/\n\s*\n/)) {
+      const paragraphFolder = FOLDER_PARAGRAPH.exec(paragraph.trimStart())?.[1];
+      for (const [name] of paragraph.matchAll(FILE_NAME)) {
+        const bare = name.replace(/^(\.\/)+/, "");
+        found.add(bare);
+        for (const folder of [sectionFolder, paragraphFolder]) if (folder) found.add(folder + bare);
+      }
     }
   }
   return [...found];

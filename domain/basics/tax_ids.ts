@@ -7,8 +7,8 @@ import rfcModule from "validate-rfc";
  * passport), company customers' tax ids (cnpj, rfc, nit, rut, tax_id), and the owners' documents of bank accounts
  * and PIX keys use these. Check digits come from maintained packages where one exists (CPF, CNPJ, company RFC, RUT)
  * and from the published algorithm otherwise (RENAPO's CURP, DIAN's NIT). Which types a person, a company or an
- * account owner may use, and how their fields are named, is the callers' (docs/architecture.md, "Where is the rule
- * for X").
+ * account owner may use, and how their fields are named, is the callers' (docs/architecture.md, "Where each rule
+ * lives").
  */
 
 // the package's types describe an ES default export; loaded from CommonJS, its export is the function itself

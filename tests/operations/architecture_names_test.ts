@@ -40,6 +40,25 @@ Deno.test("the check that docs/architecture.md names every source file", async (
     assert.ok(unnamed(files, cut).includes("domain/subjects/people.ts"));
   });
 
+  await t.step("under a heading that is a folder alone, a name is read from it up to the next heading", () => {
+    const doc = [
+      "### `domain/subjects/`",
+      "People: `people.ts`.",
+      "",
+      "And again, a paragraph later: `people.ts`.",
+      "### `routes/`",
+      "- `subjects/people.ts`, `subjects/schemas.ts`, `rails/schemas.ts`",
+      "- `console/page.tsx`",
+      "## Elsewhere",
+      "`people.ts`, `queue.ts` and `main.ts`.",
+    ].join("\n");
+    assert.deepEqual(unnamed(files, doc), []);
+    const later = "### `domain/subjects/`\n\nPeople.\n\n## Rules\n\n`people.ts` registers them.";
+    assert.ok(unnamed(files, later).includes("domain/subjects/people.ts"));
+    const notAFolder = "### The `domain/subjects/` folder\n\n`people.ts` registers them.";
+    assert.ok(unnamed(files, notAFolder).includes("domain/subjects/people.ts"));
+  });
+
   await t.step("a file named only in part, or only by a longer name, is not named", () => {
     assert.deepEqual(unnamed(["domain/webhooks/queue.ts"], "`queue` and `dispatch_queue.ts`"), [
       "domain/webhooks/queue.ts",
