@@ -5,11 +5,11 @@ import {
   assertCreated,
   eventsOf,
   lastEventId,
-  randomCpf,
   registerBrlAccount,
   registerPerson,
   typesSince,
 } from "../support/rails.ts";
+import { randomCpf } from "../support/check_digits.ts";
 
 /**
  * The 20,000 USD rule, told as the integrator lives it: money flows, then a payment takes the year over the limit

@@ -5,11 +5,11 @@ import {
   eventsOf,
   keys,
   lastEventId,
-  randomCpf,
   registerBrlAccount,
   registerPerson,
   typesSince,
 } from "../support/rails.ts";
+import { randomCpf } from "../support/check_digits.ts";
 
 /**
  * Every event type (docs/sandbox.md), produced through the sandbox the way an integrator would exercise a

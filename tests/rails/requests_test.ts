@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { newCompany, setup } from "../support/helpers.ts";
-import { assertCreated, randomCpf, registerBrlAccount, registerPerson } from "../support/rails.ts";
+import { assertCreated, registerBrlAccount, registerPerson } from "../support/rails.ts";
+import { randomCpf } from "../support/check_digits.ts";
 
 Deno.test("rails routes never reach another company's data", async (t) => {
   const ctx = await setup("rails_requests_tenancy");

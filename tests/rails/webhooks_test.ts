@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { verifySignature } from "../../domain/webhooks/signature.ts";
 import { eventually, newCompany, setup } from "../support/helpers.ts";
-import { assertCreated, keys, randomCpf, registerBrlAccount, registerPerson } from "../support/rails.ts";
+import { assertCreated, keys, registerBrlAccount, registerPerson } from "../support/rails.ts";
+import { randomCpf } from "../support/check_digits.ts";
 import { startReceiver } from "../support/webhook_receiver.ts";
 
 /**

@@ -16,6 +16,13 @@ export function cpf(base9: string): string {
   return d.join("");
 }
 
+/** A valid CPF from nine random digits (not all the same, which the service refuses), so every call gives a new person. */
+export function randomCpf(): string {
+  let base: number[];
+  do base = Array.from({ length: 9 }, () => Math.floor(Math.random() * 10)); while (new Set(base).size === 1);
+  return cpf(base.join(""));
+}
+
 /** Brazil's CNPJ: two mod-11 digits, weights 5,4,3,2,9..2 then 6,5,4,3,2,9..2; a remainder under 2 gives 0. */
 export function cnpj(base12: string): string {
   const d = digits(base12);

@@ -1,20 +1,7 @@
 /** Shared by the rails tests: subjects, accounts and a look at the events a receiver would get. */
 import assert from "node:assert/strict";
 import type { Company, TestContext } from "./helpers.ts";
-
-/** A valid CPF built from random digits (two check digits, mod 11), so every call gives a new person. */
-export function randomCpf(): string {
-  let base: number[];
-  do base = Array.from({ length: 9 }, () => Math.floor(Math.random() * 10)); while (new Set(base).size === 1);
-  const digit = (ds: number[]) => {
-    const sum = ds.reduce((acc, d, i) => acc + d * (ds.length + 1 - i), 0);
-    const rest = (sum * 10) % 11;
-    return rest === 10 ? 0 : rest;
-  };
-  const first = digit(base);
-  const second = digit([...base, first]);
-  return [...base, first, second].join("");
-}
+import { randomCpf } from "./check_digits.ts";
 
 export async function registerPerson(company: Company, overrides: Record<string, unknown> = {}) {
   const res = await company.post("/api/v1/subject/people", {

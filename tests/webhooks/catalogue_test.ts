@@ -3,7 +3,8 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import { EVENT_TYPES } from "../../domain/webhooks/events.ts";
 import { eventually, newCompany, setup } from "../support/helpers.ts";
 import { startReceiver } from "../support/webhook_receiver.ts";
-import { randomCpf, registerBrlAccount, registerPerson } from "../support/rails.ts";
+import { registerBrlAccount, registerPerson } from "../support/rails.ts";
+import { randomCpf } from "../support/check_digits.ts";
 
 type EventType = { type: string; description: string; schema: Record<string, unknown> };
 
