@@ -9,8 +9,9 @@ type Module = {
 };
 
 /**
- * Layers from the bottom up; a module may import its own layer and those below. Features of one layer do not import
- * each other unless the rule below says so (webhooks is the entry point everyone emits through).
+ * Layers from the bottom up; a module may import its own layer and those below (docs/architecture.md, "Layers", says
+ * why each folder sits where it does). Within a layer imports may go either way, circles aside: routes/policy uses the
+ * schemas of routes/openapi, and the feature routes share schemas.
  */
 const LAYERS: [prefix: string, rank: number][] = [
   ["domain/basics/", 0],

@@ -13,7 +13,7 @@ Deno.test("the import rules deno task check applies", async (t) => {
   });
 
   await t.step(
-    "the layers run platform, webhooks and companies, subjects, bank accounts, rails, routes and jobs",
+    "the layers run infra, webhooks and integrators, subjects, bank accounts, rails, routes and jobs, then main",
     () => {
       const order = [
         "domain/infra/db.ts",
