@@ -5,6 +5,9 @@
 
 export type Figures = Record<string, number | string>;
 
+/** `n` rounded to `places` decimals, as a figure prints. */
+export const round = (n: number, places = 1) => Math.round(n * 10 ** places) / 10 ** places;
+
 type Description = { meaning: string; target?: { text: string; met: (value: number) => boolean } };
 
 const atLeast = (min: number, unit = "") => ({ text: `>= ${min}${unit}`, met: (v: number) => v >= min });

@@ -6,8 +6,9 @@
 import { signToken } from "../../domain/integrators/tokens.ts";
 import { loadConfig } from "../../domain/infra/config.ts";
 import { load, type LoadResult } from "./http.ts";
-import { describe, type Figures, summary } from "./figures.ts";
+import { describe, type Figures, round, summary } from "./figures.ts";
 import { dropDatabase, freshDatabase } from "../support/helpers.ts";
+import { cpf } from "../support/check_digits.ts";
 import { BENCH_JWT_SECRET as JWT_SECRET, startService } from "./service.ts";
 
 const SECONDS = Number(Deno.env.get("BENCH_SECONDS") ?? 10);
@@ -28,14 +29,7 @@ const [LIMITED_RATE, LIMITED_BURST] = (Deno.env.get("BENCH_RATE_LIMIT") ?? "1000
 
 let cpfs = 0;
 /** A new valid CPF each call, for the fallback load generator (wrk makes its own). */
-function cpf() {
-  const d = String(100_000_000 + (cpfs++ % 800_000_000)).split("").map(Number);
-  for (const len of [9, 10]) {
-    const sum = d.slice(0, len).reduce((s, v, i) => s + v * (len + 1 - i), 0);
-    d.push(((sum * 10) % 11) % 10);
-  }
-  return d.join("");
-}
+const nextCpf = () => cpf(String(100_000_000 + (cpfs++ % 800_000_000)));
 
 /** POST person with a new CPF, as the fallback load generator sends it. */
 const newPersonRequest = (base: string, auth: Record<string, string>) => () =>
@@ -43,7 +37,7 @@ const newPersonRequest = (base: string, auth: Record<string, string>) => () =>
     method: "POST",
     headers: { ...auth, "content-type": "application/json" },
     body: JSON.stringify({
-      person: { document_number: cpf(), document_type: "cpf", social_name: "Bench", fiscal_country: "BRA" },
+      person: { document_number: nextCpf(), document_type: "cpf", social_name: "Bench", fiscal_country: "BRA" },
     }),
   });
 
@@ -132,8 +126,6 @@ async function benchHttp(): Promise<Figures> {
     await Promise.all([open.stop(), limited.stop()]);
   }
 }
-
-const round = (n: number, places = 1) => Math.round(n * 10 ** places) / 10 ** places;
 
 const only = Deno.env.get("BENCH_ONLY"); // "http", "webhooks" or "volume"
 let all: Figures = {};

@@ -8,7 +8,7 @@ import { connect, type Sql } from "../../domain/infra/db.ts";
 import { migrate } from "../../domain/infra/migrate.ts";
 import { type EventsFilter, listDeliveries } from "../../domain/webhooks/deliveries.ts";
 import { dropDatabase, freshDatabase } from "../support/helpers.ts";
-import type { Figures } from "./figures.ts";
+import { type Figures, round } from "./figures.ts";
 import { A_MONTH, partitionPastDays } from "./partitions.ts";
 
 const SMALL = 10_000;
@@ -16,7 +16,6 @@ const LARGE = Number(Deno.env.get("BENCH_HISTORY_ROWS") ?? 1_000_000);
 // A p99 of 1,000 pages is their 10th slowest, which one pause of the machine decides; of 3,000, the 30th.
 const RUNS = Number(Deno.env.get("BENCH_HISTORY_RUNS") ?? 3000);
 const WARM_UP = Math.ceil(RUNS / 10);
-const round = (n: number, places = 2) => Math.round(n * 10 ** places) / 10 ** places;
 
 const COMPANY = "11111111-1111-4111-8111-111111111111";
 const ENDPOINTS = ["22222222-2222-4222-8222-222222222221", "22222222-2222-4222-8222-222222222222"];
@@ -130,10 +129,10 @@ export async function benchVolumeHistory(): Promise<Figures> {
           ratio.toFixed(2)
         }`,
       );
-      figures[`events_list_${name}_p99_ms`] = round(atLarge[name].p99);
-      figures[`events_list_${name}_p99_ratio`] = round(ratio);
+      figures[`events_list_${name}_p99_ms`] = round(atLarge[name].p99, 2);
+      figures[`events_list_${name}_p99_ratio`] = round(ratio, 2);
     }
-    figures.events_list_worst_p99_ratio = round(worst);
+    figures.events_list_worst_p99_ratio = round(worst, 2);
     return figures;
   } finally {
     for (const { sql, url } of [small, large]) {

@@ -7,14 +7,13 @@ import postgres from "postgres";
 import { signToken } from "../../domain/integrators/tokens.ts";
 import { loadConfig } from "../../domain/infra/config.ts";
 import { dropDatabase, freshDatabase } from "../support/helpers.ts";
-import type { Figures } from "./figures.ts";
+import { type Figures, round } from "./figures.ts";
 import { load, type LoadResult } from "./http.ts";
 import { BENCH_JWT_SECRET, startService } from "./service.ts";
 
 const SECONDS = Number(Deno.env.get("BENCH_SECONDS") ?? 10);
 const HISTORY = Number(Deno.env.get("BENCH_HISTORY") ?? 100_000);
 const CONNECTIONS = 16;
-const round = (n: number, places = 1) => Math.round(n * 10 ** places) / 10 ** places;
 
 export async function benchVolumeMoney(): Promise<Figures> {
   const url = await freshDatabase("bench_volume_money");

@@ -18,7 +18,7 @@ import { migrate } from "../../domain/infra/migrate.ts";
 import { secretBoxFor } from "../../domain/infra/secret_box.ts";
 import { startWorker, stopWorker } from "../../domain/infra/worker.ts";
 import { dropDatabase, freshDatabase } from "../support/helpers.ts";
-import type { Figures } from "./figures.ts";
+import { type Figures, round } from "./figures.ts";
 import { partitionPastDays } from "./partitions.ts";
 import { percentile, startReceiver } from "./webhooks.ts";
 
@@ -27,7 +27,6 @@ const DAYS_OF_HISTORY = 45;
 const RETENTION_DAYS = 30;
 const RATE = 100;
 const QUIET_SECONDS = 8;
-const round = (n: number, places = 1) => Math.round(n * 10 ** places) / 10 ** places;
 
 /** `count` events spread evenly between `fromDays` and `toDays` ago, each with a succeeded record and its attempt. */
 async function seed(sql: Sql, companyId: string, endpointId: string, count: number, fromDays: number, toDays: number) {

@@ -26,7 +26,7 @@ import { migrate } from "../../domain/infra/migrate.ts";
 import { secretBoxFor } from "../../domain/infra/secret_box.ts";
 import { startWorker, stopWorker, type Worker } from "../../domain/infra/worker.ts";
 import { dropDatabase } from "../support/databases.ts";
-import { describe, summary } from "./figures.ts";
+import { describe, round, summary } from "./figures.ts";
 import { A_MONTH, partitionPastDays } from "./partitions.ts";
 
 const EVENTS = Number(Deno.env.get("BENCH_WEBHOOK_EVENTS") ?? 20_000);
@@ -58,8 +58,6 @@ export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
 }
-
-const round = (n: number, places = 1) => Math.round(n * 10 ** places) / 10 ** places;
 
 /**
  * A webhook receiver on loopback in a process of its own (tests/bench/receiver.ts): counts receipts and keeps each
