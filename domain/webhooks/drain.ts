@@ -1,20 +1,24 @@
 import { log } from "../basics/log.ts";
 import { metrics } from "../infra/metrics.ts";
-import type { Claim, ClaimedDelivery, Recorded } from "./dispatch.ts";
+import type { Claim, ClaimedDelivery } from "./delivery/claim_data.ts";
+import type { Recorded } from "./delivery/recorder.ts";
 import type { EndpointRow } from "./endpoints.ts";
 import type { SendResult } from "./sender.ts";
 
 /**
  * What the drain loop does to the world, one endpoint at a time. The real steps are Postgres statements
- * (domain/webhooks/dispatch.ts) and the HTTP sender, wired up by the `deliver_webhook` task; tests pass fakes.
+ * (domain/webhooks/delivery/) and the HTTP sender, wired up by the `deliver_webhook` task; tests pass fakes.
  */
 export type DrainSteps = {
   /** Leases a free slot with the next record that may start now; null when the endpoint does not exist. */
   claim(): Promise<Claim | null>;
   /** One attempt; never throws (a failure is a result). */
   send(endpoint: EndpointRow, delivery: ClaimedDelivery, signal?: AbortSignal): Promise<SendResult>;
-  /** Stores the attempt and hands its slot to the next record that may start, or frees the slot. */
-  recordAndClaimNext(delivery: ClaimedDelivery, result: SendResult): Promise<Recorded>;
+  /**
+   * Stores the attempt and hands its slot to the next record that may start, or frees the slot. `endpoint` is the
+   * endpoint as the claim saw it, whose health the answer may change.
+   */
+  recordAndClaimNext(delivery: ClaimedDelivery, result: SendResult, endpoint: EndpointRow): Promise<Recorded>;
   /** Gives back a slot and its record without an attempt. */
   release(delivery: ClaimedDelivery): Promise<void>;
   /** Asks for another drain job for this endpoint, on the lane of the slot given up. */
@@ -68,7 +72,7 @@ export async function drainEndpoint(
     let recorded: Recorded;
     try {
       result = await steps.send(endpoint, delivery, signal);
-      recorded = await steps.recordAndClaimNext(delivery, result);
+      recorded = await steps.recordAndClaimNext(delivery, result, endpoint);
     } catch (err) {
       // The record goes back at once rather than when its lease runs out: at least once, a little sooner.
       await steps.release(delivery).catch(() => {});

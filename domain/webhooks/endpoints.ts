@@ -1,3 +1,4 @@
+import type postgres from "postgres";
 import type { Sql, Tx } from "../infra/db.ts";
 import { ErrorBag, notFound } from "../basics/errors.ts";
 import { newId } from "../basics/ids.ts";
@@ -39,6 +40,8 @@ export type EndpointRow = {
   /** Why it is disabled (docs/webhooks.md, When an endpoint is disabled); null while active. */
   disabled_reason: DisabledReason | null;
   disabled_at: Date | null;
+  /** Since when every attempt failed (docs/webhooks.md, When an endpoint is disabled); null after a success. */
+  failing_since?: Date | null;
   enabled_events: string[];
   delivery_mode: "parallel" | "sequential";
   event_payload_type: "snapshot" | "thin";
@@ -235,13 +238,22 @@ export async function updateEndpoint(
   });
 }
 
+/**
+ * The one way an endpoint becomes disabled, as the SET list of an update of `webhook_endpoints`: by hand (`manual`),
+ * or by its attempts (`gone`, `failing`: domain/webhooks/delivery/record.ts). The first reason and instant are kept:
+ * disabling a disabled endpoint again changes neither. Its failing clock stops.
+ */
+export function disabling(sql: Tx, reason: postgres.Fragment): postgres.Fragment {
+  return sql`status = 'disabled', updated_at = now(), failing_since = null,
+    disabled_reason = case when status = 'active' then ${reason} else disabled_reason end,
+    disabled_at = case when status = 'active' then now() else disabled_at end`;
+}
+
 /** Soft delete: the endpoint gets nothing more, and what was still pending for it is marked failed. */
 export async function disableEndpoint(sql: Sql, companyId: string, id: string): Promise<EndpointRow> {
   return await sql.begin(async (tx) => {
     const [row] = await tx<EndpointRow[]>`
-      update webhook_endpoints set status = 'disabled', updated_at = now(),
-        disabled_reason = case when status = 'active' then 'manual' else disabled_reason end,
-        disabled_at = case when status = 'active' then now() else disabled_at end, failing_since = null
+      update webhook_endpoints set ${disabling(tx, tx`'manual'`)}
       where company_id = ${companyId} and id = ${id} returning *`;
     if (!row) throw notFound();
     await failPendingDeliveries(tx, companyId, [id]);
@@ -279,8 +291,7 @@ export async function enableEndpoint(
 export async function disableAllEndpoints(sql: Sql, companyId: string): Promise<void> {
   await sql.begin(async (tx) => {
     const rows = await tx<{ id: string }[]>`
-      update webhook_endpoints set status = 'disabled', updated_at = now(), disabled_reason = 'manual',
-        disabled_at = now(), failing_since = null
+      update webhook_endpoints set ${disabling(tx, tx`'manual'`)}
       where company_id = ${companyId} and status = 'active' returning id`;
     await failPendingDeliveries(tx, companyId, rows.map((r) => r.id));
     await fitSlots(tx, rows.map((r) => r.id));

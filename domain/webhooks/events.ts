@@ -1,6 +1,6 @@
 import type { TransactionSql } from "../infra/db.ts";
 import { newId } from "../basics/ids.ts";
-import { slotLimit } from "./dispatch.ts";
+import { slotLimit } from "./delivery/lease.ts";
 import { addDrainJobs } from "./queue.ts";
 
 /** Every event type (docs/webhooks.md, Bodies). */
@@ -35,7 +35,7 @@ const wokenInTx = new WeakMap<object, Set<string>>();
  * Fan-out: one delivery record per ACTIVE endpoint of the company that enables the type, due at once, plus a
  * drain job on one of the endpoint's lanes, picked at random (domain/webhooks/queue.ts): the job's row stays
  * locked until this transaction ends, so producers of one endpoint spread over its lanes instead of queueing on one
- * row, and the first drainer fans out over the other slots by itself (domain/webhooks/dispatch.ts). It takes a
+ * row, and the first drainer fans out over the other slots by itself (domain/webhooks/delivery/claim.ts). It takes a
  * transaction, never the pool: the event never exists without its deliveries, nor they without the change that
  * caused them. `onlyEndpointId` narrows the fan-out to that one endpoint (a test event).
  */

@@ -1,5 +1,5 @@
 import type { Sql } from "../infra/db.ts";
-import { leaseFree } from "./dispatch.ts";
+import { leaseFree } from "./delivery/lease.ts";
 import { wakeEndpoints } from "./queue.ts";
 
 /** A due record that no job has picked up for this long is woken again by the sweep. */

@@ -3,6 +3,7 @@ import https from "node:https";
 import type { LookupFunction } from "node:net";
 import type { SecretBox } from "../infra/secret_box.ts";
 import { renderBody } from "./body.ts";
+import { honoursRetryAfter } from "./delivery/decisions.ts";
 import { type EndpointRow, openSecrets } from "./endpoints.ts";
 import { signPayload, standardWebhookHeaders } from "./signature.ts";
 import { BlockedDestination, checkedAddresses, isIpLiteral, type Resolver, systemResolver } from "./url_guard.ts";
@@ -133,7 +134,7 @@ export async function sendWebhook(
     responseBody,
     durationMs: performance.now() - started,
     responseHeaders: keptHeaders(answerHeaders),
-    retryAfterSeconds: httpStatus === 429 || httpStatus === 503
+    retryAfterSeconds: honoursRetryAfter(httpStatus)
       ? retryAfterSeconds(firstValue(answerHeaders["retry-after"]))
       : null,
   });

@@ -1,12 +1,13 @@
 /**
  * The drain loop with fake steps: no Postgres, no HTTP. The fake endpoint keeps its records and slots in memory and
- * applies the same lease rules as the real statements (domain/webhooks/dispatch.ts), one step at a time, so these
+ * applies the same lease rules as the real statements (domain/webhooks/delivery/), one step at a time, so these
  * tests show what the loop itself must do for those rules to hold: hand its slot on, claim once more after freeing
  * it, release what it holds before asking for a fresh job, stop on a disabled endpoint or an abort.
  */
 import assert from "node:assert/strict";
 import { newId } from "../../domain/basics/ids.ts";
-import type { Claim, ClaimedDelivery, Recorded } from "../../domain/webhooks/dispatch.ts";
+import type { Claim, ClaimedDelivery } from "../../domain/webhooks/delivery/claim_data.ts";
+import type { Recorded } from "../../domain/webhooks/delivery/recorder.ts";
 import { type DrainBudget, type DrainEnd, drainEndpoint, type DrainSteps } from "../../domain/webhooks/drain.ts";
 import type { EndpointRow } from "../../domain/webhooks/endpoints.ts";
 import type { SendResult } from "../../domain/webhooks/sender.ts";

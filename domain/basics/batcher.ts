@@ -1,0 +1,74 @@
+/**
+ * Natural batching: items submitted while a write is in flight are written together by the next one. A quiet caller
+ * waits for nothing (its item is written at once, alone); a busy one makes fewer, larger writes.
+ *
+ * Items wait in one line per key and a batch takes them round-robin: one item of each waiting key before a second of
+ * any, so a key with one item is in the next batch rather than behind another key's backlog (docs/webhooks.md, "Fair
+ * delivery under backlog", where the key is the endpoint).
+ *
+ * ```ts
+ * const batcher = new Batcher((items: Attempt[]) => writeAll(items), { keyOf: (a) => a.endpointId });
+ * const stored = await batcher.submit(attempt); // the write's result for this item
+ * ```
+ */
+export class Batcher<I, R> {
+  readonly #waiting = new Map<string, Waiting<I, R>[]>();
+  readonly #maxBatch: number;
+  readonly #maxWriters: number;
+  #writers = 0;
+
+  /**
+   * `write` takes a batch and answers one result per item, in the same order; when it throws, every item of the
+   * batch is rejected with that error. At most `maxWriters` writes run at once, each of at most `maxBatch` items.
+   */
+  constructor(
+    private readonly write: (items: I[]) => Promise<R[]>,
+    private readonly opts: { keyOf: (item: I) => string; maxBatch?: number; maxWriters?: number },
+  ) {
+    this.#maxBatch = Math.max(1, opts.maxBatch ?? 64);
+    this.#maxWriters = Math.max(1, opts.maxWriters ?? 2);
+  }
+
+  /** The result of the write that carried `item`. */
+  submit(item: I): Promise<R> {
+    const { promise, resolve, reject } = Promise.withResolvers<R>();
+    const key = this.opts.keyOf(item);
+    const line = this.#waiting.get(key);
+    if (line) line.push({ item, resolve, reject });
+    else this.#waiting.set(key, [{ item, resolve, reject }]);
+    if (this.#writers < this.#maxWriters) this.#drain();
+    return promise;
+  }
+
+  /** Up to maxBatch items, one per key in turn; a key served goes to the back of the line. */
+  #take(): Waiting<I, R>[] {
+    const batch: Waiting<I, R>[] = [];
+    while (batch.length < this.#maxBatch && this.#waiting.size) {
+      for (const [key, line] of this.#waiting) {
+        batch.push(line.shift()!);
+        this.#waiting.delete(key);
+        if (line.length) this.#waiting.set(key, line);
+        if (batch.length === this.#maxBatch) break;
+      }
+    }
+    return batch;
+  }
+
+  async #drain() {
+    this.#writers++;
+    try {
+      for (let batch = this.#take(); batch.length; batch = this.#take()) {
+        try {
+          const results = await this.write(batch.map((w) => w.item));
+          batch.forEach((w, i) => w.resolve(results[i]));
+        } catch (err) {
+          for (const w of batch) w.reject(err);
+        }
+      }
+    } finally {
+      this.#writers--;
+    }
+  }
+}
+
+type Waiting<I, R> = { item: I; resolve: (r: R) => void; reject: (e: unknown) => void };

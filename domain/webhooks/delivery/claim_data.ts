@@ -1,0 +1,39 @@
+import { type Sql, whileUnreachable } from "../../infra/db.ts";
+import type { EndpointRow } from "../endpoints.ts";
+import { eventData } from "../event_data.ts";
+import type { ClaimRow } from "./fill_slots.ts";
+
+/** A record leased with one slot of its endpoint, with its event's data: what one attempt sends. */
+export type ClaimedDelivery = {
+  id: string;
+  type: string;
+  data: Record<string, unknown>;
+  slot: number;
+  token: string;
+};
+
+/** The endpoint as a claim saw it, and the record leased (null when nothing may start now). */
+export type Claim = { endpoint: EndpointRow; delivery: ClaimedDelivery | null };
+
+/**
+ * The claims of `rows` with their events' data, read in one statement after the claiming one (event_data.ts says why
+ * events are read apart). The claims are made by then: a read that fails is made again while the database is away,
+ * up to `until`, rather than claiming twice.
+ */
+export async function toClaims(sql: Sql, rows: ClaimRow[], until: number): Promise<Claim[]> {
+  const keys = rows.flatMap((r) =>
+    r.delivery_id && r.event_id && r.event_inserted_at
+      ? [{ event_id: r.event_id, company_id: r.company_id, inserted_at: r.event_inserted_at }]
+      : []
+  );
+  const data = keys.length ? await whileUnreachable(() => eventData(sql, keys), until) : new Map();
+  return rows.map((row) => {
+    const { delivery_id, delivery_type, event_id, event_inserted_at: _at, slot, lease_token, ...endpoint } = row;
+    return {
+      endpoint,
+      delivery: delivery_id && slot !== null && lease_token
+        ? { id: delivery_id, type: delivery_type!, data: data.get(event_id) ?? {}, slot, token: lease_token }
+        : null,
+    };
+  });
+}

@@ -1,0 +1,167 @@
+import type { Sql } from "../../infra/db.ts";
+import { type DisabledReason, disabling } from "../endpoints.ts";
+import { addDrainJobs, drainJobKey, RETRY_LANE } from "../queue.ts";
+import type { SendResult } from "../sender.ts";
+import type { ClaimedDelivery } from "./claim_data.ts";
+import type { Health } from "./decisions.ts";
+import { claimedColumns, type ClaimRow, fillSlots } from "./fill_slots.ts";
+import { asyncCommit, type Lease, leaseUntil, slotLimit } from "./lease.ts";
+
+/** One attempt to record, with what its answer decided (decisions.ts). */
+export type RecordItem = {
+  endpointId: string;
+  delivery: ClaimedDelivery;
+  result: SendResult;
+  attemptId: string;
+  /** Seconds to the next attempt by the record's `schedule_attempts`; past its end the record fails (`retryPlan`). */
+  plan: number[];
+};
+
+/** What attempts of one endpoint recorded together do to it (`endpointHealth`), and the failing clock it saw. */
+export type EndpointVerdict = { endpointId: string; health: Health; seenFailingSince: Date | null };
+
+export type RecordRow = ClaimRow & {
+  idx: number;
+  delivery_status: string | null;
+  retry_jobs: string;
+  delivery_next_attempt_at: Date | null;
+  endpoint_disabled: DisabledReason | null;
+  attempt_number: number | null;
+};
+
+/**
+ * One statement for a batch of attempts (recorder.ts batches them): stores each attempt, moves its record on and
+ * hands its slot to the next due record of the endpoint or frees it, applies the endpoints' verdicts, and moves each
+ * endpoint's retry job to its earliest record due later. Rows in any order, `idx` naming the item.
+ *
+ * A record's next state: succeeded after a 2xx; otherwise, when still pending, pending again after the delay of its
+ * plan at the record's `schedule_attempts`, or failed past the plan's end or once its endpoint is disabled by this
+ * statement. A record acknowledged or failed meanwhile keeps its status unless this attempt succeeded; one whose lease
+ * was lost (the attempt took longer than the lease) is not moved at all, though the attempt is stored.
+ *
+ * A verdict applies only while the endpoint's failing clock is the one it was decided from (another attempt may have
+ * moved it since): `gone` applies to any active endpoint. A disabled endpoint leases nothing more: the drain loop's
+ * next claim fails what is still pending. A freed slot obliges the caller to claim once more (drain.ts).
+ *
+ * `again`: made again after a lost connection, when the first may have committed before its answer was lost.
+ */
+export async function recordAttempts(
+  sql: Sql,
+  items: RecordItem[],
+  verdicts: EndpointVerdict[],
+  lease: Lease,
+  again = false,
+): Promise<RecordRow[]> {
+  const until = leaseUntil(sql, lease.leaseMs);
+  // The clock as the verdict saw it, to the millisecond a JavaScript Date keeps of Postgres' microseconds.
+  const sameClock = sql`(e.failing_since is null and v.seen_failing_since is null
+    or abs(extract(epoch from e.failing_since - v.seen_failing_since)) < 0.001)`;
+  // The endpoint's one retry job waits for its earliest record due later (this batch's failures included).
+  const retries = addDrainJobs(sql, sql`select endpoint_id, ${RETRY_LANE}, run_at from next_retry_due`, "retry");
+  return await sql<RecordRow[]>`
+    with commit_mode as (
+      ${asyncCommit(sql)}
+    ), r as (
+      select * from unnest(
+        ${items.map((_, i) => i)}::int[],
+        ${items.map((i) => i.endpointId)}::uuid[],
+        ${items.map((i) => i.delivery.id)}::uuid[],
+        ${items.map((i) => i.delivery.token)}::uuid[],
+        ${items.map((i) => i.delivery.slot)}::int[],
+        ${items.map((i) => String(i.result.ok))}::text[]::bool[],
+        ${items.map((i) => i.result.httpStatus)}::int[],
+        ${items.map((i) => i.result.responseBody)}::text[],
+        ${items.map((i) => Math.round(i.result.durationMs))}::int[],
+        ${items.map((i) => i.attemptId)}::uuid[],
+        ${items.map((i) => JSON.stringify(i.result.responseHeaders ?? {}))}::text[],
+        ${items.map((i) => JSON.stringify(i.plan))}::text[]::jsonb[]
+      ) as r(idx, endpoint_id, delivery_id, token, slot, ok, http_status, response_body, duration_ms, attempt_id,
+        response_headers, plan)
+    ), v as (
+      select * from unnest(
+        ${verdicts.map((v) => v.endpointId)}::uuid[],
+        ${verdicts.map((v) => v.health.disable)}::text[],
+        ${verdicts.map((v) => v.health.failing)}::text[],
+        ${verdicts.map((v) => v.seenFailingSince?.toISOString() ?? null)}::text[]::timestamptz[]
+      ) as v(endpoint_id, disable, failing, seen_failing_since)
+    ), attempt as (
+      insert into webhook_attempts (id, delivery_id, company_id, attempt_number, http_status, response_body, duration_ms,
+        response_headers)
+      select r.attempt_id, d.id, d.company_id, d.attempts + 1, r.http_status, r.response_body, r.duration_ms,
+        r.response_headers::jsonb
+      from r join webhook_deliveries d on d.id = r.delivery_id
+      ${
+    again
+      ? sql`where not exists (select 1 from webhook_attempts a where a.delivery_id = r.delivery_id and a.id = r.attempt_id)`
+      : sql``
+  }
+    ), disabled as (
+      update webhook_endpoints e set ${disabling(sql, sql`v.disable`)}
+      from v
+      where e.id = v.endpoint_id and v.disable is not null and e.status = 'active'
+        and (v.disable = 'gone' or ${sameClock})
+      returning e.id, v.disable
+    ), clock as (
+      update webhook_endpoints e set failing_since = case when v.failing = 'start' then now() end
+      from v
+      where e.id = v.endpoint_id and v.disable is null and v.failing <> 'keep' and e.status = 'active'
+        and ${sameClock}
+    ), updated as (
+      update webhook_deliveries d set
+        attempts = d.attempts + 1,
+        schedule_attempts = d.schedule_attempts + 1,
+        status = case when r.ok then 'succeeded' when d.status <> 'pending' then d.status
+          when x.id is not null or r.plan ->> d.schedule_attempts is null then 'failed' else 'pending' end,
+        next_attempt_at = case when r.ok or d.status <> 'pending' or x.id is not null then null
+          else now() + (r.plan ->> d.schedule_attempts)::float8 * interval '1 second' end,
+        lease_token = null,
+        leased_until = null,
+        leased_by = null,
+        updated_at = now()
+      from r left join disabled x on x.id = r.endpoint_id
+      where d.id = r.delivery_id and d.lease_token = r.token
+      returning r.idx, d.status, d.next_attempt_at, d.endpoint_id, d.attempts
+    ), next_retry as (
+      select b.endpoint_id, least(
+        (select min(u.next_attempt_at) from updated u where u.endpoint_id = b.endpoint_id),
+        (select min(d.next_attempt_at) from webhook_deliveries d
+          where d.endpoint_id = b.endpoint_id and d.status = 'pending' and d.next_attempt_at > now()
+            and d.id <> all(b.delivery_ids))
+      ) as run_at
+      from (select endpoint_id, array_agg(delivery_id) as delivery_ids from r group by endpoint_id) b
+    ), next_retry_due as (
+      -- Unless that job already waits for that time: a healthy stretch of a backlog does not rewrite it per batch.
+      select n.* from next_retry n
+      where n.run_at is not null and not exists (
+        select 1 from graphile_worker.jobs j
+        where j.key = ${drainJobKey(sql, sql`n.endpoint_id`, sql`${RETRY_LANE}`)} and j.run_at = n.run_at
+          and j.locked_at is null
+      )
+    ), retry_job as (
+      select count(*) from ${retries}
+    ), ep as (
+      select * from webhook_endpoints where id in (select endpoint_id from r)
+    ), gate as (
+      -- The slots that stay taken: their attempt was recorded, their endpoint still allows them.
+      select r.idx, r.endpoint_id, r.slot, ep.delivery_mode, r.delivery_id as attempted,
+        u.status = 'pending' as still_pending
+      from r join updated u on u.idx = r.idx join ep on ep.id = r.endpoint_id
+      where r.slot < ${slotLimit(sql, "ep")} and r.endpoint_id not in (select id from disabled)
+    ), ${fillSlots(sql, until, lease.owner)}, moved_slot as (
+      update webhook_slots s set
+        delivery_id = p.next_id,
+        leased_until = case when p.next_id is not null then ${until} end,
+        leased_by = case when p.next_id is not null then ${lease.owner}::uuid end
+      from r left join paired p on p.idx = r.idx
+      where s.endpoint_id = r.endpoint_id and s.slot = r.slot and s.delivery_id = r.delivery_id
+    )
+    select ep.*, r.idx, u.status as delivery_status, u.next_attempt_at as delivery_next_attempt_at,
+      u.attempts as attempt_number, x.disable as endpoint_disabled, ${claimedColumns(sql)}, r.slot,
+      (select count(*) from retry_job) as retry_jobs
+    from r
+    cross join commit_mode
+    left join updated u on u.idx = r.idx
+    left join ep on ep.id = r.endpoint_id
+    left join disabled x on x.id = r.endpoint_id
+    left join taken t on t.idx = r.idx`;
+}
