@@ -12,53 +12,65 @@ export type ServiceProcess = {
   stop: () => Promise<Deno.CommandStatus>;
   /** The log lines written so far, parsed (only with `logs: true`; stdout is discarded otherwise). */
   logs: () => Record<string, unknown>[];
-  /** The last 4,000 characters the service wrote on stderr (a crash's stack trace). */
+  /** The last 4,000 characters the service wrote on stderr (a crash's stack trace); none with `stderr: "inherit"`. */
   stderr: () => string;
 };
 
 const root = new URL("../..", import.meta.url).pathname;
+
+/** What the service runs with in tests, under what each test's `env` sets. */
+const TEST_SERVICE_ENV: Record<string, string> = {
+  JWT_SECRET: TEST_JWT_SECRET,
+  WEBHOOK_ALLOW_PRIVATE_URLS: "true",
+  WEBHOOK_RETRY_SCHEDULE: "1",
+  WEBHOOK_TIMEOUT_MS: "2000",
+  WORKER_CONCURRENCY: "4", // keeps several services within max_connections
+  LOG_LEVEL: "error",
+  ...HIGH_LIMITS,
+};
 
 /** A key set to `undefined` in `env` is left unset, so the service uses its default. */
 function serviceEnv(
   databaseUrl: string,
   port: number,
   env: Record<string, string | undefined>,
+  baseEnv = TEST_SERVICE_ENV,
 ): Record<string, string> {
-  const all: Record<string, string | undefined> = {
-    DATABASE_URL: databaseUrl,
-    PORT: String(port),
-    JWT_SECRET: TEST_JWT_SECRET,
-    WEBHOOK_ALLOW_PRIVATE_URLS: "true",
-    WEBHOOK_RETRY_SCHEDULE: "1",
-    WEBHOOK_TIMEOUT_MS: "2000",
-    WORKER_CONCURRENCY: "4", // keeps several services within max_connections
-    LOG_LEVEL: "error",
-    ...HIGH_LIMITS,
-    ...env,
-  };
+  const all: Record<string, string | undefined> = { DATABASE_URL: databaseUrl, PORT: String(port), ...baseEnv, ...env };
   return Object.fromEntries(Object.entries(all).filter((e): e is [string, string] => e[1] !== undefined));
 }
 
-/** `cwd` other than the repository: where the embedded Postgres keeps its `.data` (the embedded-postgres test). */
+/**
+ * The service on a free port against `databaseUrl`, resolved once `/readyz` answers 200. `cwd` other than the
+ * repository: where the embedded Postgres keeps its `.data` (the embedded-postgres test). The bench
+ * (tests/bench/service.ts) gives its own `baseEnv` in place of the tests' settings, `v8Flags` and `stderr: "inherit"`.
+ */
 export async function startService(
   databaseUrl: string,
   env: Record<string, string | undefined> = {},
-  opts: { cwd?: string; readyTimeoutMs?: number; logs?: boolean } = {},
+  opts: {
+    cwd?: string;
+    readyTimeoutMs?: number;
+    logs?: boolean;
+    baseEnv?: Record<string, string>;
+    v8Flags?: string[];
+    stderr?: "inherit";
+  } = {},
 ): Promise<ServiceProcess> {
   const port = freePort();
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-all", "--config", `${root}deno.json`, `${root}main.ts`],
+    args: ["run", ...opts.v8Flags ?? [], "--allow-all", "--config", `${root}deno.json`, `${root}main.ts`],
     cwd: opts.cwd ?? root,
-    env: serviceEnv(databaseUrl, port, env),
+    env: serviceEnv(databaseUrl, port, env, opts.baseEnv),
     stdin: "null",
     stdout: opts.logs ? "piped" : "null",
-    stderr: "piped",
+    stderr: opts.stderr ?? "piped",
   }).spawn();
   // keep what the child says on stderr: it explains a start that fails
   let stderr = "";
   let exited = false;
   const decoder = new TextDecoder();
-  const stderrDrained = child.stderr.pipeTo(
+  const stderrDrained = opts.stderr === "inherit" ? Promise.resolve() : child.stderr.pipeTo(
     new WritableStream({ write: (chunk) => void (stderr = (stderr + decoder.decode(chunk)).slice(-4000)) }),
   ).catch(() => {});
   let stdout = "";
