@@ -3,16 +3,7 @@ import { EMBEDDED_PORT } from "../../domain/infra/embedded_pg.ts";
 import { setLogLevel } from "../../domain/basics/log.ts";
 import { httpCompany, startService } from "../support/service_process.ts";
 import { TEST_TOKENS } from "../support/helpers.ts";
-
-async function accepts(port: number): Promise<boolean> {
-  try {
-    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
-    conn.close();
-    return true;
-  } catch {
-    return false;
-  }
-}
+import { accepts } from "../support/free_port.ts";
 
 Deno.test("with no Postgres and no JWT_SECRET, the service runs an embedded one and a generated secret, both kept across a restart", async () => {
   setLogLevel("silent");

@@ -1,17 +1,6 @@
 import assert from "node:assert/strict";
-import postgres from "postgres";
-import { adminUrl, dropDatabase, perTestDatabaseUrl } from "../support/databases.ts";
+import { databaseExists, dropDatabase, perTestDatabaseUrl } from "../support/databases.ts";
 import { runServiceToExit } from "../support/service_process.ts";
-
-async function databaseExists(url: string): Promise<boolean> {
-  const name = decodeURIComponent(new URL(url).pathname.slice(1));
-  const sql = postgres(adminUrl(url), { max: 1, onnotice: () => {} });
-  try {
-    return (await sql`select 1 from pg_database where datname = ${name}`).length > 0;
-  } finally {
-    await sql.end();
-  }
-}
 
 Deno.test("a service started on a port already in use says which port and exits 1, touching nothing", async () => {
   const squatter = Deno.listen({ hostname: "127.0.0.1", port: 0 });

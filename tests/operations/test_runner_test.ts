@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
-import postgres from "postgres";
-import { adminUrl, DEFAULT_TEST_DATABASE_URL, withUser } from "../support/databases.ts";
-import { freePort } from "../support/free_port.ts";
+import { databaseExists, DEFAULT_TEST_DATABASE_URL } from "../support/databases.ts";
+import { accepts, freePort } from "../support/free_port.ts";
 
 const root = new URL("../..", import.meta.url).pathname;
 const PROBE = "tests/operations/test_runner_probe.ts";
@@ -9,15 +8,6 @@ const RUN_TIMEOUT_MS = 180_000;
 
 type Report = { url: string; database: string; dataDirectory: string; port: number };
 type Run = { code: number; stderr: string; report: Report | null };
-
-async function accepts(port: number): Promise<boolean> {
-  try {
-    (await Deno.connect({ hostname: "127.0.0.1", port })).close();
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /**
  * `deno task test` on the probe alone, as a developer runs it: the environment of this process without what the
@@ -49,15 +39,6 @@ async function runRunner(env: Record<string, string>): Promise<Run> {
     };
   } finally {
     await Deno.remove(report);
-  }
-}
-
-async function databaseExists(serverUrl: string, name: string): Promise<boolean> {
-  const sql = postgres(adminUrl(withUser(serverUrl)), { max: 1, onnotice: () => {} });
-  try {
-    return (await sql`select 1 from pg_database where datname = ${name}`).length > 0;
-  } finally {
-    await sql.end();
   }
 }
 

@@ -79,6 +79,19 @@ export async function dropDatabase(url: string): Promise<void> {
   }
 }
 
+/** Whether the server of `url` has a database called `name`, by default the one `url` names. */
+export async function databaseExists(
+  url: string,
+  name = decodeURIComponent(new URL(url).pathname.slice(1)),
+): Promise<boolean> {
+  const sql = postgres(adminUrl(withUser(url)), { max: 1, onnotice: () => {} });
+  try {
+    return (await sql`select 1 from pg_database where datname = ${name}`).length > 0;
+  } finally {
+    await sql.end();
+  }
+}
+
 /** The databases of run `runId` still on the server of `baseUrl`, for example after a test file was killed. */
 export async function leftoverDatabases(baseUrl: string, runId: string): Promise<string[]> {
   const base = decodeURIComponent(new URL(baseUrl).pathname.slice(1));

@@ -5,3 +5,13 @@ export function freePort(): number {
   listener.close();
   return port;
 }
+
+/** Whether anything accepts a TCP connection on loopback `port` now (a server that should have stopped, say). */
+export async function accepts(port: number): Promise<boolean> {
+  try {
+    (await Deno.connect({ hostname: "127.0.0.1", port })).close();
+    return true;
+  } catch {
+    return false;
+  }
+}
