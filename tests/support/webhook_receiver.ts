@@ -4,6 +4,7 @@
  * when any body did not validate.
  */
 import { AssertionError } from "node:assert/strict";
+import { createHmac } from "node:crypto";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { CATALOGUE, type JsonSchema } from "../../domain/webhooks/catalogue.ts";
 import { verifySignature } from "../../domain/webhooks/signature.ts";
@@ -156,6 +157,10 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "obj
  */
 export const seqId = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, "0")}`;
 export const seqOf = (id: unknown) => typeof id === "string" ? Number(id.slice(24)) : NaN;
+
+/** The HMAC-SHA256 of `<t>.<body>` in hex, as a v1 (or v0) signature carries it: node:crypto, apart from the module under test. */
+export const hmac = (secret: string, t: number, body: string) =>
+  createHmac("sha256", secret).update(`${t}.${body}`).digest("hex");
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { createHmac } from "node:crypto";
 import { loadConfig } from "../../domain/infra/config.ts";
 import { connect } from "../../domain/infra/db.ts";
 import { localSecret } from "../../domain/infra/local_secrets.ts";
@@ -11,12 +10,10 @@ import { emitEvent } from "../../domain/webhooks/events.ts";
 import { parseSignatureHeader, verifySignature } from "../../domain/webhooks/signature.ts";
 import { dropDatabase, eventually, freshDatabase, newCompany, setup, TEST_JWT_SECRET } from "../support/helpers.ts";
 import { httpCompany, startService } from "../support/service_process.ts";
-import { startReceiver } from "../support/webhook_receiver.ts";
+import { hmac, startReceiver } from "../support/webhook_receiver.ts";
 
 const ENDPOINTS = "/api/v2/notifications/endpoints";
 const newKey = () => crypto.getRandomValues(new Uint8Array(32)).toHex();
-const hmac = (secret: string, t: number, body: string) =>
-  createHmac("sha256", secret).update(`${t}.${body}`).digest("hex");
 
 Deno.test("sealed values open only with their key, for their context, unaltered", async (t) => {
   const current = crypto.getRandomValues(new Uint8Array(32));

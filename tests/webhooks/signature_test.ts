@@ -1,18 +1,13 @@
 import assert from "node:assert/strict";
-import { createHmac } from "node:crypto";
 import { renderBody } from "../../domain/webhooks/body.ts";
 import { checkedAddresses, isPrivateAddress, systemResolver } from "../../domain/webhooks/url_guard.ts";
 import { parseSignatureHeader, signPayload, verifySignature } from "../../domain/webhooks/signature.ts";
 import { sendWebhook } from "../../domain/webhooks/sender.ts";
-import { EXAMPLE, startReceiver } from "../support/webhook_receiver.ts";
+import { EXAMPLE, hmac, startReceiver } from "../support/webhook_receiver.ts";
 
 const SECRET = "a".repeat(64);
 const OLD = "b".repeat(64);
 const BODY = '{"id":"x","type":"identified","data":{"transaction_id":"t"}}';
-
-/** The signature computed independently of the module under test (node:crypto). */
-const hmac = (secret: string, t: number, body: string) =>
-  createHmac("sha256", secret).update(`${t}.${body}`).digest("hex");
 
 Deno.test("signatures a receiver can verify", async (t) => {
   await t.step("the header is t=<unix>,v1=<HMAC-SHA256 of '<t>.<body>' in lowercase hex>", async () => {
