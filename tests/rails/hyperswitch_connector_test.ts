@@ -13,6 +13,7 @@ import {
   checkPaymentsResponse,
   checkVoidResponse,
   checkWebhookNotification,
+  WEBHOOK_TYPES,
 } from "../support/facilitapay_client.ts";
 
 // examplePersonRegistrationRequest, byte for byte
@@ -68,16 +69,7 @@ Deno.test("the Hyperswitch connector signs in, registers, collects by PIX, refun
           url: `${receiver.url}/facilitapay`,
           wrap_in_notification: true,
           inject_secret_in_body: true,
-          enabled_events: [
-            "exchange_created",
-            "identified",
-            "payment_approved",
-            "payment_expired",
-            "payment_failed",
-            "payment_refunded",
-            "wire_created",
-            "wire_waiting_correction",
-          ],
+          enabled_events: WEBHOOK_TYPES,
         }),
       });
       const body = await res.json();

@@ -164,7 +164,8 @@ const VoidData = object({
   })),
 });
 
-const WEBHOOK_TYPES = [
+/** The notification types the connector parses: those its endpoint subscribes to. */
+export const WEBHOOK_TYPES = [
   "exchange_created",
   "identified",
   "payment_approved",
