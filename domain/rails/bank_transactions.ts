@@ -3,7 +3,8 @@ import { ErrorBag } from "../basics/errors.ts";
 import { newId } from "../basics/ids.ts";
 import { isoUtc } from "../basics/time.ts";
 import { emitEvent } from "../webhooks/events.ts";
-import { getPerson, type PersonCreateInput, registerPerson } from "../subjects/people.ts";
+import { type PersonCreateInput, registerPerson } from "../subjects/people.ts";
+import { getSubjectOf } from "../subjects/subjects.ts";
 import type { StoredQuotas } from "../subjects/quotas.ts";
 import type { DocumentType } from "../subjects/person_rules.ts";
 import { checkTaxId } from "../basics/tax_ids.ts";
@@ -164,11 +165,11 @@ const paymentsWaiting = (sql: Tx) =>
  * crash between the two steps.
  */
 export async function registerPayer(sql: Sql, companyId: string, input: PersonCreateInput, quotas: StoredQuotas) {
-  const { person, created, asked } = await registerPerson(sql, companyId, input, quotas, { ask: paymentsWaiting });
-  if (!asked) return { person, created };
-  await identifyWaitingPayments(sql, companyId, person.id, person.document_type, person.document_number);
+  const { subject, created, asked } = await registerPerson(sql, companyId, input, quotas, { ask: paymentsWaiting });
+  if (!asked) return { subject, created };
+  await identifyWaitingPayments(sql, companyId, subject.id, subject.document_type, subject.document_number);
   // identified payins may have changed the person's status (clearance): answer it as it is now
-  return { person: await getPerson(sql, companyId, person.id), created };
+  return { subject: await getSubjectOf(sql, "person", companyId, subject.id), created };
 }
 
 /** A payer was registered while money waited for them: it becomes the person's identified payins. */

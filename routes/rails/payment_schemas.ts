@@ -2,8 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { uuid } from "../openapi/schemas.ts";
 import { API_STATUSES } from "../../domain/rails/payments.ts";
 import { BankAccount } from "../bank_accounts/schemas.ts";
-import { Person } from "../subjects/schemas.ts";
-import { CompanyCustomer } from "../subjects/company_schemas.ts";
+import { CompanyCustomer, Person } from "../subjects/schemas.ts";
 import { amount, currency } from "./schemas.ts";
 
 const nullableUuid = uuid.nullish();

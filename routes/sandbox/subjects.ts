@@ -6,8 +6,7 @@ import type { TransactionSql } from "../../domain/infra/db.ts";
 import type { Deps } from "../../domain/infra/deps.ts";
 import { newRouter } from "../openapi/router.ts";
 import { bodyErrorResponses, IdParam, jsonBody, jsonResponse } from "../openapi/schemas.ts";
-import { Person } from "../subjects/schemas.ts";
-import { CompanyCustomer } from "../subjects/company_schemas.ts";
+import { CompanyCustomer, Person } from "../subjects/schemas.ts";
 import { ReproveBody, RequestDocumentsBody, SANDBOX_EXAMPLES } from "./schemas.ts";
 
 const tags = ["Sandbox"];
