@@ -8,6 +8,7 @@ import {
   registerBrlAccount,
   registerPerson,
   typesSince,
+  UNKNOWN_MXN_PAYER_TRANSFER,
 } from "../support/rails.ts";
 import { randomCpf } from "../support/check_digits.ts";
 
@@ -188,17 +189,7 @@ Deno.test("each sandbox call emits its events with exactly the interface's data 
     await t.step("non_identified_bank_transaction: the bank_transaction object, MXN with concepto", async () => {
       const since = await lastEventId(ctx, company);
       assertCreated(
-        await company.post("/api/sandbox/bank_transactions", {
-          value: "750.50",
-          currency: "MXN",
-          spei_concepto_de_pago: "Factura 17",
-          payer: {
-            document_number: "HEGG560427MVZRRL04",
-            document_type: "curp",
-            name: "Pagador Desconocido",
-            bank_account: { bank: "BBVA MEXICO", branch_number: null, account_number: "012180001234567891" },
-          },
-        }),
+        await company.post("/api/sandbox/bank_transactions", UNKNOWN_MXN_PAYER_TRANSFER),
       );
       assert.deepEqual(await typesSince(ctx, company, since), ["non_identified_bank_transaction"]);
       const data = await only(since, "non_identified_bank_transaction");

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { newCompany, setup } from "../support/helpers.ts";
 import * as check from "../support/check_digits.ts";
-import { eventsOf } from "../support/rails.ts";
+import { eventsOf, registerBrlAccount } from "../support/rails.ts";
 
 Deno.test("company customers are subjects", async (t) => {
   const ctx = await setup("companies");
@@ -100,21 +100,11 @@ Deno.test("company customers are subjects", async (t) => {
     await t.step(
       "a company's id works wherever a subject's does: documents, bank accounts, transactions, status",
       async () => {
-        const account = await company.post(`/api/v1/subject/${id}/bank_accounts`, {
-          bank_account: {
-            owner_name: "Comercio Exemplo Ltda",
-            currency: "BRL",
-            account_number: "123456",
-            branch_number: "0001",
-            account_type: "conta-corrente",
-            bank: { code: "341", ispb: "60701190", name: "Itau" },
-          },
-        });
-        assert.equal(account.status, 201, JSON.stringify(account.body));
+        const account = await registerBrlAccount(company, id, "Comercio Exemplo Ltda");
         const payout = await company.post("/api/v1/transactions", {
           transaction: {
             subject_id: id,
-            to_bank_account_id: account.body.data.id,
+            to_bank_account_id: account.id,
             currency: "BRL",
             exchange_currency: "BRL",
             value: "10.00",

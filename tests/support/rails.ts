@@ -17,10 +17,11 @@ export async function registerPerson(company: Company, overrides: Record<string,
   return res.body.data as { id: string; status: string; document_number: string };
 }
 
-export async function registerBrlAccount(company: Company, subjectId: string) {
+/** A BRL account at Itaú for the subject (201, or the assertion names the body), in `ownerName`'s name. */
+export async function registerBrlAccount(company: Company, subjectId: string, ownerName = "Ana Pagadora") {
   const res = await company.post(`/api/v1/subject/${subjectId}/bank_accounts`, {
     bank_account: {
-      owner_name: "Ana Pagadora",
+      owner_name: ownerName,
       currency: "BRL",
       account_number: "123456",
       branch_number: "0001",
@@ -31,6 +32,19 @@ export async function registerBrlAccount(company: Company, subjectId: string) {
   assert.equal(res.status, 201, JSON.stringify(res.body));
   return res.body.data as { id: string };
 }
+
+/** A SPEI transfer in from a payer no subject matches (a CURP, a BBVA account, a concepto): money left unidentified. */
+export const UNKNOWN_MXN_PAYER_TRANSFER = {
+  value: "750.50",
+  currency: "MXN",
+  spei_concepto_de_pago: "Factura 17",
+  payer: {
+    document_number: "HEGG560427MVZRRL04",
+    document_type: "curp",
+    name: "Pagador Desconocido",
+    bank_account: { bank: "BBVA MEXICO", branch_number: null, account_number: "012180001234567891" },
+  },
+};
 
 export type StoredEvent = { id: string; type: string; data: Record<string, unknown> };
 

@@ -3,7 +3,7 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import { EVENT_TYPES } from "../../domain/webhooks/events.ts";
 import { eventually, newCompany, setup } from "../support/helpers.ts";
 import { startReceiver } from "../support/webhook_receiver.ts";
-import { registerBrlAccount, registerPerson } from "../support/rails.ts";
+import { registerBrlAccount, registerPerson, UNKNOWN_MXN_PAYER_TRANSFER } from "../support/rails.ts";
 import { randomCpf } from "../support/check_digits.ts";
 
 type EventType = { type: string; description: string; schema: Record<string, unknown> };
@@ -78,17 +78,7 @@ Deno.test("event catalogue: one JSON Schema per type, served, documented, and me
       await post(`/api/sandbox/pix_charges/${refusing.id}/pay`, { payer_document_number: randomCpf() });
       const expiring = await post("/api/sandbox/pix_charges", payin);
       await post(`/api/sandbox/pix_charges/${expiring.id}/expire`);
-      await post("/api/sandbox/bank_transactions", {
-        value: "750.50",
-        currency: "MXN",
-        spei_concepto_de_pago: "Factura 17",
-        payer: {
-          document_number: "HEGG560427MVZRRL04",
-          document_type: "curp",
-          name: "Pagador Desconocido",
-          bank_account: { bank: "BBVA MEXICO", branch_number: null, account_number: "012180001234567891" },
-        },
-      });
+      await post("/api/sandbox/bank_transactions", UNKNOWN_MXN_PAYER_TRANSFER);
       await post("/api/sandbox/bank_transactions", {
         value: "10.00",
         currency: "BRL",
