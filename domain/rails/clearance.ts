@@ -1,3 +1,4 @@
+import type postgres from "postgres";
 import type { TransactionSql, Tx } from "../infra/db.ts";
 import { type MandatoryDocument, missingMandatoryDocuments } from "../subjects/documents.ts";
 import { holdSubject, lockSubject, type ReprovalItem, type RequiredDocument } from "../subjects/status.ts";
@@ -40,26 +41,37 @@ export type Clearance = { cleared: boolean; missing: MandatoryDocument[] };
 /**
  * Whether money for the subject may move now. Locks the subject for the rest of the transaction (one decision
  * at a time per subject, and the consequences of a hold need no second lock). A subject that is not approved
- * keeps everything held. `usdValue` is the amount that moves now, or null for money that does not move yet
- * (pending, failed): that is cleared while the subject is approved and does not count. Moving money is held
- * when it takes the year's total over the limit while a mandatory document is missing (`missing` says which).
+ * keeps everything held. `usdValue` is the amount that moves now (SQL, so that it can be computed in the same
+ * round trip), or null for money that does not move yet (pending, failed): that is cleared while the subject is
+ * approved and does not count. Moving money is held when it takes the year's total over the limit while a
+ * mandatory document is missing (`missing` says which).
+ *
+ * The lock, the year's total and the subject's document labels go to Postgres in one round trip, pipelined: each
+ * statement runs after the one before it has finished, with a snapshot of its own, so the total is read once the
+ * lock is held and sees every pay-in committed before it (docs/performance.md, "The pay-in").
  */
 export async function decideClearance(
   tx: TransactionSql,
   companyId: string,
   subjectId: string,
-  usdValue: string | null,
+  usdValue: postgres.Fragment | null,
 ): Promise<Clearance> {
-  const person = await lockSubject(tx, companyId, subjectId);
+  const locked = lockSubject(tx, companyId, subjectId);
+  if (usdValue === null) {
+    const person = await locked;
+    return { cleared: person.status === "approved", missing: [] };
+  }
+  const [person, [{ over }], labels] = await Promise.all([
+    locked,
+    tx<{ over: boolean }[]>`
+      select coalesce(sum(usd_value), 0) + ${usdValue} > ${YEARLY_LIMIT_USD}::numeric as over
+      from (${movedThisYear(tx, companyId, subjectId)}) as moved`,
+    tx<{ label: string }[]>`
+      select distinct unnest(labels) as label from documents
+      where company_id = ${companyId} and person_id = ${subjectId}`,
+  ]);
   if (person.status !== "approved") return { cleared: false, missing: [] };
-  if (usdValue === null) return { cleared: true, missing: [] };
-  const [{ over }] = await tx<{ over: boolean }[]>`
-    select coalesce(sum(usd_value), 0) + ${usdValue}::numeric > ${YEARLY_LIMIT_USD}::numeric as over
-    from (${movedThisYear(tx, companyId, subjectId)}) as moved`;
   if (!over) return { cleared: true, missing: [] };
-  const labels = await tx<{ label: string }[]>`
-    select distinct unnest(labels) as label from documents
-    where company_id = ${companyId} and person_id = ${subjectId}`;
   const missing = missingMandatoryDocuments(labels.map((l) => l.label));
   return { cleared: missing.length === 0, missing };
 }
