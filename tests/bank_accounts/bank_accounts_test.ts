@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { type Company, newCompany, setup, type TestContext } from "../support/helpers.ts";
 // Check digits are computed from each published algorithm, not copied from the service.
 import { clabe, cnpj, nit, wrongLastDigit } from "../support/check_digits.ts";
+import { brazil, colombia, international, mexico } from "../support/bank_accounts.ts";
 
 const CPF = "52998224725";
 const CURP = "GOMA900101HDFRRN01";
@@ -28,44 +29,6 @@ const CREATE_KEYS = [
   "updated_at",
 ].sort();
 const READ_KEYS = CREATE_KEYS.map((k) => k === "intermediary_bank_account" ? "intermediary_bank_account_id" : k).sort();
-
-const brazil = (overrides: Record<string, unknown> = {}) => ({
-  currency: "BRL",
-  owner_name: "Ana Souza",
-  account_number: "123456-7",
-  branch_number: "0001",
-  account_type: "conta-corrente",
-  bank: { code: "341", ispb: "60701190", name: "itau" },
-  ...overrides,
-});
-
-const mexico = (overrides: Record<string, unknown> = {}) => ({
-  currency: "MXN",
-  account_number: clabe("01218000123456789"),
-  account_type: "conta-corrente",
-  bank: { code: "012", name: "bbva" },
-  ...overrides,
-});
-
-const colombia = (overrides: Record<string, unknown> = {}) => ({
-  currency: "COP",
-  account_number: "12345678901",
-  branch_number: "123",
-  owner_name: "Carlos Pérez",
-  bank: { code: "007", name: "bancolombia sa" },
-  ...overrides,
-});
-
-const international = (overrides: Record<string, unknown> = {}) => ({
-  currency: "USD",
-  account_number: "000123456789",
-  owner_name: "Acme Inc",
-  owner_document_number: "12-3456789",
-  owner_document_type: "tax_id",
-  routing_number: "021000021",
-  bank: { swift: "CHASUS33", name: "JPMorgan Chase" },
-  ...overrides,
-});
 
 async function newSubject(company: Company, documentNumber = CPF): Promise<string> {
   const res = await company.post("/api/v1/subject/people", {

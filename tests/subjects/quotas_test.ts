@@ -6,6 +6,7 @@ import { setLogLevel } from "../../domain/basics/log.ts";
 import { workerLogger } from "../../domain/infra/worker.ts";
 import { migrate, migrationFiles } from "../../domain/infra/migrate.ts";
 import { cnpj, cpf } from "../support/check_digits.ts";
+import { international } from "../support/bank_accounts.ts";
 import { type Company, dropDatabase, freshDatabase, newCompany, type Reply, setup } from "../support/helpers.ts";
 
 const PEOPLE = "/api/v1/subject/people";
@@ -140,18 +141,7 @@ Deno.test("bank accounts per company: a subject's and the company's own count, t
 
   await t.step("a third one answers 422, for a subject or for the company itself, and is not stored", async () => {
     assertQuota(await company.post(`/api/v1/subject/${ana}/bank_accounts`, pixAccount()), full);
-    const international = await company.post("/api/v1/bank_accounts", {
-      bank_account: {
-        currency: "USD",
-        account_number: "000123456789",
-        owner_name: "Acme Inc",
-        owner_document_number: "12-3456789",
-        owner_document_type: "tax_id",
-        routing_number: "021000021",
-        bank: { swift: "CHASUS33", name: "JPMorgan Chase" },
-      },
-    });
-    assertQuota(international, full);
+    assertQuota(await company.post("/api/v1/bank_accounts", { bank_account: international() }), full);
     assert.equal((await company.get(`/api/v1/subject/${ana}/bank_accounts`)).body.data.length, 1);
   });
 
