@@ -5,20 +5,14 @@
  */
 import { load, type LoadResult } from "./http.ts";
 import { percentile, startReceiver } from "./webhooks.ts";
+import { cpf } from "../support/check_digits.ts";
 
 const SUBJECTS = 16;
 
 type Service = { base: string; auth: Record<string, string> };
 
 /** A valid CPF for the n-th subject of a run (any n below 10^9). */
-function cpf(n: number): string {
-  const d = String(100_000_000 + n).slice(-9).split("").map(Number);
-  for (const len of [9, 10]) {
-    const sum = d.slice(0, len).reduce((s, v, i) => s + v * (len + 1 - i), 0);
-    d.push(((sum * 10) % 11) % 10);
-  }
-  return d.join("");
-}
+const subjectCpf = (n: number) => cpf(String(100_000_000 + n).slice(-9));
 
 async function call(s: Service, method: string, path: string, body: unknown) {
   const res = await fetch(`${s.base}${path}`, {
@@ -36,7 +30,12 @@ async function people(s: Service, count: number): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < count; i++) {
     const created = await call(s, "POST", "/api/v1/subject/people", {
-      person: { document_number: cpf(700_000 + i), document_type: "cpf", social_name: "Bench", fiscal_country: "BRA" },
+      person: {
+        document_number: subjectCpf(700_000 + i),
+        document_type: "cpf",
+        social_name: "Bench",
+        fiscal_country: "BRA",
+      },
     });
     ids.push(created.data.id);
   }
