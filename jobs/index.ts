@@ -9,7 +9,7 @@ import { releaseDeadLeases, wakeStalledEndpoints } from "../domain/webhooks/reco
 import { TASKS } from "../domain/webhooks/queue.ts";
 import { pruneHistory } from "../domain/webhooks/retention.ts";
 import { log } from "../domain/basics/log.ts";
-import { deliverWebhookTask } from "./deliver_webhook.ts";
+import { deliverWebhookTask } from "./drain_webhooks.ts";
 import { retryWireTask } from "./retry_wire.ts";
 
 /** Every background task of the service, by graphile-worker task name. */
