@@ -4,6 +4,7 @@ import type { LookupFunction } from "node:net";
 import type { SecretBox } from "../infra/secret_box.ts";
 import { renderBody } from "./body.ts";
 import { honoursRetryAfter } from "./delivery/decisions.ts";
+import type { ConnectionPool } from "./connections.ts";
 import { type EndpointRow, openSecrets } from "./endpoints.ts";
 import { signPayload, standardWebhookHeaders } from "./signature.ts";
 import { BlockedDestination, checkedAddresses, isIpLiteral, type Resolver, systemResolver } from "./url_guard.ts";
@@ -85,6 +86,8 @@ export type SendOptions = {
   resolve?: Resolver;
   /** Certificate authorities (PEM) trusted instead of the default ones: tests with their own TLS receivers. */
   ca?: string[];
+  /** Keep-alive connections to reuse (docs/webhooks.md, "Connections"); without it each attempt opens its own. */
+  connections?: ConnectionPool;
 };
 
 /**
@@ -115,8 +118,9 @@ export async function sendDelivery(
  *
  * The host name is resolved once, the addresses checked, and the connection opened to one of those addresses only
  * (the request's `lookup` answers with them), so a second DNS answer can never redirect it; TLS still uses the host
- * name for SNI and to verify the certificate. Each attempt has a connection of its own, closed after the answer:
- * a reused keep-alive connection that the receiver resets could have the POST sent twice for one recorded attempt.
+ * name for SNI and to verify the certificate. With `opts.connections` the connection is kept for the next attempt
+ * to the same host and checked addresses (a receiver that closes it meanwhile fails that attempt, which is never
+ * sent twice); without it, each attempt has a connection of its own, closed after the answer.
  * The timeout covers name resolution, the request and reading the first 16 KiB of the answer.
  */
 export async function sendWebhook(
@@ -151,7 +155,7 @@ export async function sendWebhook(
       "content-type": "application/json",
       "user-agent": USER_AGENT,
       ...headers,
-    }, { signal, ca: opts.ca });
+    }, { signal, ca: opts.ca, connections: opts.connections });
     return result(answer.status, decodePrefix(answer.bytes, answer.truncated), answer.headers);
   } catch (err) {
     if (err instanceof BlockedDestination) return result(0, err.message);
@@ -170,13 +174,16 @@ type Answer = {
 
 const firstValue = (value: string | string[] | undefined) => Array.isArray(value) ? value[0] : value;
 
-/** POSTs over a fresh connection to one of `addresses`, and reads the status and the first 16 KiB of the answer. */
+/**
+ * POSTs to one of `addresses`, over a pooled connection or a fresh one, and reads the status and the first 16 KiB of
+ * the answer. A connection is closed unless the answer was read to its end and the pool keeps it.
+ */
 function post(
   target: URL,
   addresses: string[],
   body: string,
   headers: Record<string, string>,
-  opts: { signal: AbortSignal; ca?: string[] },
+  opts: { signal: AbortSignal; ca?: string[]; connections?: ConnectionPool },
 ): Promise<Answer> {
   const host = target.hostname.replace(/^\[|\]$/g, "");
   const pinned: LookupFunction = (_name, options, callback) => {
@@ -186,24 +193,27 @@ function post(
   };
   const bytes = new TextEncoder().encode(body);
   const secure = target.protocol === "https:";
+  const port = target.port ? Number(target.port) : secure ? 443 : 80;
+  const pool = opts.connections;
+  const agent = pool ? pool.agentFor({ secure, host, port, addresses, ca: opts.ca }) : false;
   return new Promise<Answer>((resolve, reject) => {
     let settled = false;
-    const settle = (outcome: () => void) => {
+    const settle = (outcome: () => void, keep = false) => {
       if (settled) return;
       settled = true;
       opts.signal.removeEventListener("abort", onAbort);
-      request.destroy();
+      if (!keep || !pool) request.destroy();
       outcome();
     };
     const onAbort = () => settle(() => reject(opts.signal.reason));
     const request = (secure ? https : http).request({
       host,
-      port: target.port ? Number(target.port) : secure ? 443 : 80,
+      port,
       path: `${target.pathname}${target.search}`,
       method: "POST",
-      headers: { ...headers, "content-length": String(bytes.length), connection: "close" },
-      // no pool: this connection is used for this request only
-      agent: false,
+      headers: { ...headers, "content-length": String(bytes.length), ...(pool ? {} : { connection: "close" }) },
+      // without a pool this connection is used for this request only
+      agent,
       lookup: pinned,
       // the certificate must name the host (an IP literal is matched as an IP address)
       ...(secure ? { servername: isIpLiteral(host) ? undefined : host, ca: opts.ca, rejectUnauthorized: true } : {}),
@@ -211,24 +221,29 @@ function post(
       const chunks: Uint8Array[] = [];
       let size = 0;
       // The status and headers arrived: a body cut short (a reset, a close) still counts as the receiver's answer.
-      const answered = (truncated: boolean) =>
+      const answered = (truncated: boolean, complete = false) =>
         settle(() =>
           resolve({
             status: response.statusCode ?? 0,
             headers: response.headers,
             bytes: concat(chunks, MAX_RESPONSE_BYTES),
             truncated,
-          })
-        );
+          }), complete);
       response.on("data", (chunk: Uint8Array) => {
         chunks.push(chunk);
         size += chunk.length;
         if (size > MAX_RESPONSE_BYTES) answered(true);
       });
-      response.on("end", () => answered(false));
+      // read to its end: the connection may carry the next attempt
+      response.on("end", () => answered(false, true));
       response.on("close", () => answered(false));
       response.on("error", () => answered(false));
     });
+    // Deno's node:http sends a request again, unasked, when a kept connection turns out closed (its
+    // maybeRetryRequest, skipped for a request marked as a retry already): a POST the receiver may have read must
+    // fail this attempt instead, to be recorded and retried on the schedule (docs/webhooks.md, "Connections").
+    // tests/webhooks/connections_test.ts fails if a Deno upgrade sends it twice again.
+    if (pool) (request as unknown as { _retrying: boolean })._retrying = true;
     request.on("error", (err) => settle(() => reject(err)));
     if (opts.signal.aborted) return onAbort();
     opts.signal.addEventListener("abort", onAbort, { once: true });
