@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
-import { type Company, newCompany, setup, type TestContext } from "../support/helpers.ts";
+import { newCompany, setup, type TestContext } from "../support/helpers.ts";
 // Check digits are computed from each published algorithm, not copied from the service.
 import { clabe, cnpj, nit, wrongLastDigit } from "../support/check_digits.ts";
 import { brazil, colombia, international, mexico } from "../support/bank_accounts.ts";
+import { newPerson } from "../support/subjects.ts";
 
 const CPF = "52998224725";
 const CURP = "GOMA900101HDFRRN01";
@@ -30,14 +31,6 @@ const CREATE_KEYS = [
 ].sort();
 const READ_KEYS = CREATE_KEYS.map((k) => k === "intermediary_bank_account" ? "intermediary_bank_account_id" : k).sort();
 
-async function newSubject(company: Company, documentNumber = CPF): Promise<string> {
-  const res = await company.post("/api/v1/subject/people", {
-    person: { document_number: documentNumber, document_type: "cpf", social_name: "Ana Souza", fiscal_country: "BRA" },
-  });
-  assert.ok(res.status === 201 || res.status === 200, JSON.stringify(res.body));
-  return res.body.data.id;
-}
-
 async function directoryName(ctx: TestContext, country: string, code: string): Promise<string> {
   const [row] = await ctx
     .sql`select name from banks where company_id is null and country = ${country} and code = ${code}`;
@@ -48,7 +41,7 @@ async function directoryName(ctx: TestContext, country: string, code: string): P
 Deno.test("bank accounts", async (t) => {
   const ctx = await setup("bank_accounts");
   const company = await newCompany(ctx);
-  const subjectId = await newSubject(company);
+  const subjectId = await newPerson(company);
   const path = `/api/v1/subject/${subjectId}/bank_accounts`;
   const create = (bank_account: unknown, to = path) => company.post(to, { bank_account });
 
@@ -312,7 +305,7 @@ Deno.test("bank accounts", async (t) => {
     assert.equal(second.body.data.bank.id, first.body.data.bank.id);
 
     const other = await newCompany(ctx);
-    const otherSubject = await newSubject(other);
+    const otherSubject = await newPerson(other);
     const theirs = await other.post(`/api/v1/subject/${otherSubject}/bank_accounts`, {
       bank_account: colombia({ bank: { code: "999", name: "Su Banco" } }),
     });
@@ -397,7 +390,7 @@ Deno.test("bank accounts", async (t) => {
     const { intermediary_bank_account: _, ...rest } = created.body.data;
     assert.deepEqual(detail.body.data, { ...rest, intermediary_bank_account_id: null });
 
-    const otherSubject = await newSubject(company, "12345678909");
+    const otherSubject = await newPerson(company, "12345678909");
     assert.deepEqual((await company.get(`/api/v1/subject/${otherSubject}/bank_accounts`)).body, { data: [] });
   });
 
@@ -520,7 +513,7 @@ Deno.test("bank accounts", async (t) => {
       assert.equal(res.status, 404);
       assert.deepEqual(res.body, notFound);
     }
-    const sibling = await newSubject(company, "98765432100");
+    const sibling = await newPerson(company, "98765432100");
     const wrongSubject = await company.get(`/api/v1/subject/${sibling}/bank_accounts/${account.id}`);
     assert.equal(wrongSubject.status, 404);
     const put = await company.put(`/api/v1/subject/${sibling}/bank_accounts/${account.id}`, { bank_account: {} });

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { type Company, newCompany, setup } from "../support/helpers.ts";
+import { newCompany, setup } from "../support/helpers.ts";
+import { newPerson } from "../support/subjects.ts";
 
 // Minimal but complete files, built here so the bytes are real: a 1×1 grey PNG (CRCs and zlib stream computed),
 // a 1×1 baseline JPEG (one-symbol Huffman tables, one block whose DC difference and AC run are both zero) and a
@@ -119,14 +120,6 @@ function elf(): Uint8Array {
 }
 
 const b64 = (bytes: Uint8Array) => bytes.toBase64();
-
-async function newPerson(company: Company, documentNumber = "52998224725"): Promise<string> {
-  const res = await company.post("/api/v1/subject/people", {
-    person: { document_number: documentNumber, document_type: "cpf", social_name: "Ana Souza", fiscal_country: "BRA" },
-  });
-  assert.ok(res.status === 201 || res.status === 200, JSON.stringify(res.body));
-  return res.body.data.id;
-}
 
 Deno.test("document upload", async (t) => {
   const ctx = await setup("documents");
