@@ -1,14 +1,13 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { type Company, newCompany, type Reply, setup } from "../support/helpers.ts";
+import { ENDPOINTS, EVENTS } from "../support/endpoints.ts";
 
 // Whatever an integrator sends, the answer is theirs to fix (4xx), never a 500: values Postgres cannot hold (year
 // 0000, year 10000, lone UTF-16 surrogates in JSON, numbers past every column) are refused before they reach it.
 // The properties start from valid bodies and spoil one to three fields at a time, so the spoiled value is the one
 // that reaches the database instead of being hidden behind another field's validation error.
 
-const EVENTS = "/api/v2/notifications/events";
-const ENDPOINTS = "/api/v2/notifications/endpoints";
 /** Runs per property: together they take a few seconds. */
 const RUNS = 120;
 

@@ -16,10 +16,10 @@ import { migrate } from "../../domain/infra/migrate.ts";
 import { createSecretBox } from "../../domain/infra/secret_box.ts";
 import { UNREADABLE_DETAIL } from "../../routes/policy/idempotency.ts";
 import { httpCompany, startService } from "../support/service_process.ts";
+import { ENDPOINTS } from "../support/endpoints.ts";
 
 const PEOPLE = "/api/v1/subject/people";
 const PAYINS = "/api/sandbox/payins";
-const ENDPOINTS = "/api/v2/notifications/endpoints";
 
 const personBody = (documentNumber = "52998224725") => ({
   person: { document_number: documentNumber, document_type: "cpf", social_name: "Ana Souza", fiscal_country: "BRA" },

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { type Company, newCompany, type Reply, setup, type TestContext } from "../support/helpers.ts";
+import { ENDPOINTS } from "../support/endpoints.ts";
 
-const ENDPOINTS = "/api/v2/notifications/endpoints";
 const PEOPLE = "/api/v1/subject/people";
 
 function assertTooMany(res: Reply) {

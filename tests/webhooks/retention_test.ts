@@ -3,9 +3,8 @@ import { emitEvent } from "../../domain/webhooks/events.ts";
 import { ensurePartitions, pruneHistory } from "../../domain/webhooks/retention.ts";
 import { eventually, newCompany, setup } from "../support/helpers.ts";
 import { seqId, startReceiver } from "../support/webhook_receiver.ts";
+import { ENDPOINTS, EVENTS } from "../support/endpoints.ts";
 
-const ENDPOINTS = "/api/v2/notifications/endpoints";
-const EVENTS = "/api/v2/notifications/events";
 const DAY_MS = 86_400_000;
 const root = new URL("../..", import.meta.url).pathname;
 

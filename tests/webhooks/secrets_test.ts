@@ -11,8 +11,8 @@ import { parseSignatureHeader, verifySignature } from "../../domain/webhooks/sig
 import { dropDatabase, eventually, freshDatabase, newCompany, setup, TEST_JWT_SECRET } from "../support/helpers.ts";
 import { httpCompany, startService } from "../support/service_process.ts";
 import { hmac, startReceiver } from "../support/webhook_receiver.ts";
+import { ENDPOINTS } from "../support/endpoints.ts";
 
-const ENDPOINTS = "/api/v2/notifications/endpoints";
 const newKey = () => crypto.getRandomValues(new Uint8Array(32)).toHex();
 
 Deno.test("sealed values open only with their key, for their context, unaltered", async (t) => {
