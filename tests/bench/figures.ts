@@ -20,14 +20,14 @@ const DESCRIPTIONS: Record<string, Description> = {
   http_post_person_rps: { meaning: "POST /api/v1/subject/people requests/s, a new person each time" },
   http_post_person_vs_healthz_pct: {
     meaning: "POST person requests/s as a share of /healthz (%)",
-    target: atLeast(30, "%"),
+    target: atLeast(35, "%"),
   },
   http_post_person_p99_ms: { meaning: "99th percentile latency of POST person (ms)", target: below(25, " ms") },
   http_post_person_errors: { meaning: "POST person answers that were not 2xx, plus socket errors" },
   http_get_person_rps: { meaning: "GET /api/v1/subject/people/:id requests/s for one existing person" },
   http_get_person_vs_healthz_pct: {
     meaning: "GET person requests/s as a share of /healthz (%)",
-    target: atLeast(50, "%"),
+    target: atLeast(80, "%"),
   },
   http_get_person_p99_ms: { meaning: "99th percentile latency of GET person (ms)", target: below(25, " ms") },
   http_get_person_errors: { meaning: "GET person answers that were not 2xx, plus socket errors" },
@@ -45,6 +45,26 @@ const DESCRIPTIONS: Record<string, Description> = {
     target: atLeast(90, "%"),
   },
   http_get_person_limited_errors: { meaning: "GET person answers (limit on) that were not 2xx: a 429 is one" },
+  http_payins_16_subjects_rps: { meaning: "sandbox pay-ins/s, each to the next of 16 subjects, 32 connections" },
+  http_payins_16_subjects_vs_post_person: {
+    meaning: "sandbox pay-ins/s on 16 subjects as a share of POST person/s in the same run",
+    target: atLeast(0.5),
+  },
+  http_payins_16_subjects_errors: { meaning: "pay-in answers that were not 2xx, plus socket errors" },
+  receipt_at_50_payins_p50_ms: {
+    meaning: "median time from a pay-in's event to its receipt by a webhook receiver, 50 pay-ins/s on one subject",
+    target: below(10, " ms"),
+  },
+  receipt_at_50_payins_p99_ms: { meaning: "99th percentile of the same (ms)", target: below(50, " ms") },
+  receipt_at_100_payins_p50_ms: {
+    meaning: "median event-to-receipt time at 100 pay-ins/s on one subject (ms)",
+    target: below(10, " ms"),
+  },
+  receipt_at_100_payins_p99_ms: { meaning: "99th percentile of the same (ms)", target: below(50, " ms") },
+  receipt_payins_lost: {
+    meaning: "pay-ins answered 201 whose webhook never arrived in those phases",
+    target: below(1),
+  },
 
   events_per_run: { meaning: "events (or no-op jobs) each webhook phase pushes through" },
   worker_concurrency: { meaning: "jobs graphile-worker runs at once in this process" },

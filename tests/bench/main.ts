@@ -10,9 +10,12 @@ import { describe, type Figures, round, summary } from "./figures.ts";
 import { dropDatabase, freshDatabase } from "../support/helpers.ts";
 import { cpf } from "../support/check_digits.ts";
 import { BENCH_JWT_SECRET as JWT_SECRET, startService } from "./service.ts";
+import { eventToReceipt, payinsAcrossSubjects } from "./money_path.ts";
 
 const SECONDS = Number(Deno.env.get("BENCH_SECONDS") ?? 10);
 const CONNECTIONS = 32;
+/** How long pay-ins arrive at each fixed rate in the event-to-receipt phases. */
+const RECEIPT_SECONDS = Number(Deno.env.get("BENCH_RECEIPT_SECONDS") ?? 5);
 
 function row(name: string, r: LoadResult) {
   return `${name.padEnd(22)} ${r.requestsPerSecond.toFixed(0).padStart(8)} req/s   p50 ${
@@ -61,6 +64,8 @@ async function benchService(name: string, env: Record<string, string> = {}) {
     load({ url: base, connections: CONNECTIONS, seconds: SECONDS, script: `${wrkDir}${script}`, env: wrkEnv, request });
   return {
     base,
+    auth,
+    wrkDir,
     post: () => phase("post_person.lua", newPersonRequest(base, auth)),
     get: () =>
       phase("get_person.lua", () => new Request(`${base}/api/v1/subject/people/${personId}`, { headers: auth })),
@@ -78,7 +83,11 @@ async function benchService(name: string, env: Record<string, string> = {}) {
  * shared counters cost a request, as a share of the same run's figures.
  */
 async function benchHttp(): Promise<Figures> {
-  const open = await benchService("bench_http");
+  // pay-ins unthrottled and a receiver on loopback for the money-path phases (tests/bench/money_path.ts)
+  const open = await benchService("bench_http", {
+    SANDBOX_RATE_LIMIT_PER_SECOND: "0",
+    WEBHOOK_ALLOW_PRIVATE_URLS: "true",
+  });
   const limited = await benchService("bench_http_limited", {
     RATE_LIMIT_PER_SECOND: LIMITED_RATE,
     RATE_LIMIT_BURST: LIMITED_BURST,
@@ -94,6 +103,10 @@ async function benchHttp(): Promise<Figures> {
     const postLimited = await limited.post();
     const get = await open.get();
     const getLimited = await limited.get();
+    const money = { base: open.base, auth: open.auth };
+    const payins = await payinsAcrossSubjects(money, SECONDS, open.wrkDir);
+    const at50 = await eventToReceipt(money, 50, RECEIPT_SECONDS);
+    const at100 = await eventToReceipt(money, 100, RECEIPT_SECONDS);
 
     console.log(`\nHTTP, ${CONNECTIONS} connections, ${SECONDS} s each (${health.tool})`);
     console.log(row("GET /healthz (ceiling)", health));
@@ -102,6 +115,13 @@ async function benchHttp(): Promise<Figures> {
     console.log(`with the shared rate limit on (${LIMITED_RATE}/s, burst ${LIMITED_BURST})`);
     console.log(row("POST person, limited", postLimited));
     console.log(row("GET person, limited", getLimited));
+    console.log(row("sandbox pay-in, 16 subjects", payins));
+    for (const [rate, r] of [[50, at50], [100, at100]] as const) {
+      console.log(
+        `event to receipt at ${rate} pay-ins/s on one subject: p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, ` +
+          `${r.received} of ${r.sent} received, ${r.errors} errors`,
+      );
+    }
     const pct = (r: LoadResult, of = health) => round((100 * r.requestsPerSecond) / of.requestsPerSecond);
     return {
       http_load_tool: health.tool,
@@ -121,6 +141,14 @@ async function benchHttp(): Promise<Figures> {
       http_get_person_limited_rps: round(getLimited.requestsPerSecond, 0),
       http_get_person_limited_vs_unlimited_pct: pct(getLimited, get),
       http_get_person_limited_errors: getLimited.errors,
+      http_payins_16_subjects_rps: round(payins.requestsPerSecond, 0),
+      http_payins_16_subjects_vs_post_person: round(payins.requestsPerSecond / post.requestsPerSecond, 2),
+      http_payins_16_subjects_errors: payins.errors,
+      receipt_at_50_payins_p50_ms: at50.p50Ms,
+      receipt_at_50_payins_p99_ms: at50.p99Ms,
+      receipt_at_100_payins_p50_ms: at100.p50Ms,
+      receipt_at_100_payins_p99_ms: at100.p99Ms,
+      receipt_payins_lost: at50.sent - at50.errors - at50.received + at100.sent - at100.errors - at100.received,
     };
   } finally {
     await Promise.all([open.stop(), limited.stop()]);
