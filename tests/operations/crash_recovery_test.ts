@@ -5,6 +5,7 @@ import { setLogLevel } from "../../domain/basics/log.ts";
 import { dropDatabase, eventually, freshDatabase } from "../support/helpers.ts";
 import { httpCompany, startService } from "../support/service_process.ts";
 import { countingReceiver } from "../support/webhook_receiver.ts";
+import { createEndpointAt } from "../support/endpoints.ts";
 
 const EVENTS = 1_000;
 
@@ -17,12 +18,8 @@ Deno.test("a service killed with SIGKILL in the middle of delivery loses nothing
   const sql = connect(url, { max: 2 });
   try {
     const company = await httpCompany();
-    const endpoint = await company.call(service.base, "POST", "/api/v2/notifications/endpoints", {
-      url: `${receiver.url}/crash`,
-      max_concurrency: 8,
-    });
-    assert.equal(endpoint.status, 201);
-    useSecret(endpoint.body.data.secret);
+    const endpoint = await createEndpointAt(company, service.base, `${receiver.url}/crash`, { max_concurrency: 8 });
+    useSecret(endpoint.secret);
 
     // the producer: 1,000 events through the events module, committed in batches of 100
     for (let batch = 0; batch < EVENTS / 100; batch++) {

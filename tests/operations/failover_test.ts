@@ -7,6 +7,7 @@ import { clusterDir, clusterStatus, clusterTask, clusterUnavailable, processesIn
 import { eventually } from "../support/helpers.ts";
 import { httpCompany, type ServiceProcess, startService } from "../support/service_process.ts";
 import { sleep, startReceiver } from "../support/webhook_receiver.ts";
+import { createEndpointAt } from "../support/endpoints.ts";
 
 const whyNot = await clusterUnavailable();
 if (whyNot) console.warn(`failover_test: ignored: ${whyNot}`);
@@ -150,12 +151,8 @@ Deno.test({
           max_concurrency: 3,
         }]] as const
       ) {
-        const made = await company.call(a.base, "POST", "/api/v2/notifications/endpoints", {
-          url: `${receiver.url}${path}`,
-          ...settings,
-        });
-        assert.equal(made.status, 201, JSON.stringify(made.body));
-        secrets.set(path, made.body.data.secret);
+        const made = await createEndpointAt(company, a.base, `${receiver.url}${path}`, settings);
+        secrets.set(path, made.secret);
       }
       const person = await company.call(b.base, "POST", "/api/v1/subject/people", {
         person: { document_number: "52998224725", document_type: "cpf", social_name: "Ana", fiscal_country: "BRA" },

@@ -5,6 +5,7 @@ import { freePort } from "../support/free_port.ts";
 import { eventually } from "../support/helpers.ts";
 import { httpCompany, startService } from "../support/service_process.ts";
 import { countingReceiver, sleep } from "../support/webhook_receiver.ts";
+import { createEndpointAt } from "../support/endpoints.ts";
 
 const EVENTS = 300;
 let current: { stderr: () => string } | null = null;
@@ -34,13 +35,11 @@ Deno.test("Postgres restarted in the middle of a burst: the service carries on b
   service.child.status.then(() => serviceExited = true);
   try {
     const company = await httpCompany();
-    const endpoint = await company.call(service.base, "POST", "/api/v2/notifications/endpoints", {
-      url: `${receiver.url}/outage`,
+    const endpoint = await createEndpointAt(company, service.base, `${receiver.url}/outage`, {
       max_concurrency: MAX_CONCURRENCY,
     });
-    assert.equal(endpoint.status, 201);
-    useSecret(endpoint.body.data.secret);
-    const testEvent = `/api/v2/notifications/endpoints/${endpoint.body.data.id}/test`;
+    useSecret(endpoint.secret);
+    const testEvent = `/api/v2/notifications/endpoints/${endpoint.id}/test`;
 
     // The producer: test events one after the other, each a transaction with its delivery record and job, through
     // the outage. What answered 202 must arrive; what did not was not stored.

@@ -4,6 +4,7 @@ import { setLogLevel } from "../../domain/basics/log.ts";
 import { dropDatabase, eventually, freshDatabase } from "../support/helpers.ts";
 import { httpCompany, type ServiceProcess, startService } from "../support/service_process.ts";
 import { sleep, startReceiver } from "../support/webhook_receiver.ts";
+import { createEndpointAt } from "../support/endpoints.ts";
 
 const PAYMENTS = 30;
 
@@ -54,17 +55,9 @@ Deno.test("two worker instances and an API-only one serve and deliver together",
 
     let parallelId = "";
     await t.step("an endpoint created on one instance is seen by the others", async () => {
-      const parallel = await company.call(apiOnly.base, "POST", "/api/v2/notifications/endpoints", {
-        url: `${receiver.url}/parallel`,
-        max_concurrency: 3,
-      });
-      assert.equal(parallel.status, 201);
-      parallelId = parallel.body.data.id;
-      const sequential = await company.call(first.base, "POST", "/api/v2/notifications/endpoints", {
-        url: `${receiver.url}/sequential`,
-        delivery_mode: "sequential",
-      });
-      assert.equal(sequential.status, 201);
+      parallelId =
+        (await createEndpointAt(company, apiOnly.base, `${receiver.url}/parallel`, { max_concurrency: 3 })).id;
+      await createEndpointAt(company, first.base, `${receiver.url}/sequential`, { delivery_mode: "sequential" });
       const shown = await company.call(second.base, "GET", `/api/v2/notifications/endpoints/${parallelId}`);
       assert.equal(shown.body.data.max_concurrency, 3);
     });

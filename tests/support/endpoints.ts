@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { emitEvent, type EventType } from "../../domain/webhooks/events.ts";
 import type { Company, Reply, TestContext } from "./helpers.ts";
+import type { httpCompany } from "./service_process.ts";
 
 export const ENDPOINTS = "/api/v2/notifications/endpoints";
 export const EVENTS = "/api/v2/notifications/events";
@@ -22,6 +23,18 @@ export type DeliveryRecord = {
 /** Registers an endpoint at `url` (201, or the assertion names the body) and answers it as the API did. */
 export async function createEndpoint(company: Company, url: string, settings: Record<string, unknown> = {}) {
   const res = await company.post(ENDPOINTS, { url, ...settings });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  return res.body.data;
+}
+
+/** The same at a running service (`base`), for an integrator calling it over HTTP. */
+export async function createEndpointAt(
+  company: Awaited<ReturnType<typeof httpCompany>>,
+  base: string,
+  url: string,
+  settings: Record<string, unknown> = {},
+) {
+  const res = await company.call(base, "POST", ENDPOINTS, { url, ...settings });
   assert.equal(res.status, 201, JSON.stringify(res.body));
   return res.body.data;
 }

@@ -4,6 +4,7 @@ import { connect } from "../../domain/infra/db.ts";
 import { dropDatabase, eventually, freshDatabase } from "../support/helpers.ts";
 import { httpCompany, startService } from "../support/service_process.ts";
 import { sleep, startReceiver } from "../support/webhook_receiver.ts";
+import { createEndpointAt } from "../support/endpoints.ts";
 
 const ATTEMPTS = 10; // what WEBHOOK_RETRY_SCHEDULE "0.05" expands to
 
@@ -15,11 +16,7 @@ Deno.test("an operator finds every failed attempt in the service's log at the de
   const sql = connect(url, { max: 1 });
   try {
     const company = await httpCompany();
-    const created = await company.call(service.base, "POST", "/api/v2/notifications/endpoints", {
-      url: `${receiver.url}/down`,
-    });
-    assert.equal(created.status, 201);
-    const endpointId: string = created.body.data.id;
+    const endpointId: string = (await createEndpointAt(company, service.base, `${receiver.url}/down`)).id;
     const transactionId = crypto.randomUUID();
     await sql.begin((tx) => emitEvent(tx, company.id, "payment_failed", { transaction_id: transactionId }));
 
