@@ -15,7 +15,7 @@ import { setLogLevel } from "../../domain/basics/log.ts";
 import { migrate } from "../../domain/infra/migrate.ts";
 import { createSecretBox } from "../../domain/infra/secret_box.ts";
 import { UNREADABLE_DETAIL } from "../../routes/policy/idempotency.ts";
-import { httpCompany, startService } from "../support/service_process.ts";
+import { httpCompany, runTask, startService } from "../support/service_process.ts";
 import { ENDPOINTS } from "../support/endpoints.ts";
 
 const PEOPLE = "/api/v1/subject/people";
@@ -446,13 +446,9 @@ Deno.test("Idempotency-Key: answers an earlier version stored in plain text are 
 
     await t.step("deno task reseal-secrets moves them to a new key; then the old key is no longer needed", async () => {
       const keys = { SECRET_ENCRYPTION_KEY: secondKey, SECRET_ENCRYPTION_KEY_PREVIOUS: firstKey };
-      const command = await new Deno.Command(Deno.execPath(), {
-        args: ["task", "--quiet", "reseal-secrets"],
-        cwd: new URL("../..", import.meta.url).pathname,
-        env: { DATABASE_URL: url, LOG_LEVEL: "silent", ...keys },
-      }).output();
-      assert.equal(command.code, 0, new TextDecoder().decode(command.stderr));
-      assert.match(new TextDecoder().decode(command.stdout), /\n5 stored idempotent answer\(s\) re-sealed\n/);
+      const command = await runTask(url, ["reseal-secrets"], { LOG_LEVEL: "silent", JWT_SECRET: undefined, ...keys });
+      assert.equal(command.code, 0, command.stderr);
+      assert.match(command.stdout, /\n5 stored idempotent answer\(s\) re-sealed\n/);
       const box = await createSecretBox(Uint8Array.fromHex(secondKey));
       assert.deepEqual(await prefixes(), [...secrets.map(() => box.currentPrefix), null]);
       assertNoSecretIn(await storedKeys(sql, company.id), secrets);

@@ -158,15 +158,29 @@ export async function httpCompany(companyId = crypto.randomUUID(), settings: Tok
   return { id: companyId, token, call };
 }
 
-/** `deno task <task> <args>` against `databaseUrl`, as an operator runs it; its exit code, stdout lines and stderr. */
-export async function runTask(databaseUrl: string, args: string[]) {
+/**
+ * `deno task <task> <args>` against `databaseUrl`, as an operator runs it, with `env` over the test settings (a key set
+ * to `undefined` is not given); its exit code, stdout as written and in lines, and stderr.
+ */
+export async function runTask(databaseUrl: string, args: string[], env: Record<string, string | undefined> = {}) {
+  const all: Record<string, string | undefined> = {
+    DATABASE_URL: databaseUrl,
+    LOG_LEVEL: "error",
+    JWT_SECRET: TEST_JWT_SECRET,
+    ...env,
+  };
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["task", "-q", ...args],
     cwd: root,
-    env: { DATABASE_URL: databaseUrl, LOG_LEVEL: "error", JWT_SECRET: TEST_JWT_SECRET },
+    env: Object.fromEntries(Object.entries(all).filter((e): e is [string, string] => e[1] !== undefined)),
     stdout: "piped",
     stderr: "piped",
   }).output();
-  const text = new TextDecoder().decode(out.stdout).trimEnd();
-  return { code: out.code, lines: text.split("\n"), stderr: new TextDecoder().decode(out.stderr) };
+  const stdout = new TextDecoder().decode(out.stdout);
+  return {
+    code: out.code,
+    stdout,
+    lines: stdout.trimEnd().split("\n"),
+    stderr: new TextDecoder().decode(out.stderr),
+  };
 }

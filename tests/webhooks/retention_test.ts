@@ -4,9 +4,9 @@ import { ensurePartitions, pruneHistory } from "../../domain/webhooks/retention.
 import { eventually, newCompany, setup } from "../support/helpers.ts";
 import { seqId, startReceiver } from "../support/webhook_receiver.ts";
 import { ENDPOINTS, EVENTS } from "../support/endpoints.ts";
+import { runTask } from "../support/service_process.ts";
 
 const DAY_MS = 86_400_000;
-const root = new URL("../..", import.meta.url).pathname;
 
 Deno.test("retention: old webhook history goes, pending records and everything else stay", async (t) => {
   // a failing endpoint's records stay pending for an hour between attempts
@@ -102,15 +102,9 @@ Deno.test("retention: old webhook history goes, pending records and everything e
       await eventually("delivered", () => rx.at("/up").length === 7);
       await eventually("attempt recorded", async () => (await records("&status=succeeded")).length === 1);
       await new Promise((r) => setTimeout(r, 1_000)); // older than the retention below: 0.00001 days is 0.864 s
-      const out = await new Deno.Command(Deno.execPath(), {
-        args: ["task", "-q", "prune"],
-        cwd: root,
-        env: { DATABASE_URL: ctx.url, EVENT_RETENTION_DAYS: "0.00001", LOG_LEVEL: "error", JWT_SECRET: "x".repeat(32) },
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      const text = new TextDecoder().decode(out.stdout);
-      assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+      const out = await runTask(ctx.url, ["prune"], { EVENT_RETENTION_DAYS: "0.00001", JWT_SECRET: "x".repeat(32) });
+      const text = out.stdout;
+      assert.equal(out.code, 0, out.stderr);
       assert.match(text, /retention 0\.00001 day\(s\)/);
       assert.match(text, /delivery records deleted: 1\b/);
       assert.match(text, /partitions dropped: none/);

@@ -9,7 +9,7 @@ import { MAX_PREVIOUS_SECRETS } from "../../domain/webhooks/endpoints.ts";
 import { emitEvent } from "../../domain/webhooks/events.ts";
 import { parseSignatureHeader, verifySignature } from "../../domain/webhooks/signature.ts";
 import { dropDatabase, eventually, freshDatabase, newCompany, setup, TEST_JWT_SECRET } from "../support/helpers.ts";
-import { httpCompany, startService } from "../support/service_process.ts";
+import { httpCompany, runTask, startService } from "../support/service_process.ts";
 import { hmac, startReceiver } from "../support/webhook_receiver.ts";
 import { ENDPOINTS } from "../support/endpoints.ts";
 
@@ -287,14 +287,9 @@ Deno.test("secrets stored before sealing are sealed at start; the encryption key
         } finally {
           await service.stop();
         }
-        const command = await new Deno.Command(Deno.execPath(), {
-          args: ["task", "--quiet", "reseal-secrets"],
-          cwd: new URL("../..", import.meta.url).pathname,
-          env: { DATABASE_URL: url, LOG_LEVEL: "silent", ...keys },
-        }).output();
-        const said = new TextDecoder().decode(command.stdout);
-        assert.equal(command.code, 0, new TextDecoder().decode(command.stderr));
-        assert.match(said, /^2 endpoint\(s\) re-sealed/);
+        const command = await runTask(url, ["reseal-secrets"], { LOG_LEVEL: "silent", JWT_SECRET: undefined, ...keys });
+        assert.equal(command.code, 0, command.stderr);
+        assert.match(command.stdout, /^2 endpoint\(s\) re-sealed/);
         const box = await createSecretBox(Uint8Array.fromHex(secondKey));
         const [{ sealed }] = await sql<{ sealed: string[] }[]>`
         select array_agg(sealed_secret) || array_agg(p->>'secret') filter (where p is not null) as sealed
