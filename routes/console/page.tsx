@@ -4,31 +4,46 @@ import { EVENT_TYPES } from "../../domain/webhooks/events.ts";
 
 /**
  * The console's one page, rendered here; `assets/console.js` signs in, calls the public API with the token it keeps
- * for the tab (never in a URL, never in localStorage) and fills the tables (README, Integrator console).
+ * for the tab (never in a URL, never in localStorage) and fills the tables (README, Integrator console). Every look
+ * is in `assets/console.css`: the page carries classes, never a style attribute, which the policy would refuse.
  */
-const Field: FC<{ id: string; label: string; children: unknown }> = ({ id, label, children }) => (
-  <p class="field">
+const Field: FC<{ id: string; label: string; hint?: string; wide?: boolean; children: unknown }> = (
+  { id, label, hint, wide, children },
+) => (
+  <p class={wide ? "field wide" : "field"}>
     <label for={id}>{label}</label>
     {children}
+    {hint && <small id={`${id}-hint`} class="hint">{hint}</small>}
   </p>
 );
 
-/** A table the script fills: its caption, its column headers, and the id of its body. */
-const Table: FC<{ caption: string; columns: string[]; body: string }> = ({ caption, columns, body }) => (
-  <table>
-    <caption>{caption}</caption>
-    <thead>
-      <tr>
-        {columns.map((c) => <th key={c} scope="col">{c}</th>)}
-      </tr>
-    </thead>
-    <tbody id={body}></tbody>
-  </table>
+/**
+ * A table the script fills: its caption, its column headers, the id of its body, and what to say when it is empty
+ * (outside the body, so that a count of its rows is a count of records). `extra` columns are shown only once a record
+ * carries the fields they read (the script marks the table).
+ */
+const Table: FC<{ caption: string; columns: string[]; body: string; empty: string; extra?: string[] }> = (
+  { caption, columns, body, empty, extra = [] },
+) => (
+  <>
+    <table class="stack" id={`${body}-table`} data-extra={extra.length ? "absent" : undefined}>
+      <caption>{caption}</caption>
+      <thead>
+        <tr>
+          {columns.map((c) => <th key={c} scope="col">{c}</th>)}
+          {extra.map((c) => <th key={c} scope="col" class="extra">{c}</th>)}
+        </tr>
+      </thead>
+      <tbody id={body}></tbody>
+    </table>
+    <p id={`${body}-empty`} class="empty" hidden>{empty}</p>
+  </>
 );
 
 const SignIn = () => (
-  <section id="sign-in" aria-labelledby="sign-in-title">
-    <h1 id="sign-in-title">Sign in</h1>
+  <section id="sign-in" class="card narrow" aria-labelledby="sign-in-title">
+    <h2 id="sign-in-title">Sign in</h2>
+    <p class="lead">The people of an integrator manage their webhook endpoints and read their deliveries here.</p>
     <form id="sign-in-form">
       <Field id="username" label="Username">
         <input id="username" name="username" autocomplete="username" required />
@@ -36,59 +51,123 @@ const SignIn = () => (
       <Field id="password" label="Password">
         <input id="password" name="password" type="password" autocomplete="current-password" required />
       </Field>
-      <button type="submit">Sign in</button>
+      <button type="submit" class="primary">Sign in</button>
       <p id="sign-in-error" class="error" role="alert"></p>
     </form>
   </section>
 );
 
+/** What needs doing first: counts up front, then one line per endpoint that has failed deliveries or is disabled. */
+const Attention = () => (
+  <section id="attention" class="card" aria-labelledby="attention-title">
+    <div class="heading">
+      <h2 id="attention-title">Needs attention</h2>
+      <button type="button" id="refresh">Refresh</button>
+    </div>
+    <dl class="stats">
+      <div class="stat" data-tone="failed">
+        <dt>Failed deliveries</dt>
+        <dd id="stat-failed">–</dd>
+      </div>
+      <div class="stat" data-tone="pending">
+        <dt>Pending</dt>
+        <dd id="stat-pending">–</dd>
+      </div>
+      <div class="stat" data-tone="disabled">
+        <dt>Disabled endpoints</dt>
+        <dd id="stat-disabled">–</dd>
+      </div>
+      <div class="stat" data-tone="succeeded">
+        <dt>Delivered (24 h)</dt>
+        <dd id="stat-delivered">–</dd>
+      </div>
+    </dl>
+    <ul id="attention-list" class="attention"></ul>
+    <p id="attention-empty" class="empty ok" hidden>
+      Nothing needs attention: every endpoint is active and no delivery has failed.
+    </p>
+  </section>
+);
+
 const Endpoints = () => (
-  <section id="endpoints" aria-labelledby="endpoints-title">
+  <section id="endpoints" class="card" aria-labelledby="endpoints-title">
     <h2 id="endpoints-title">Endpoints</h2>
-    <form id="endpoint-form">
+    <Table
+      caption="Your endpoints"
+      columns={["URL", "Mode", "Status", "Deliveries", "Actions"]}
+      body="endpoint-rows"
+      empty="No endpoint yet. Add the URL where your server receives webhooks below, then send it a test event to check that it answers 2xx."
+    />
+    <p id="endpoint-secret" class="secret" role="status" hidden></p>
+    <form id="endpoint-form" class="panel">
+      <h3 id="endpoint-form-title">Add an endpoint</h3>
       <input type="hidden" id="endpoint-id" name="id" />
-      <Field id="endpoint-url" label="URL">
-        <input id="endpoint-url" name="url" type="url" required placeholder="https://example.com/webhooks" />
-      </Field>
-      <Field id="endpoint-mode" label="Delivery mode">
-        <select id="endpoint-mode" name="delivery_mode">
-          <option value="parallel">parallel</option>
-          <option value="sequential">sequential</option>
-        </select>
-      </Field>
-      <Field id="endpoint-events" label="Event types (comma separated, * for all)">
-        <input id="endpoint-events" name="enabled_events" value="*" />
-      </Field>
-      <button type="submit" id="endpoint-save">Create endpoint</button>
+      <div class="fields">
+        <Field id="endpoint-url" label="URL" wide>
+          <input id="endpoint-url" name="url" type="url" required placeholder="https://example.com/webhooks" />
+        </Field>
+        <Field id="endpoint-mode" label="Delivery mode">
+          <select id="endpoint-mode" name="delivery_mode">
+            <option value="parallel">parallel</option>
+            <option value="sequential">sequential</option>
+          </select>
+        </Field>
+        <Field id="endpoint-events" label="Event types" hint="Comma separated; * for all">
+          <input id="endpoint-events" name="enabled_events" value="*" aria-describedby="endpoint-events-hint" />
+        </Field>
+      </div>
+      <button type="submit" id="endpoint-save" class="primary">Create endpoint</button>
       <button type="reset" id="endpoint-cancel">Clear</button>
     </form>
-    <p id="endpoint-secret" class="secret" role="status" hidden></p>
-    <Table caption="Your endpoints" columns={["URL", "Mode", "Status", "Actions"]} body="endpoint-rows" />
-    <form id="recover-form">
-      <Field id="recover-endpoint" label="Send failed deliveries again, for endpoint">
-        <select id="recover-endpoint" name="endpoint" required></select>
-      </Field>
-      <Field id="recover-since" label="Failed since (UTC)">
-        <input id="recover-since" name="since" type="datetime-local" required />
-      </Field>
-      <button type="submit">Recover</button>
+    <form id="recover-form" class="panel">
+      <h3>Send failed deliveries again</h3>
+      <div class="fields">
+        <Field id="recover-endpoint" label="Send failed deliveries again, for endpoint" wide>
+          <select id="recover-endpoint" name="endpoint" required></select>
+        </Field>
+        <Field id="recover-since" label="Failed since (UTC)">
+          <input id="recover-since" name="since" type="datetime-local" required />
+        </Field>
+      </div>
+      <button type="submit" class="primary">Recover</button>
     </form>
   </section>
 );
 
+const Legend = () => (
+  <span class="legend">
+    <span class="key succeeded">succeeded</span> <span class="key failed">failed</span>{" "}
+    <span class="key pending">pending</span>
+  </span>
+);
+
 const Deliveries = () => (
-  <section id="deliveries" aria-labelledby="deliveries-title">
+  <section id="deliveries" class="card" aria-labelledby="deliveries-title">
     <h2 id="deliveries-title">Delivery log</h2>
-    <figure>
-      <svg id="chart" role="img" aria-labelledby="chart-title" viewBox="0 0 480 120" width="100%" height="120">
+    <figure class="chart">
+      <svg
+        id="chart"
+        role="img"
+        aria-labelledby="chart-title"
+        viewBox="0 0 480 120"
+        preserveAspectRatio="none"
+        width="100%"
+        height="120"
+      >
         <title id="chart-title">Deliveries per hour over the last day, by status</title>
+        <line class="baseline" x1="0" y1="119.5" x2="480" y2="119.5" />
       </svg>
+      <p class="axis" aria-hidden="true">
+        <span>24 h ago</span>
+        <span>12 h ago</span>
+        <span>now</span>
+      </p>
       <figcaption>
-        Last 24 hours, per hour: <span class="succeeded">succeeded</span> <span class="failed">failed</span>{" "}
-        <span class="pending">pending</span>
+        Last 24 hours, per hour: <Legend />
+        <span id="chart-empty" class="muted" hidden>No delivery in the last 24 hours.</span>
       </figcaption>
     </figure>
-    <form id="filters">
+    <form id="filters" class="filters">
       <Field id="filter-status" label="Status">
         <select id="filter-status" name="status">
           <option value="">any</option>
@@ -111,27 +190,44 @@ const Deliveries = () => (
       <Field id="filter-from" label="From (UTC)">
         <input id="filter-from" name="from" type="datetime-local" />
       </Field>
-      <button type="submit">Filter</button>
+      <p class="actions">
+        <button type="submit" class="primary">Filter</button>
+        <button type="reset">Clear filters</button>
+      </p>
     </form>
-    <Table caption="Deliveries, newest first" columns={["When", "Type", "Status", "Endpoint"]} body="delivery-rows" />
+    <Table
+      caption="Deliveries, newest first"
+      columns={["When", "Type", "Status", "Endpoint"]}
+      extra={["Attempts"]}
+      body="delivery-rows"
+      empty="No delivery yet. Create an endpoint and send it a test event: its delivery shows here."
+    />
     <button type="button" id="next-page" hidden>Older deliveries</button>
-    <section id="delivery" aria-labelledby="delivery-title" hidden>
+    <section id="delivery" class="panel detail" aria-labelledby="delivery-title" hidden>
       <h3 id="delivery-title" tabindex={-1}>Delivery</h3>
-      <dl id="delivery-facts"></dl>
-      <button type="button" id="delivery-retry">Retry now</button>
-      <button type="button" id="delivery-acknowledge">Acknowledge</button>
-      <Table caption="Attempts" columns={["#", "When", "HTTP status", "Duration", "Response"]} body="attempt-rows" />
+      <dl id="delivery-facts" class="facts"></dl>
+      <p class="actions">
+        <button type="button" id="delivery-retry" class="primary">Retry now</button>
+        <button type="button" id="delivery-acknowledge">Acknowledge</button>
+      </p>
+      <Table
+        caption="Attempts"
+        columns={["#", "When", "HTTP status", "Duration", "Response"]}
+        body="attempt-rows"
+        empty="No attempt yet: the first is made as soon as a worker takes the delivery."
+      />
     </section>
   </section>
 );
 
 const Catalogue = () => (
-  <section id="catalogue" aria-labelledby="catalogue-title">
+  <section id="catalogue" class="card" aria-labelledby="catalogue-title">
     <h2 id="catalogue-title">Event catalogue</h2>
+    <p class="lead">Every event type an endpoint can receive, with an example body.</p>
     {CATALOGUE.map((entry) => (
       <details key={entry.type}>
         <summary>
-          <code>{entry.type}</code> {entry.description}
+          <code>{entry.type}</code> <span>{entry.description}</span>
         </summary>
         <pre>{JSON.stringify(entry.example, null, 2)}</pre>
       </details>
@@ -144,19 +240,27 @@ export const ConsolePage = () => (
     <head>
       <meta charset="utf-8" />
       <meta name="viewport" content="width=device-width, initial-scale=1" />
+      <meta name="color-scheme" content="light dark" />
       <title>Payments console</title>
       <link rel="stylesheet" href="/console/assets/console.css" />
       <script src="/console/assets/console.js" defer></script>
     </head>
     <body>
+      <header class="top">
+        <div class="bar">
+          <h1 class="brand">Payments console</h1>
+          <nav id="app-nav" aria-label="Console" hidden>
+            <a href="#attention">Attention</a> <a href="#endpoints">Endpoints</a> <a href="#deliveries">Delivery log</a>
+            {" "}
+            <a href="#catalogue">Event catalogue</a> <button type="button" id="sign-out">Sign out</button>
+          </nav>
+        </div>
+      </header>
       <main>
         <SignIn />
         <div id="app" hidden>
-          <nav aria-label="Console">
-            <a href="#endpoints">Endpoints</a> <a href="#deliveries">Delivery log</a>{" "}
-            <a href="#catalogue">Event catalogue</a> <button type="button" id="sign-out">Sign out</button>
-          </nav>
           <p id="notice" role="status"></p>
+          <Attention />
           <Endpoints />
           <Deliveries />
           <Catalogue />

@@ -10,12 +10,43 @@ const text = (tag, value, className) => {
   if (className) el.className = className;
   return el;
 };
-const button = (label, onClick) => {
-  const b = text("button", label);
+const button = (label, onClick, className) => {
+  const b = text("button", label, className);
   b.type = "button";
   b.addEventListener("click", onClick);
   return b;
 };
+/** A status as a badge: its word, which is what a screen reader and the tests read, coloured and marked by the CSS. */
+const badge = (status, label = status) => text("span", label, `badge ${status}`);
+const el = (tag, ...children) => {
+  const e = document.createElement(tag);
+  e.append(...children);
+  return e;
+};
+const cell = (...children) => el("td", ...children);
+const utc = (iso) => new Date(iso).toISOString().replace("T", " ").slice(0, 19);
+/** "14:05 UTC (in 9 min)": a next attempt is read against now, the instant in UTC as everywhere else on the page. */
+function nextAt(iso) {
+  const minutes = Math.round((Date.parse(iso) - Date.now()) / 60_000);
+  const when = `${new Date(iso).toISOString().slice(11, 16)} UTC`;
+  if (minutes <= 0) return `${when} (due now)`;
+  if (minutes < 90) return `${when} (in ${minutes} min)`;
+  const hours = Math.round(minutes / 60);
+  return hours < 36 ? `${when} (in ${hours} h)` : `${utc(iso).slice(0, 16)} UTC (in ${Math.round(hours / 24)} days)`;
+}
+/**
+ * The narrow layout shows each row as a card, each cell under its column's name: the names are copied from the
+ * table's head onto the cells, where the CSS reads them.
+ */
+function fillTable(tbody, rows, append = false) {
+  const names = [...tbody.closest("table").tHead.rows[0].cells].map((th) => th.textContent);
+  for (const tr of rows) [...tr.cells].forEach((td, i) => td.dataset.label = names[i] ?? "");
+  if (append) tbody.append(...rows);
+  else tbody.replaceChildren(...rows);
+  const empty = !tbody.rows.length;
+  tbody.closest("table").hidden = empty;
+  $(`${tbody.id}-empty`).hidden = !empty;
+}
 
 async function api(method, path, body) {
   const res = await fetch(path, {
@@ -41,7 +72,7 @@ function describeErrors(errors) {
 function notice(message, isError = false) {
   const el = $("notice");
   el.textContent = message;
-  el.className = isError ? "error" : "";
+  el.className = isError ? "error" : "done";
 }
 
 const run = (action) => async (event) => {
@@ -57,11 +88,15 @@ const run = (action) => async (event) => {
 function showApp(signedIn) {
   $("sign-in").hidden = signedIn;
   $("app").hidden = !signedIn;
+  $("app-nav").hidden = !signedIn;
   if (signedIn) refreshAll();
 }
 
 function signOut() {
   sessionStorage.removeItem(TOKEN);
+  // the next person to sign in on this tab sees nothing of this one's deliveries
+  shown = null;
+  $("delivery").hidden = true;
   showApp(false);
 }
 
@@ -80,54 +115,117 @@ $("sign-in-form").addEventListener("submit", async (event) => {
   }
 });
 $("sign-out").addEventListener("click", signOut);
+$("refresh").addEventListener("click", () => refreshAll());
 
 // --- endpoints
 const ENDPOINTS = "/api/v2/notifications/endpoints";
+const EVENTS = "/api/v2/notifications/events";
 let endpoints = [];
+
+const DISABLED_BECAUSE = {
+  manual: "disabled by your company",
+  gone: "the receiver answered 410 Gone",
+  failing: "every attempt failed for days",
+};
+
+/**
+ * The records of one status, per endpoint, from the events list (there is no count in the API). One page of the
+ * whole company answers when it holds them all; past a page, each endpoint is asked on its own so that a busy one does
+ * not hide the others, and a count of a full page reads "100+".
+ */
+async function byEndpoint(status) {
+  const page = (q) => api("GET", `${EVENTS}?${new URLSearchParams({ per_page: "100", status, ...q })}`);
+  const found = new Map(endpoints.map((e) => [e.id, { records: [], more: false }]));
+  const { data } = await page({});
+  if (data.length < 100) {
+    for (const d of data) found.get(d.endpoint_id)?.records.push(d);
+    return found;
+  }
+  await Promise.all(endpoints.map(async (e) => {
+    const { data } = await page({ endpoint_id: e.id });
+    found.set(e.id, { records: data, more: data.length === 100 });
+  }));
+  return found;
+}
+
+/**
+ * What the delivery records say of one endpoint: failed and pending counts, and, once the API lists them
+ * (`attempts_count`, `next_attempt_at`), how many pending ones are being retried and when the next attempt is.
+ */
+function health(failed, pending) {
+  const retrying = pending.records.filter((d) => (d.attempts_count ?? 0) > 0);
+  const next = pending.records.map((d) => d.next_attempt_at).filter(Boolean).sort()[0] ?? null;
+  return {
+    failed: failed.records.length,
+    failedMore: failed.more,
+    pending: pending.records.length,
+    pendingMore: pending.more,
+    retrying: pending.records.some((d) => "attempts_count" in d) ? retrying.length : null,
+    next,
+  };
+}
+const count = (n, more) => `${n}${more ? "+" : ""}`;
 
 async function loadEndpoints() {
   endpoints = (await api("GET", ENDPOINTS)).data;
-  const rows = $("endpoint-rows");
-  rows.replaceChildren(...endpoints.map((e) => {
-    const tr = document.createElement("tr");
-    tr.dataset.id = e.id;
-    const actions = document.createElement("td");
-    actions.append(
-      button("Edit", () => editEndpoint(e)),
-      button(
-        "Send test event",
-        run(async () => {
-          await api("POST", `${ENDPOINTS}/${e.id}/test`, { type: "identified" });
-          notice("Test event queued");
-          await loadDeliveries();
-        }),
-      ),
-      button(
-        "Rotate secret",
-        run(async () => {
-          const { data } = await api("POST", `${ENDPOINTS}/${e.id}/rotate_secret`);
-          showSecret(data.secret);
-        }),
-      ),
-      e.status === "active"
-        ? button(
-          "Disable",
+  const [failed, pending] = await Promise.all([byEndpoint("failed"), byEndpoint("pending")]);
+  const states = new Map(endpoints.map((e) => [e.id, health(failed.get(e.id), pending.get(e.id))]));
+  fillTable(
+    $("endpoint-rows"),
+    endpoints.map((e) => {
+      const tr = document.createElement("tr");
+      tr.dataset.id = e.id;
+      const actions = document.createElement("td");
+      actions.className = "row-actions";
+      actions.append(
+        button("Edit", () => editEndpoint(e)),
+        button(
+          "Send test event",
           run(async () => {
-            await api("DELETE", `${ENDPOINTS}/${e.id}`);
-            await loadEndpoints();
-          }),
-        )
-        : button(
-          "Enable",
-          run(async () => {
-            await api("POST", `${ENDPOINTS}/${e.id}/enable`);
-            await loadEndpoints();
+            await api("POST", `${ENDPOINTS}/${e.id}/test`, { type: "identified" });
+            notice("Test event queued");
+            await refreshDeliveries();
           }),
         ),
-    );
-    tr.append(text("td", e.url), text("td", e.delivery_mode), text("td", e.status, e.status), actions);
-    return tr;
-  }));
+        button(
+          "Rotate secret",
+          run(async () => {
+            const { data } = await api("POST", `${ENDPOINTS}/${e.id}/rotate_secret`);
+            showSecret(data.secret);
+            const until = data.previous_secret_expires_at;
+            notice(`Secret rotated${until ? `: the previous one still signs until ${utc(until)} UTC` : ""}`);
+          }),
+        ),
+        e.status === "active"
+          ? button(
+            "Disable",
+            run(async () => {
+              await api("DELETE", `${ENDPOINTS}/${e.id}`);
+              notice("Endpoint disabled: nothing more is sent to it, and what was pending for it failed");
+              await loadEndpoints();
+            }),
+            "danger",
+          )
+          : button(
+            "Enable",
+            run(async () => {
+              await api("POST", `${ENDPOINTS}/${e.id}/enable`);
+              notice("Endpoint enabled: what failed meanwhile stays failed until you recover it");
+              await loadEndpoints();
+            }),
+          ),
+      );
+      tr.append(
+        text("td", e.url, "url"),
+        text("td", e.delivery_mode),
+        cell(badge(e.status)),
+        cell(...deliveriesOf(e, states.get(e.id))),
+        actions,
+      );
+      return tr;
+    }),
+  );
+  showAttention(states);
   for (const select of [$("recover-endpoint"), $("filter-endpoint")]) {
     const keep = select.id === "filter-endpoint" ? [select.options[0]] : [];
     const chosen = select.value;
@@ -143,10 +241,82 @@ async function loadEndpoints() {
   }
 }
 
+/** The "Deliveries" cell of an endpoint: what failed, what waits and when it is tried next, or that all went. */
+function deliveriesOf(e, h) {
+  const parts = [];
+  if (h.failed) parts.push(badge("failed", `${count(h.failed, h.failedMore)} failed`));
+  if (h.pending) {
+    const retrying = h.retrying ? `, ${h.retrying} retrying` : "";
+    parts.push(badge("pending", `${count(h.pending, h.pendingMore)} pending${retrying}`));
+  }
+  if (h.next) parts.push(text("span", `next attempt ${nextAt(h.next)}`, "note"));
+  if (e.status === "disabled") parts.push(text("span", DISABLED_BECAUSE[e.disabled_reason] ?? "disabled", "note"));
+  if (!h.failed && !h.pending) parts.unshift(text("span", "all delivered", "note ok"));
+  return parts;
+}
+
+/** The counts up front, and one line per endpoint needing something, with the step that fixes it. */
+function showAttention(states) {
+  const total = (key) => [...states.values()].reduce((sum, h) => sum + h[key], 0);
+  const more = (key) => [...states.values()].some((h) => h[key]);
+  $("stat-failed").textContent = count(total("failed"), more("failedMore"));
+  $("stat-pending").textContent = count(total("pending"), more("pendingMore"));
+  $("stat-disabled").textContent = String(endpoints.filter((e) => e.status === "disabled").length);
+  const items = endpoints.flatMap((e) => {
+    const h = states.get(e.id);
+    if (!h.failed && e.status === "active") return [];
+    const li = document.createElement("li");
+    li.append(text("span", e.url, "url"));
+    const what = document.createElement("span");
+    what.className = "what";
+    if (e.status === "disabled") {
+      what.append(badge("disabled"), ` ${DISABLED_BECAUSE[e.disabled_reason] ?? ""}: enable it`);
+      if (h.failed) what.append(", then ");
+    }
+    if (h.failed) {
+      const n = count(h.failed, h.failedMore);
+      const one = h.failed === 1 && !h.failedMore;
+      what.append(
+        badge("failed", `${n} failed`),
+        ` ${one ? "delivery" : "deliveries"}: once the receiver answers 2xx, recover ${one ? "it" : "them"}`,
+      );
+    }
+    li.append(what);
+    const actions = document.createElement("span");
+    actions.className = "row-actions";
+    if (h.failed) {
+      actions.append(
+        button("Show in log", run(() => showFailed(e.id))),
+        button("Recover…", () => {
+          $("recover-endpoint").value = e.id;
+          $("recover-since").focus();
+        }),
+      );
+    }
+    li.append(actions);
+    return [li];
+  });
+  $("attention-list").replaceChildren(...items);
+  $("attention-list").hidden = !items.length;
+  $("attention-empty").hidden = Boolean(items.length);
+  $("attention-empty").textContent = endpoints.length
+    ? "Nothing needs attention: every endpoint is active and no delivery has failed."
+    : "Nothing to watch yet: add an endpoint below, and its failures will show here.";
+  // nothing to recover without an endpoint: an empty list of them would only be a dead end
+  $("recover-form").hidden = !endpoints.length;
+}
+
+async function showFailed(endpointId) {
+  $("filter-status").value = "failed";
+  $("filter-endpoint").value = endpointId;
+  await loadDeliveries();
+  $("deliveries-title").scrollIntoView();
+}
+
 function showSecret(secret) {
   const el = $("endpoint-secret");
   el.hidden = false;
-  el.textContent = `Signing secret (shown once, copy it now): ${secret}`;
+  el.replaceChildren("Signing secret (shown once, copy it now): ", text("code", secret));
 }
 
 function editEndpoint(e) {
@@ -155,12 +325,14 @@ function editEndpoint(e) {
   $("endpoint-mode").value = e.delivery_mode;
   $("endpoint-events").value = e.enabled_events.join(",");
   $("endpoint-save").textContent = "Save endpoint";
+  $("endpoint-form-title").textContent = "Edit an endpoint";
   $("endpoint-url").focus();
 }
 
 $("endpoint-form").addEventListener("reset", () => {
   $("endpoint-id").value = "";
   $("endpoint-save").textContent = "Create endpoint";
+  $("endpoint-form-title").textContent = "Add an endpoint";
 });
 $("endpoint-form").addEventListener(
   "submit",
@@ -183,13 +355,13 @@ $("recover-form").addEventListener(
   run(async () => {
     const since = new Date(`${$("recover-since").value}Z`).toISOString();
     const { data } = await api("POST", `${ENDPOINTS}/${$("recover-endpoint").value}/recover`, { since });
-    notice(`Recovered: ${JSON.stringify(data)}`);
-    await loadDeliveries();
+    const url = endpoints.find((e) => e.id === data.endpoint_id)?.url ?? data.endpoint_id;
+    notice(`${data.deliveries} failed ${data.deliveries === 1 ? "delivery" : "deliveries"} sent again to ${url}`);
+    await refreshDeliveries();
   }),
 );
 
 // --- deliveries
-const EVENTS = "/api/v2/notifications/events";
 let lastId = null;
 
 function filterQuery() {
@@ -201,55 +373,121 @@ function filterQuery() {
   return q;
 }
 
+/**
+ * The attempts of a record as the list will carry them (`attempts_count`, `next_attempt_at`, `last_error`): shown
+ * when present; until the API lists them, their column stays hidden and the detail derives what it can.
+ */
+function attemptsOf(d) {
+  const parts = [];
+  if (d.attempts_count !== undefined) {
+    parts.push(`${d.attempts_count} ${d.attempts_count === 1 ? "attempt" : "attempts"}`);
+  }
+  if (d.status === "pending" && d.next_attempt_at) parts.push(`next ${nextAt(d.next_attempt_at)}`);
+  const td = cell(parts.join(", "));
+  if (d.last_error) td.append(text("span", d.last_error, "note error"));
+  return td;
+}
+
+/**
+ * The log read again with the filters: marked busy while the answer is awaited, so that assistive technology (and the
+ * browser test) knows the rows shown are the previous filter's until it clears.
+ */
 async function loadDeliveries(more = false) {
+  const table = $("delivery-rows-table");
+  table.setAttribute("aria-busy", "true");
+  try {
+    await readDeliveries(more);
+  } finally {
+    table.removeAttribute("aria-busy");
+  }
+}
+
+async function readDeliveries(more) {
   const q = filterQuery();
   if (more && lastId) q.set("last_id", lastId);
   const { data } = await api("GET", `${EVENTS}?${q}`);
   const rows = data.map((d) => {
     const tr = document.createElement("tr");
     tr.dataset.id = d.id;
-    const open = button(
-      new Date(d.inserted_at).toISOString().replace("T", " ").slice(0, 19),
-      run(() => showDelivery(d.id)),
-    );
-    const when = document.createElement("td");
-    when.append(open);
+    tr.dataset.status = d.status;
+    const open = button(utc(d.inserted_at), run(() => showDelivery(d.id)), "link");
     const endpoint = endpoints.find((e) => e.id === d.endpoint_id);
-    tr.append(when, text("td", d.type), text("td", d.status, d.status), text("td", endpoint?.url ?? d.endpoint_id));
+    tr.append(
+      cell(open),
+      text("td", d.type),
+      cell(badge(d.status)),
+      text("td", endpoint?.url ?? d.endpoint_id, "url"),
+      attemptsOf(d),
+    );
     return tr;
   });
-  if (more) $("delivery-rows").append(...rows);
-  else $("delivery-rows").replaceChildren(...rows);
+  fillTable($("delivery-rows"), rows, more);
+  const table = $("delivery-rows-table");
+  if (data.some((d) => "attempts_count" in d || "next_attempt_at" in d || "last_error" in d)) {
+    table.dataset.extra = "present";
+  } else if (!more) table.dataset.extra = "absent";
+  // the empty log says what to do: with filters, loosen them; without, make something to deliver
+  const filtered = [...filterQuery().keys()].length > 1;
+  $("delivery-rows-empty").textContent = filtered
+    ? "No delivery matches these filters. Clear a filter, or pick an earlier From date."
+    : "No delivery yet. Create an endpoint and send it a test event: its delivery shows here.";
   lastId = data.length ? data[data.length - 1].id : lastId;
   $("next-page").hidden = data.length < 20;
 }
 
 let shown = null;
 
-async function showDelivery(id) {
+async function showDelivery(id, focus = true) {
   const { data } = await api("GET", `${EVENTS}/${id}`);
   shown = data;
   $("delivery").hidden = false;
-  const facts = [["Id", data.id], ["Type", data.type], ["Status", data.status], ["Event", data.event_id]];
-  $("delivery-facts").replaceChildren(...facts.flatMap(([k, v]) => [text("dt", k), text("dd", v)]));
+  const attempts = data.attempts ?? [];
+  const last = attempts.at(-1);
+  const lastFailed = last && !(last.http_status >= 200 && last.http_status < 300);
+  const lastError = data.last_error ??
+    (lastFailed
+      ? `${last.http_status ? `HTTP ${last.http_status}` : "no answer"}: ${firstLine(last.response_body)}`
+      : null);
+  const facts = [
+    ["Id", data.id],
+    ["Type", data.type],
+    ["Status", badge(data.status)],
+    ["Event", data.event_id],
+    ["Endpoint", endpoints.find((e) => e.id === data.endpoint_id)?.url ?? data.endpoint_id],
+    ["Created", `${utc(data.inserted_at)} UTC`],
+    ["Attempts", String(data.attempts_count ?? attempts.length)],
+  ];
+  if (lastError && data.status !== "succeeded") facts.push(["Last error", text("span", lastError, "error")]);
+  if (data.status === "pending" && data.next_attempt_at) facts.push(["Next attempt", nextAt(data.next_attempt_at)]);
+  $("delivery-facts").replaceChildren(...facts.flatMap(([k, v]) => [text("dt", k), el("dd", v)]));
   $("delivery-facts").dataset.status = data.status;
-  $("attempt-rows").replaceChildren(...data.attempts.map((a) => {
-    const tr = document.createElement("tr");
-    const response = document.createElement("td");
-    const headers = Object.entries(a.response_headers ?? {}).map(([k, v]) => `${k}: ${v}`).join("\n");
-    response.append(text("pre", a.response_body), text("pre", headers, "headers"));
-    tr.append(
-      text("td", String(a.attempt_number)),
-      text("td", new Date(a.inserted_at).toISOString().replace("T", " ").slice(0, 19)),
-      text("td", String(a.http_status), a.http_status >= 200 && a.http_status < 300 ? "succeeded" : "failed"),
-      text("td", a.duration_ms === null ? "" : `${a.duration_ms} ms`),
-      response,
-    );
-    return tr;
-  }));
+  $("delivery-retry").disabled = data.status === "succeeded";
+  fillTable(
+    $("attempt-rows"),
+    attempts.map((a) => {
+      const tr = document.createElement("tr");
+      const response = document.createElement("td");
+      const headers = Object.entries(a.response_headers ?? {}).map(([k, v]) => `${k}: ${v}`).join("\n");
+      response.append(text("pre", a.response_body), text("pre", headers, "headers"));
+      const ok = a.http_status >= 200 && a.http_status < 300;
+      tr.append(
+        text("td", String(a.attempt_number)),
+        text("td", utc(a.inserted_at)),
+        cell(badge(ok ? "succeeded" : "failed", String(a.http_status))),
+        text("td", a.duration_ms === null ? "" : `${a.duration_ms} ms`),
+        response,
+      );
+      return tr;
+    }),
+  );
   // keyboard and screen-reader users land on the delivery they opened
-  $("delivery-title").focus();
+  if (focus) $("delivery-title").focus();
 }
+
+const firstLine = (body) => {
+  const line = (body ?? "").split("\n")[0].trim();
+  return line.length > 120 ? `${line.slice(0, 119)}…` : line || "(empty answer)";
+};
 
 /** A button of the delivery shown: one API call on it, then the delivery read again. */
 const onShown = (id, method, action, message) =>
@@ -259,11 +497,14 @@ const onShown = (id, method, action, message) =>
       await api(method, `${EVENTS}/${shown.id}/${action}`);
       notice(message);
       await showDelivery(shown.id);
+      await loadEndpoints();
     }),
   );
 onShown("delivery-retry", "POST", "retry", "Delivery queued again");
 onShown("delivery-acknowledge", "PUT", "acknowledge", "Delivery acknowledged");
 $("filters").addEventListener("submit", run(() => loadDeliveries()));
+// "reset" comes before the fields are cleared: the list is read once they are
+$("filters").addEventListener("reset", () => setTimeout(run(() => loadDeliveries())));
 $("next-page").addEventListener("click", run(() => loadDeliveries(true)));
 
 // --- chart: deliveries per hour by status over the last day (up to 10 pages of 100)
@@ -282,6 +523,9 @@ async function loadChart() {
     if (data.length < 100) break;
     last = data[data.length - 1].id;
   }
+  const total = (status) => hours.reduce((sum, h) => sum + h[status], 0);
+  $("stat-delivered").textContent = String(total("succeeded"));
+  $("chart-empty").hidden = total("succeeded") + total("failed") + total("pending") > 0;
   const max = Math.max(1, ...hours.map((h) => h.succeeded + h.failed + h.pending));
   const svg = $("chart");
   const ns = "http://www.w3.org/2000/svg";
@@ -298,16 +542,27 @@ async function loadChart() {
       rect.setAttribute("width", "16");
       rect.setAttribute("height", String(height));
       rect.setAttribute("class", status);
+      // a pointer over a bar reads its hour and count
+      const hour = new Date(since.getTime() + i * 3600_000).toISOString().slice(11, 13);
+      const title = document.createElementNS(ns, "title");
+      title.textContent = `${hour}:00 UTC: ${h[status]} ${status}`;
+      rect.append(title);
       svg.append(rect);
     }
   });
 }
 
+/** After a change that moves deliveries: the counts per endpoint, the log and the chart, in that order. */
+async function refreshDeliveries() {
+  await loadEndpoints();
+  await loadDeliveries();
+  await loadChart();
+}
+
 async function refreshAll() {
   try {
-    await loadEndpoints();
-    await loadDeliveries();
-    await loadChart();
+    await refreshDeliveries();
+    if (shown) await showDelivery(shown.id, false);
   } catch (err) {
     notice(err.message, true);
   }
