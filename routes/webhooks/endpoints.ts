@@ -136,6 +136,8 @@ const recover = createRoute({
   tags,
   summary: "Retry every failed record of the endpoint inserted in [since, until), in event order, each with a " +
     "fresh schedule",
+  // a request without a body is one without `since`: it hears that (400), not that its JSON is malformed
+  middleware: [emptyBodyAsObject] as const,
   request: { params: IdParam, body: jsonBody(RecoverBody, RECOVER_EXAMPLE) },
   responses: {
     202: jsonResponse("Records re-queued", z.object({ data: RecoverResult })),

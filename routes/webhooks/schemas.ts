@@ -193,7 +193,9 @@ export const EventsQuery = z.object({
   to: timeBound.optional().openapi({ description: "Inclusive, UTC; YYYY-MM-DD (the whole day) or a full datetime" }),
 });
 
-/** `since` is required (absent: 400); both bounds are instants, and `until` is exclusive. */
+/**
+ * `since` is required (absent, or no body at all: 400 naming it); both bounds are instants, and `until` is exclusive.
+ */
 export const RecoverBody = z.object({
   since: timeBound.openapi({
     type: "string",

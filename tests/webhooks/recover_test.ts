@@ -103,6 +103,22 @@ Deno.test("recover and enable: failed deliveries sent again, in order, once each
       const endpoint = await createEndpoint(company, `${rx.url}/errors`);
       const missing = await company.post(`${ENDPOINTS}/${endpoint.id}/recover`, {});
       assert.deepEqual([missing.status, missing.body], [400, { errors: { since: ["can't be blank"] } }]);
+      // no body at all is a request without `since`, with or without its JSON Content-Type (docs/errors.md)
+      const url = `${ENDPOINTS}/${endpoint.id}/recover`;
+      for (
+        const [body, headers] of [
+          [undefined, {}],
+          ["  ", {}],
+          [undefined, { "content-type": "" }],
+        ] as const
+      ) {
+        const none = await company.call("POST", url, body, headers);
+        assert.deepEqual(
+          [none.status, none.body],
+          [400, { errors: { since: ["can't be blank"] } }],
+          JSON.stringify(headers),
+        );
+      }
       const bad = await company.post(`${ENDPOINTS}/${endpoint.id}/recover`, { since: "yesterday" });
       assert.equal(bad.status, 422);
       assert.deepEqual(Object.keys(bad.body.errors), ["since"]);
