@@ -1,5 +1,5 @@
 import type { Sql, Tx } from "../infra/db.ts";
-import { notFound } from "../basics/errors.ts";
+import { ErrorBag, notFound } from "../basics/errors.ts";
 import { newId } from "../basics/ids.ts";
 import { naiveUtc } from "../basics/time.ts";
 import { directoryIspb, resolveBank } from "./directory.ts";
@@ -222,11 +222,26 @@ export async function checkBankAccountPatch(
   const merged = mergePatch(asInput(current), patch);
   // clients send updates and wire corrections with bank {code, name} only: a Brazilian code given
   // without its ISPB takes the directory's (a PIX-only account has none to keep)
+  let codeWithoutIspb = false;
   if (merged.currency?.toUpperCase() === "BRL" && patch.bank?.code && !patch.bank.ispb && merged.bank) {
-    merged.bank = { ...merged.bank, ispb: await directoryIspb(tx, companyId, String(patch.bank.code).trim()) };
+    const ispb = await directoryIspb(tx, companyId, String(patch.bank.code).trim());
+    if (ispb) merged.bank = { ...merged.bank, ispb };
+    else codeWithoutIspb = true;
   }
-  return validateBankAccountInput(merged, { scope });
+  if (!codeWithoutIspb) return validateBankAccountInput(merged, { scope });
+  // No ISPB could be found for the code, so the update is refused: what is wrong is the code the request sent (its
+  // format, or a bank the directory does not know), never an ISPB it did not send (every field of an update is
+  // optional; docs/errors.md, "Updates name only what they send"). The other fields' errors come with it.
+  const bag = new ErrorBag();
+  await bag.collect(() => validateBankAccountInput(merged, { scope }), (path) => path.join(".") === "bank.ispb");
+  const bankErrors = bag.errors.bank;
+  if (!bankErrors || Array.isArray(bankErrors) || !bankErrors.code) bag.add(["bank", "code"], UNKNOWN_BANK_CODE);
+  bag.throwIfAny();
+  throw new Error("unreachable: the bag holds the error on bank.code");
 }
+
+/** A well-formed Brazilian code the directory does not know, sent in an update without its ISPB. */
+export const UNKNOWN_BANK_CODE = "is not a known bank code; send bank.ispb with it";
 
 /**
  * Updates an account within the caller's transaction (see `checkBankAccountPatch`).

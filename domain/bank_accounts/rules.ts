@@ -1,17 +1,24 @@
 import { isValidEmail } from "@brazilian-utils/brazilian-utils";
 import { clabe } from "clabe-validator";
-import { electronicFormatIBAN, isValidBIC, isValidIBAN } from "ibantools";
+import { countrySpecs, electronicFormatIBAN, isValidBIC, validateIBAN, ValidationErrorsIBAN } from "ibantools";
 import { BLANK, ErrorBag } from "../basics/errors.ts";
 import { UUID_RE } from "../basics/ids.ts";
 import { countryAlpha3 } from "../basics/countries.ts";
 import {
   bareDocument,
-  isRfcShape,
-  isValidCc,
-  isValidCnpj,
-  isValidCpf,
-  isValidCurp,
-  isValidNit,
+  ccProblem,
+  CHECK_DIGIT,
+  CHECK_DIGITS,
+  cnpjProblem,
+  cpfProblem,
+  curpProblem,
+  digitsProblem,
+  mustHave,
+  nitProblem,
+  ONLY_DIGITS,
+  ONLY_LETTERS_AND_DIGITS,
+  type Problem,
+  rfcShapeOfEitherProblem,
 } from "../basics/tax_ids.ts";
 
 type Text = string | null | undefined;
@@ -202,11 +209,11 @@ function checkBrazil(input: BankAccountInput, out: NormalizedBankAccount, bag: E
   // full bank details, or pix_info alone: any part of the details given means all of them are needed
   if (detailsGiven || !pixGiven) {
     if (!pixGiven && !detailsGiven) bag.add("pix_info", BLANK);
-    if (need(bag, "account_number", out.account_number) && !/^\d{1,20}(-?[\dXx])?$/.test(out.account_number)) {
-      bag.add("account_number", "has invalid format");
+    if (need(bag, "account_number", out.account_number)) {
+      report(bag, "account_number", brazilNumberProblem(out.account_number, 20));
     }
-    if (need(bag, "branch_number", out.branch_number) && !/^\d{1,5}(-?[\dXx])?$/.test(out.branch_number)) {
-      bag.add("branch_number", "has invalid format");
+    if (need(bag, "branch_number", out.branch_number)) {
+      report(bag, "branch_number", brazilNumberProblem(out.branch_number, 5));
     }
     const bank = requireBank(input, bag, ["code", "ispb", "name"]);
     if (bank) {
@@ -223,8 +230,26 @@ function checkBrazil(input: BankAccountInput, out: NormalizedBankAccount, bag: E
     types: ["cpf", "cnpj"],
     infer: (n) => (n.length === 11 ? "cpf" : n.length === 14 ? "cnpj" : null),
     normalise: bareDocument,
-    valid: { cpf: isValidCpf, cnpj: isValidCnpj },
+    problem: { cpf: cpfProblem, cnpj: cnpjProblem },
   });
+}
+
+/** Adds `problem` on `field` when there is one. */
+function report(bag: ErrorBag, field: string | string[], problem: Problem) {
+  if (problem) bag.add(field, problem);
+}
+
+/**
+ * A Brazilian account or branch number: up to `max` digits, then optionally its check digit (a digit or X), with
+ * or without a dash before it ("123456-7", "1234567", "0001-X").
+ */
+function brazilNumberProblem(n: string, max: number): Problem {
+  if (!/^[\dXx-]*$/.test(n)) return "must contain only digits, and a dash or X for the check digit";
+  if (!/^\d+(-?[\dXx])?$/.test(n)) return "has invalid format, expected digits, then the check digit after a dash";
+  if (!new RegExp(`^\\d{1,${max}}(-?[\\dXx])?$`).test(n)) {
+    return `is too long (maximum is ${max} digits and the check digit)`;
+  }
+  return null;
 }
 
 function checkPix(pix: NonNullable<BankAccountInput["pix_info"]>, out: NormalizedBankAccount, bag: ErrorBag) {
@@ -236,44 +261,52 @@ function checkPix(pix: NonNullable<BankAccountInput["pix_info"]>, out: Normalize
   if (type == null || key == null || !(PIX_KEY_TYPES as readonly string[]).includes(type)) return;
 
   let normalised: string | null = key;
-  let message = "is invalid";
+  let problem: Problem = null;
   switch (type) {
     case "CPF":
       normalised = bareDocument(key);
-      if (!isValidCpf(normalised)) normalised = null;
+      problem = cpfProblem(normalised);
       break;
     case "CNPJ":
       normalised = bareDocument(key);
-      if (!isValidCnpj(normalised)) normalised = null;
+      problem = cnpjProblem(normalised);
       break;
     case "EMAIL":
-      if (key.length > 77 || !isValidEmail(key)) normalised = null;
+      if (key.length > 77) problem = "is too long (maximum is 77 characters)";
+      else if (!isValidEmail(key)) problem = "has invalid format";
       break;
     case "PHONE":
-      message = "has invalid format, expected + followed by 12 or 13 digits (country code included)";
-      if (!/^\+\d{12,13}$/.test(key)) normalised = null;
+      if (!/^\+\d{12,13}$/.test(key)) {
+        problem = "has invalid format, expected + followed by 12 or 13 digits (country code included)";
+      }
       break;
     case "EVP":
-      normalised = UUID_RE.test(key) ? key.toLowerCase() : null;
+      normalised = key.toLowerCase();
+      if (!UUID_RE.test(key)) problem = "has invalid format, expected a random key (a UUID)";
       break;
   }
-  if (normalised == null) bag.add(["pix_info", "key"], message);
+  if (problem) {
+    bag.add(["pix_info", "key"], problem);
+    normalised = null;
+  }
   out.pix_type = type;
   out.pix_key = normalised;
 }
 
 /** CLABE: 17 digits and a control digit (weights 3, 7, 1); the library computes it. */
-export function isValidClabe(s: string): boolean {
-  return /^\d{18}$/.test(s) && clabe.computeChecksum(s.slice(0, 17)) === Number(s[17]);
+export function clabeProblem(s: string): Problem {
+  return digitsProblem(s, 18, 18, "CLABE") ??
+    (clabe.computeChecksum(s.slice(0, 17)) === Number(s[17]) ? null : CHECK_DIGIT);
 }
+export const isValidClabe = (s: string) => clabeProblem(s) === null;
 
 function checkMexico(input: BankAccountInput, out: NormalizedBankAccount, bag: ErrorBag) {
   const clabeNumber = out.account_number;
   let clabeOk = false;
   if (need(bag, "account_number", clabeNumber)) {
-    if (!/^\d{18}$/.test(clabeNumber)) bag.add("account_number", "has invalid format, expected 18 digits (CLABE)");
-    else if (!isValidClabe(clabeNumber)) bag.add("account_number", "is invalid");
-    else clabeOk = true;
+    const problem = clabeProblem(clabeNumber);
+    report(bag, "account_number", problem);
+    clabeOk = problem === null;
   }
   if (need(bag, "account_type", value(input.account_type))) {
     out.account_type = accountType(value(input.account_type), ACCOUNT_TYPES, bag);
@@ -292,22 +325,33 @@ function checkMexico(input: BankAccountInput, out: NormalizedBankAccount, bag: E
     types: ["curp", "rfc"],
     infer: (n) => (n.length === 18 ? "curp" : n.length === 12 || n.length === 13 ? "rfc" : null),
     normalise: (n) => n.toUpperCase(),
-    valid: { curp: isValidCurp, rfc: isRfcShape },
+    problem: { curp: curpProblem, rfc: rfcShapeOfEitherProblem },
   });
 }
 
 function checkColombia(input: BankAccountInput, out: NormalizedBankAccount, bag: ErrorBag) {
-  if (need(bag, "account_number", out.account_number) && !/^\d[\d-]{0,24}$/.test(out.account_number)) {
-    bag.add("account_number", "has invalid format");
+  if (need(bag, "account_number", out.account_number)) {
+    const n = out.account_number;
+    report(
+      bag,
+      "account_number",
+      !/^[\d-]*$/.test(n)
+        ? "must contain only digits and dashes"
+        : !/^\d/.test(n)
+        ? "has invalid format, expected a digit first"
+        : n.length > 25
+        ? "is too long (maximum is 25 characters)"
+        : null,
+    );
   }
   if (need(bag, "branch_number", out.branch_number) && !/^[\dA-Za-z-]{1,20}$/.test(out.branch_number)) {
-    bag.add("branch_number", "has invalid format");
+    bag.add("branch_number", "must contain only letters, digits and dashes");
   }
   need(bag, "owner_name", out.owner_name);
   const bank = requireBank(input, bag, ["code", "name"]);
   if (bank) {
     const { code, name } = bank;
-    if (code != null && !/^\d{1,10}$/.test(code)) bag.add(["bank", "code"], "has invalid format");
+    if (code != null && !/^\d{1,10}$/.test(code)) bag.add(["bank", "code"], ONLY_DIGITS);
     out.bank = { country: "COL", code, ispb: null, swift: null, name };
   }
   const rawType = value(input.account_type);
@@ -321,40 +365,72 @@ function checkColombia(input: BankAccountInput, out: NormalizedBankAccount, bag:
     types: ["cc", "nit"],
     infer: () => null,
     normalise: bareDocument,
-    valid: { cc: isValidCc, nit: isValidNit },
+    problem: { cc: ccProblem, nit: nitProblem },
   });
 }
 
 /** ABA routing number: 9 digits, 3·(d1+d4+d7) + 7·(d2+d5+d8) + (d3+d6+d9) divisible by 10. */
-export function isValidAba(s: string): boolean {
-  if (!/^\d{9}$/.test(s)) return false;
+export function abaProblem(s: string): Problem {
+  const shape = digitsProblem(s, 9);
+  if (shape) return shape;
   const d = [...s].map(Number);
-  return (3 * (d[0] + d[3] + d[6]) + 7 * (d[1] + d[4] + d[7]) + (d[2] + d[5] + d[8])) % 10 === 0;
+  return (3 * (d[0] + d[3] + d[6]) + 7 * (d[1] + d[4] + d[7]) + (d[2] + d[5] + d[8])) % 10 === 0 ? null : CHECK_DIGIT;
+}
+export const isValidAba = (s: string) => abaProblem(s) === null;
+
+/** A BIC: 4 letters (the bank), the country's 2 letters, 2 letters or digits (the place), 3 more for a branch. */
+function swiftProblem(swift: string): Problem {
+  if (!/^[A-Z\d]*$/.test(swift)) return ONLY_LETTERS_AND_DIGITS;
+  if (swift.length !== 8 && swift.length !== 11) return "must have 8 or 11 characters";
+  if (!/^[A-Z]{4}/.test(swift)) return "has invalid format, expected four letters first (the bank)";
+  if (!/^.{4}[A-Z]{2}/.test(swift)) return "has invalid format, expected a country code in characters 5 and 6";
+  if (!isValidBIC(swift) || !countryAlpha3(swift.slice(4, 6))) return "has an unknown country code";
+  return null;
+}
+
+/** An IBAN in its electronic form: the country's length and format, then its two check digits. */
+function ibanProblem(iban: string): Problem {
+  if (!/^[A-Z\d]*$/.test(iban)) return ONLY_LETTERS_AND_DIGITS;
+  const { errorCodes } = validateIBAN(iban);
+  const spec = countrySpecs[iban.slice(0, 2)];
+  if (errorCodes.includes(ValidationErrorsIBAN.NoIBANCountry) || !spec?.chars) return "has an unknown country code";
+  if (errorCodes.includes(ValidationErrorsIBAN.WrongBBANLength)) {
+    return mustHave(spec.chars, spec.chars, "characters", `an IBAN of ${iban.slice(0, 2)}`);
+  }
+  if (errorCodes.includes(ValidationErrorsIBAN.ChecksumNotNumber)) {
+    return "has invalid format, expected two check digits after the country code";
+  }
+  if (errorCodes.includes(ValidationErrorsIBAN.WrongBBANFormat)) return "has invalid format for its country";
+  if (errorCodes.includes(ValidationErrorsIBAN.WrongIBANChecksum)) return CHECK_DIGITS;
+  return errorCodes.length ? CHECK_DIGIT : null;
 }
 
 function checkInternational(input: BankAccountInput, out: NormalizedBankAccount, bag: ErrorBag) {
   if (need(bag, "account_number", out.account_number) && !/^[A-Za-z0-9 -]{1,40}$/.test(out.account_number)) {
-    bag.add("account_number", "has invalid format");
+    bag.add("account_number", "must contain only letters, digits, spaces and dashes");
   }
   need(bag, "owner_document_number", out.owner_document_number);
   need(bag, "owner_name", out.owner_name);
   if (requireBank(input, bag, ["name", "swift"])) {
     const swift = bankField(input, "swift")?.replace(/\s+/g, "").toUpperCase() ?? null;
-    const country = swift != null && isValidBIC(swift) ? countryAlpha3(swift.slice(4, 6)) : null;
-    if (swift != null && !country) bag.add(["bank", "swift"], "is invalid");
+    const problem = swift != null ? swiftProblem(swift) : null;
+    const country = swift != null && !problem ? countryAlpha3(swift.slice(4, 6)) : null;
+    if (problem) bag.add(["bank", "swift"], problem);
     out.bank = { country: country ?? "", code: null, ispb: null, swift, name: bankField(input, "name") };
   }
   const iban = value(input.iban);
   if (iban != null) {
-    const electronic = electronicFormatIBAN(iban) ?? "";
-    if (isValidIBAN(electronic)) out.iban = electronic;
-    else bag.add("iban", "is invalid");
+    const electronic = (electronicFormatIBAN(iban) ?? "").toUpperCase();
+    const problem = ibanProblem(electronic);
+    if (problem) bag.add("iban", problem);
+    else out.iban = electronic;
   }
   for (const field of ["routing_number", "aba"] as const) {
     const given = value(input[field]);
     if (given == null) continue;
-    if (isValidAba(given)) out[field] = given;
-    else bag.add(field, "is invalid");
+    const problem = abaProblem(given);
+    if (problem) bag.add(field, problem);
+    else out[field] = given;
   }
   out.account_type = accountType(value(input.account_type), ACCOUNT_TYPES, bag);
 }
@@ -364,7 +440,8 @@ type DocumentRules<T extends string> = {
   /** The type a bare number must be, when its shape says so. */
   infer: (normalised: string) => T | null;
   normalise: (raw: string) => string;
-  valid: Record<T, (normalised: string) => boolean>;
+  /** What is wrong with a number of each type (domain/basics/tax_ids.ts), or null. */
+  problem: Record<T, (normalised: string) => Problem>;
 };
 
 function checkOwnerDocument<T extends string>(out: NormalizedBankAccount, bag: ErrorBag, rules: DocumentRules<T>) {
@@ -379,9 +456,18 @@ function checkOwnerDocument<T extends string>(out: NormalizedBankAccount, bag: E
   const effective = (type as T | null) ?? rules.infer(number);
   if (effective == null) {
     // without a type the number is kept as given unless its shape is unmistakably wrong
-    if (!/^[\dA-Z&Ñ]{5,20}$/i.test(number)) bag.add("owner_document_number", "is invalid");
+    report(
+      bag,
+      "owner_document_number",
+      !/^[\dA-Z&Ñ]*$/i.test(number)
+        ? ONLY_LETTERS_AND_DIGITS
+        : number.length < 5 || number.length > 20
+        ? mustHave(5, 20, "characters")
+        : null,
+    );
     return;
   }
-  if (!rules.valid[effective](number)) bag.add("owner_document_number", "is invalid");
+  const problem = rules.problem[effective](number);
+  if (problem) bag.add("owner_document_number", problem);
   else if (type == null) out.owner_document_type = effective;
 }

@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { DOCUMENT_TYPES, FISCAL_COUNTRIES, toAlpha3 } from "../../domain/subjects/person_rules.ts";
 import { COMPANY_DOCUMENT_TYPES } from "../../domain/subjects/company_rules.ts";
 import { KINDS } from "../../domain/subjects/subjects.ts";
-import { RFC_PF_RE } from "../../domain/basics/tax_ids.ts";
+import { rfcPfProblem } from "../../domain/basics/tax_ids.ts";
 import { countryAlpha3 } from "../../domain/basics/countries.ts";
 import { decimalString, optionalText, requiredText } from "../openapi/schemas.ts";
 import { DocumentInput } from "./document_schemas.ts";
@@ -135,7 +135,13 @@ const personFiscalCountry = z.string().transform(toAlpha3).pipe(z.enum(FISCAL_CO
 
 /** Optional fields of a person, shared by registration and update. */
 const personFields = {
-  rfc_pf: nullable(z.string().trim().toUpperCase().regex(RFC_PF_RE, "has invalid format")),
+  // what is wrong with it (characters, length, which part) is said by the rule of tax_ids.ts
+  rfc_pf: nullable(
+    z.string().trim().toUpperCase().superRefine((rfc, ctx) => {
+      const problem = rfcPfProblem(rfc);
+      if (problem) ctx.addIssue({ code: "custom", message: problem });
+    }),
+  ),
   birth_date: nullable(birthDate),
   net_monthly_average_income: nullable(decimalString).openapi({ type: ["string", "null"], example: "1500.00" }),
   ...contactFields,

@@ -149,7 +149,7 @@ Deno.test("bank accounts", async (t) => {
     assert.deepEqual(type.body.errors.account_type, ["must be one of: conta-corrente, poupanca"]);
     const badCpf = await create(brazil({ owner_document_type: "cpf", owner_document_number: "52998224726" }));
     assert.equal(badCpf.status, 422);
-    assert.deepEqual(badCpf.body.errors, { owner_document_number: ["is invalid"] });
+    assert.deepEqual(badCpf.body.errors, { owner_document_number: ["has invalid check digits"] });
     const company_ = await create(brazil({ owner_document_number: cnpj("987654320001") }));
     assert.equal(company_.status, 201);
     assert.equal(company_.body.data.owner_document_type, "cnpj");
@@ -179,7 +179,7 @@ Deno.test("bank accounts", async (t) => {
 
     const control = await create(mexico({ account_number: wrongLastDigit(clabe("01218000123456789")) }));
     assert.equal(control.status, 422);
-    assert.deepEqual(control.body.errors, { account_number: ["is invalid"] });
+    assert.deepEqual(control.body.errors, { account_number: ["has an invalid check digit"] });
     const short = await create(mexico({ account_number: "0121800012345678" }));
     assert.equal(short.status, 422);
     assert.ok(short.body.errors.account_number);
@@ -251,7 +251,7 @@ Deno.test("bank accounts", async (t) => {
     const badNit = validNit.slice(0, 9) + ((Number(validNit[9]) + 1) % 10);
     const refused = await create(colombia({ owner_document_type: "nit", owner_document_number: badNit }));
     assert.equal(refused.status, 422);
-    assert.deepEqual(refused.body.errors, { owner_document_number: ["is invalid"] });
+    assert.deepEqual(refused.body.errors, { owner_document_number: ["has an invalid check digit"] });
     const cc = await create(colombia({ owner_document_type: "cc", owner_document_number: "1020304050" }));
     assert.equal(cc.status, 201);
     const ce = await create(colombia({ owner_document_type: "ce", owner_document_number: "123456" }));
@@ -274,9 +274,10 @@ Deno.test("bank accounts", async (t) => {
         assert.ok([200, 201].includes(person.status), JSON.stringify(person.body));
       } else {
         assert.equal(account.status, 422, `${length} digits: ${JSON.stringify(account.body)}`);
-        assert.deepEqual(account.body.errors, { owner_document_number: ["is invalid"] });
+        // the same rule, so the same words on both
+        assert.deepEqual(account.body.errors, { owner_document_number: ["must have 10 digits"] });
         assert.equal(person.status, 422, `${length} digits: ${JSON.stringify(person.body)}`);
-        assert.deepEqual(person.body.errors, { document_number: ["is invalid"] });
+        assert.deepEqual(person.body.errors, { document_number: ["must have 10 digits"] });
       }
     }
     // written with separators, the account owner's cc is stored bare
@@ -353,9 +354,9 @@ Deno.test("bank accounts", async (t) => {
 
     const invalid: [Record<string, unknown>, unknown][] = [
       [{ currency: "BRL" }, { currency: ["must be one of: USD, EUR"] }],
-      [{ bank: { swift: "CHASUS", name: "x" } }, { bank: { swift: ["is invalid"] } }],
-      [{ routing_number: "021000022" }, { routing_number: ["is invalid"] }],
-      [{ iban: "DE89370400440532013001" }, { iban: ["is invalid"] }],
+      [{ bank: { swift: "CHASUS", name: "x" } }, { bank: { swift: ["must have 8 or 11 characters"] } }],
+      [{ routing_number: "021000022" }, { routing_number: ["has an invalid check digit"] }],
+      [{ iban: "DE89370400440532013001" }, { iban: ["has invalid check digits"] }],
     ];
     for (const [overrides, errors] of invalid) {
       const bad = await create(international(overrides), "/api/v1/bank_accounts");
@@ -428,17 +429,38 @@ Deno.test("bank accounts", async (t) => {
     assert.deepEqual((await company.get(url)).body.data, bank.body.data);
   });
 
-  await t.step("update: a bad bank code is reported beside the ISPB it leaves missing", async () => {
-    const created = (await create(brazil())).body.data;
-    const url = `${path}/${created.id}`;
-    // "1" is not a COMPE code, so no ISPB can be looked up for it: both problems are the integrator's to fix
-    const res = await company.put(url, { bank_account: { bank: { code: "1" } } });
-    assert.equal(res.status, 400, JSON.stringify(res.body));
-    assert.deepEqual(res.body, {
-      errors: { bank: { code: ["has invalid format, expected three digits"], ispb: ["can't be blank"] } },
-    });
-    assert.deepEqual((await company.get(url)).body.data.bank, created.bank);
-  });
+  await t.step(
+    "update: bank.code alone is a partial update; a bad code is named alone, never an ISPB not sent",
+    async () => {
+      const created = (await create(brazil({ bank: { code: "001", ispb: "00000000", name: "bb" } }))).body.data;
+      const url = `${path}/${created.id}`;
+      // every update field is optional (interface.md): the code brings its ISPB and name from the directory
+      const itau = await company.put(url, { bank_account: { bank: { code: "341" } } });
+      assert.equal(itau.status, 200, JSON.stringify(itau.body));
+      assert.deepEqual(
+        [itau.body.data.bank.code, itau.body.data.bank.ispb, itau.body.data.bank.name],
+        ["341", "60701190", await directoryName(ctx, "BRA", "341")],
+      );
+      const updated = (await company.get(url)).body.data;
+      // "1" is not a COMPE code: the request sent no ISPB, so there is none to call blank
+      const short = await company.put(url, { bank_account: { bank: { code: "1" } } });
+      assert.deepEqual([short.status, short.body], [422, {
+        errors: { bank: { code: ["has invalid format, expected three digits"] } },
+      }]);
+      // a well-formed code the directory does not know: its ISPB cannot be guessed, and the code is what to fix
+      const unknown = await company.put(url, { bank_account: { bank: { code: "999" } } });
+      assert.deepEqual([unknown.status, unknown.body], [422, {
+        errors: { bank: { code: ["is not a known bank code; send bank.ispb with it"] } },
+      }]);
+      assert.deepEqual((await company.get(url)).body.data, updated, "the refused updates changed nothing");
+      // ...unless the ISPB comes with it
+      const learned = await company.put(url, {
+        bank_account: { bank: { code: "999", ispb: "12345678", name: "New" } },
+      });
+      assert.equal(learned.status, 200, JSON.stringify(learned.body));
+      assert.deepEqual([learned.body.data.bank.code, learned.body.data.bank.ispb], ["999", "12345678"]);
+    },
+  );
 
   await t.step("a bank missing a part still has the formats of the parts given checked", async () => {
     const brazilian = await create(brazil({ bank: { code: "1", ispb: "607", name: null } }));
@@ -457,7 +479,9 @@ Deno.test("bank accounts", async (t) => {
     });
     const abroad = await create(international({ bank: { swift: "NOTABIC" } }), "/api/v1/bank_accounts");
     assert.equal(abroad.status, 400, JSON.stringify(abroad.body));
-    assert.deepEqual(abroad.body.errors, { bank: { swift: ["is invalid"], name: ["can't be blank"] } });
+    assert.deepEqual(abroad.body.errors, {
+      bank: { swift: ["must have 8 or 11 characters"], name: ["can't be blank"] },
+    });
   });
 
   await t.step("a body refused for its shape still hears the rules of its country", async () => {
@@ -465,7 +489,7 @@ Deno.test("bank accounts", async (t) => {
     assert.equal(created.status, 422, JSON.stringify(created.body));
     assert.deepEqual(created.body.errors, {
       owner_name: ["is invalid"],
-      account_number: ["has invalid format, expected 18 digits (CLABE)"],
+      account_number: ["must have 18 digits (CLABE)"],
     });
     const missing = await create({ currency: "COP", nickname: 7, bank: { name: "Bancolombia" } });
     assert.equal(missing.status, 400, JSON.stringify(missing.body));
@@ -484,7 +508,10 @@ Deno.test("bank accounts", async (t) => {
     const url = `${path}/${account.id}`;
     const update = await company.put(url, { bank_account: { nickname: 42, branch_number: "abc" } });
     assert.equal(update.status, 422, JSON.stringify(update.body));
-    assert.deepEqual(update.body.errors, { nickname: ["is invalid"], branch_number: ["has invalid format"] });
+    assert.deepEqual(update.body.errors, {
+      nickname: ["is invalid"],
+      branch_number: ["must contain only digits, and a dash or X for the check digit"],
+    });
     assert.equal((await company.get(url)).body.data.branch_number, account.branch_number);
     // an unknown account is still a 404 once the body is right; a malformed body is answered first
     const unknown = `${path}/${crypto.randomUUID()}`;

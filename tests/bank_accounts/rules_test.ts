@@ -110,11 +110,20 @@ Deno.test("Brazil: full bank details or PIX alone", async (t) => {
 
   await t.step("an owner document with a wrong check digit, or of a type Brazil does not use, is refused", () => {
     assert.deepEqual(refused(brazil({ owner_document_number: check.wrongLastDigit(CPF) })).errors, {
-      owner_document_number: ["is invalid"],
+      owner_document_number: ["has invalid check digits"],
     });
     assert.deepEqual(refused(brazil({ owner_document_number: check.wrongLastDigit(CNPJ) })).errors, {
-      owner_document_number: ["is invalid"],
+      owner_document_number: ["has invalid check digits"],
     });
+    assert.deepEqual(refused(brazil({ owner_document_type: "cpf", owner_document_number: "529.982.247" })).errors, {
+      owner_document_number: ["must have 11 digits"],
+    });
+    assert.deepEqual(
+      refused(brazil({ owner_document_type: "cnpj", owner_document_number: "11.222.333/0001-8O" })).errors,
+      {
+        owner_document_number: ["must contain only digits"],
+      },
+    );
     assert.deepEqual(refused(brazil({ owner_document_type: "curp", owner_document_number: CPF })).errors, {
       owner_document_type: ["must be one of: cpf, cnpj"],
     });
@@ -161,13 +170,15 @@ Deno.test("Brazil: full bank details or PIX alone", async (t) => {
     assert.deepEqual(stored("EVP", evp.toUpperCase()), ["EVP", evp]);
 
     for (
-      const [type, key] of [
-        ["CPF", check.wrongLastDigit(CPF)],
-        ["CNPJ", check.wrongLastDigit(CNPJ)],
-        ["EMAIL", "not-an-address"],
-        ["EVP", "1234"],
+      const [type, key, message] of [
+        ["CPF", check.wrongLastDigit(CPF), "has invalid check digits"],
+        ["CPF", `${CPF.slice(0, 3)}.${CPF.slice(3, 6)}.${CPF.slice(6, 9)}`, "must have 11 digits"],
+        ["CNPJ", check.wrongLastDigit(CNPJ), "has invalid check digits"],
+        ["CNPJ", "0".repeat(14), "cannot be one digit repeated"],
+        ["EMAIL", "not-an-address", "has invalid format"],
+        ["EVP", "1234", "has invalid format, expected a random key (a UUID)"],
       ]
-    ) assert.deepEqual(refused(pix(type, key)), { status: 422, errors: { pix_info: { key: ["is invalid"] } } }, key);
+    ) assert.deepEqual(refused(pix(type, key)), { status: 422, errors: { pix_info: { key: [message] } } }, key);
     assert.deepEqual(refused(pix("PHONE", "5511987654321")).errors, {
       pix_info: { key: ["has invalid format, expected + followed by 12 or 13 digits (country code included)"] },
     });
@@ -203,10 +214,13 @@ Deno.test("Mexico: an 18-digit CLABE with its Banxico control digit", async (t) 
     const a = accepted(mexico());
     assert.deepEqual([a.account_number, a.bank?.code, a.bank?.country], [CLABE, "002", "MEX"]);
     assert.deepEqual(refused(mexico({ account_number: check.wrongLastDigit(CLABE) })).errors, {
-      account_number: ["is invalid"],
+      account_number: ["has an invalid check digit"],
     });
     assert.deepEqual(refused(mexico({ account_number: CLABE.slice(1) })).errors, {
-      account_number: ["has invalid format, expected 18 digits (CLABE)"],
+      account_number: ["must have 18 digits (CLABE)"],
+    });
+    assert.deepEqual(refused(mexico({ account_number: `${CLABE.slice(0, 3)} ${CLABE.slice(3)}` })).errors, {
+      account_number: ["must contain only digits"],
     });
   });
 
@@ -232,12 +246,15 @@ Deno.test("Mexico: an 18-digit CLABE with its Banxico control digit", async (t) 
     const byCurp = accepted(mexico({ owner_document_number: curp.toLowerCase() }));
     assert.deepEqual([byCurp.owner_document_number, byCurp.owner_document_type], [curp, "curp"]);
     assert.deepEqual(refused(mexico({ owner_document_number: check.wrongLastDigit(curp) })).errors, {
-      owner_document_number: ["is invalid"],
+      owner_document_number: ["has an invalid check digit"],
     });
     assert.equal(accepted(mexico({ owner_document_number: "GOMA900101AB1" })).owner_document_type, "rfc");
     assert.equal(accepted(mexico({ owner_document_number: "ABC900101AB1" })).owner_document_type, "rfc", "company");
     assert.deepEqual(refused(mexico({ owner_document_type: "rfc", owner_document_number: "GOMA901301AB1" })).errors, {
-      owner_document_number: ["is invalid"],
+      owner_document_number: ["has invalid format, expected a date (YYMMDD) after the letters"],
+    });
+    assert.deepEqual(refused(mexico({ owner_document_type: "rfc", owner_document_number: "GOMA900101A" })).errors, {
+      owner_document_number: ["must have 12 or 13 characters"],
     });
   });
 });
@@ -268,7 +285,11 @@ Deno.test("Colombia: labels for account types, cc or NIT owners", async (t) => {
     assert.deepEqual([a.owner_document_type, a.owner_document_number], ["nit", nit]);
     assert.deepEqual(
       refused(colombia({ owner_document_type: "nit", owner_document_number: check.wrongLastDigit(nit) })).errors,
-      { owner_document_number: ["is invalid"] },
+      { owner_document_number: ["has an invalid check digit"] },
+    );
+    assert.deepEqual(
+      refused(colombia({ owner_document_type: "nit", owner_document_number: "90012345" })).errors,
+      { owner_document_number: ["must have 9 or 10 digits (10 with the check digit)"] },
     );
   });
 
@@ -279,7 +300,7 @@ Deno.test("Colombia: labels for account types, cc or NIT owners", async (t) => {
     );
     for (const short of ["1234567", "123456789", "12345678901"]) {
       assert.deepEqual(refused(colombia({ owner_document_type: "cc", owner_document_number: short })).errors, {
-        owner_document_number: ["is invalid"],
+        owner_document_number: ["must have 10 digits"],
       }, short);
     }
     assert.deepEqual(refused(colombia({ owner_document_type: "cpf", owner_document_number: CPF })).errors, {
@@ -299,9 +320,18 @@ Deno.test("international (USD, EUR): BIC, IBAN and ABA routing number checked", 
     const a = accepted(international({ bank: { name: "Deutsche Bank", swift: "deut de ff 500" } }), "international");
     assert.deepEqual(a.bank, { country: "DEU", code: null, ispb: null, swift: "DEUTDEFF500", name: "Deutsche Bank" });
     assert.equal(accepted(international({ bank: { name: "BofA", swift: "BOFAUS3N" } }), "any").bank?.country, "USA");
-    for (const swift of ["DEUTZZFF", "DEUTDEF", "DEUTDEFF5", "1EUTDEFF"]) {
+    for (
+      const [swift, message] of [
+        ["DEUTZZFF", "has an unknown country code"],
+        ["DEUTDEF", "must have 8 or 11 characters"],
+        ["DEUTDEFF5", "must have 8 or 11 characters"],
+        ["1EUTDEFF", "has invalid format, expected four letters first (the bank)"],
+        ["DEUT1EFF", "has invalid format, expected a country code in characters 5 and 6"],
+        ["DEUT-DE-FF", "must contain only letters and digits"],
+      ]
+    ) {
       assert.deepEqual(refused(international({ bank: { name: "X", swift } }), "international").errors, {
-        bank: { swift: ["is invalid"] },
+        bank: { swift: [message] },
       }, swift);
     }
   });
@@ -317,8 +347,16 @@ Deno.test("international (USD, EUR): BIC, IBAN and ABA routing number checked", 
       const printed = iban.toLowerCase().replace(/(.{4})/g, "$1 ").trim();
       assert.equal(accepted(international({ iban: printed }), "international").iban, iban);
       const wrong = `${iban.slice(0, 2)}${String((Number(iban.slice(2, 4)) + 1) % 100).padStart(2, "0")}${bban}`;
-      assert.deepEqual(refused(international({ iban: wrong }), "international").errors, { iban: ["is invalid"] });
+      assert.deepEqual(refused(international({ iban: wrong }), "international").errors, {
+        iban: ["has invalid check digits"],
+      });
+      assert.deepEqual(refused(international({ iban: iban.slice(0, -1) }), "international").errors, {
+        iban: [`must have ${iban.length} characters (an IBAN of ${country})`],
+      });
     }
+    assert.deepEqual(refused(international({ iban: "ZZ89370400440532013000" }), "international").errors, {
+      iban: ["has an unknown country code"],
+    });
   });
 
   await t.step("routing_number and aba: 9 digits with the ABA checksum", () => {
@@ -330,7 +368,11 @@ Deno.test("international (USD, EUR): BIC, IBAN and ABA routing number checked", 
       assert.deepEqual([a.routing_number, a.aba], [routing, routing]);
     }
     assert.deepEqual(refused(international({ routing_number: "12345678" }), "international").errors, {
-      routing_number: ["is invalid"],
+      routing_number: ["must have 9 digits"],
+    });
+    assert.deepEqual(refused(international({ aba: check.wrongLastDigit(check.aba("02100002")) }), "international"), {
+      status: 422,
+      errors: { aba: ["has an invalid check digit"] },
     });
   });
 
@@ -356,6 +398,66 @@ Deno.test("every problem of an account is reported at once; missing ones make it
   const both = refused(mexico({ account_number: check.wrongLastDigit(CLABE), account_type: null }));
   assert.deepEqual(both, {
     status: 400,
-    errors: { account_number: ["is invalid"], account_type: ["can't be blank"] },
+    errors: { account_number: ["has an invalid check digit"], account_type: ["can't be blank"] },
+  });
+});
+
+Deno.test("account and branch numbers say what is wrong: a character, the format or the length", async (t) => {
+  const problem = (input: BankAccountInput, field: "account_number" | "branch_number") =>
+    (refused(input).errors[field] as string[])[0];
+
+  await t.step("Brazil: digits, then the check digit (a digit or X) with or without a dash", () => {
+    for (const [account, branch] of [["123456-7", "0001-X"], ["1234567", "00019"], ["1".repeat(20) + "-x", "12345"]]) {
+      const a = accepted(brazil({ account_number: account, branch_number: branch }));
+      assert.deepEqual([a.account_number, a.branch_number], [account, branch]);
+    }
+    const cases: [string, "account_number" | "branch_number", string][] = [
+      ["12.345-6", "account_number", "must contain only digits, and a dash or X for the check digit"],
+      ["12345-67", "account_number", "has invalid format, expected digits, then the check digit after a dash"],
+      ["-1", "account_number", "has invalid format, expected digits, then the check digit after a dash"],
+      ["1".repeat(22), "account_number", "is too long (maximum is 20 digits and the check digit)"],
+      ["0001 X", "branch_number", "must contain only digits, and a dash or X for the check digit"],
+      ["123456-7", "branch_number", "is too long (maximum is 5 digits and the check digit)"],
+    ];
+    for (const [number, field, message] of cases) {
+      assert.equal(problem(brazil({ [field]: number }), field), message, number);
+    }
+  });
+
+  await t.step("Colombia: digits and dashes from a digit on; a branch of letters, digits and dashes", () => {
+    assert.equal(
+      problem(colombia({ account_number: "123 456" }), "account_number"),
+      "must contain only digits and dashes",
+    );
+    assert.equal(
+      problem(colombia({ account_number: "-123" }), "account_number"),
+      "has invalid format, expected a digit first",
+    );
+    assert.equal(
+      problem(colombia({ account_number: "1".repeat(26) }), "account_number"),
+      "is too long (maximum is 25 characters)",
+    );
+    assert.equal(
+      problem(colombia({ branch_number: "00 12" }), "branch_number"),
+      "must contain only letters, digits and dashes",
+    );
+    assert.deepEqual(refused(colombia({ bank: { code: "10A7", name: "X" } })).errors, {
+      bank: { code: ["must contain only digits"] },
+    });
+  });
+
+  await t.step("abroad: letters, digits, spaces and dashes", () => {
+    assert.deepEqual(refused(international({ account_number: "0001/23" }), "international").errors, {
+      account_number: ["must contain only letters, digits, spaces and dashes"],
+    });
+  });
+
+  await t.step("the bank codes and the ISPB keep the messages the interface shows", () => {
+    assert.deepEqual(refused(brazil({ bank: { code: "1", ispb: "0000000A", name: "X" } })).errors, {
+      bank: {
+        code: ["has invalid format, expected three digits"],
+        ispb: ["has invalid format, expected eight digits"],
+      },
+    });
   });
 });

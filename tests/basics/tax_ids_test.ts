@@ -8,6 +8,7 @@ import {
   isValidNit,
   nitCheckDigit,
   RFC_PF_RE,
+  rfcPfProblem,
 } from "../../domain/basics/tax_ids.ts";
 import * as check from "../support/check_digits.ts";
 
@@ -27,9 +28,9 @@ Deno.test("CPF: 11 digits with both mod-11 check digits, not all the same digit"
   await t.step("either check digit wrong is refused", () => {
     for (const base of bases) {
       const good = check.cpf(base);
-      assert.deepEqual(checkTaxId("cpf", check.wrongLastDigit(good)), { error: "is invalid" }, good);
+      assert.deepEqual(checkTaxId("cpf", check.wrongLastDigit(good)), { error: "has invalid check digits" }, good);
       const firstWrong = good.slice(0, 9) + String((Number(good[9]) + 1) % 10) + good[10];
-      assert.deepEqual(checkTaxId("cpf", firstWrong), { error: "is invalid" }, good);
+      assert.deepEqual(checkTaxId("cpf", firstWrong), { error: "has invalid check digits" }, good);
     }
   });
 
@@ -37,17 +38,25 @@ Deno.test("CPF: 11 digits with both mod-11 check digits, not all the same digit"
     for (let d = 0; d <= 9; d++) {
       const same = String(d).repeat(11);
       assert.equal(check.cpf(same.slice(0, 9)), same, "the digits do check");
-      assert.deepEqual(checkTaxId("cpf", same), { error: "is invalid" });
+      assert.deepEqual(checkTaxId("cpf", same), { error: "cannot be one digit repeated" });
     }
   });
 
-  await t.step("punctuation, spaces and other lengths are refused (digits only)", () => {
+  await t.step("punctuated or bare, the same CPF, stored bare as a CNPJ is", () => {
     const good = check.cpf("529982247");
     for (const raw of [`${good.slice(0, 3)}.${good.slice(3, 6)}.${good.slice(6, 9)}-${good.slice(9)}`, ` ${good}`]) {
-      assert.deepEqual(checkTaxId("cpf", raw), { error: "is invalid" }, raw);
+      assert.deepEqual(checkTaxId("cpf", raw), { value: good }, raw);
     }
-    assert.deepEqual(checkTaxId("cpf", good.slice(0, 10)), { error: "is invalid" });
-    assert.deepEqual(checkTaxId("cpf", `${good}0`), { error: "is invalid" });
+  });
+
+  await t.step("a refusal says what is wrong: a character, the length, then the check digits", () => {
+    const good = check.cpf("529982247");
+    assert.deepEqual(checkTaxId("cpf", `${good.slice(0, 10)}A`), { error: "must contain only digits" });
+    assert.deepEqual(checkTaxId("cpf", `${good.slice(0, 3)}_${good.slice(3)}`), { error: "must contain only digits" });
+    assert.deepEqual(checkTaxId("cpf", good.slice(0, 10)), { error: "must have 11 digits" });
+    assert.deepEqual(checkTaxId("cpf", `${good}0`), { error: "must have 11 digits" });
+    assert.deepEqual(checkTaxId("cpf", "529.982.247-2"), { error: "must have 11 digits" });
+    assert.deepEqual(checkTaxId("cpf", "529.982.247-26"), { error: "has invalid check digits" });
   });
 });
 
@@ -196,4 +205,75 @@ Deno.test("RFC by its shape alone, as an account owner's: a company's 12 charact
   for (const rfc of ["GOMA901301AB1", "AB900101AB1", "GOMAB900101AB1", "ABC900101ABZ"]) {
     assert.equal(isRfcShape(rfc), false, rfc);
   }
+});
+
+Deno.test("every refusal says what is wrong, in the order a person fixes it", async (t) => {
+  const refusal = (type: Parameters<typeof checkTaxId>[0], raw: string) => {
+    const checked = checkTaxId(type, raw);
+    assert.ok("error" in checked, `${type} ${raw} accepted`);
+    return checked.error;
+  };
+
+  await t.step("CNPJ: characters, 14 digits, one digit repeated, check digits", () => {
+    const good = check.cnpj("112223330001");
+    assert.equal(refusal("cnpj", `${good.slice(0, 13)}X`), "must contain only digits");
+    assert.equal(refusal("cnpj", "11.222.333/0001"), "must have 14 digits");
+    assert.equal(refusal("cnpj", "0".repeat(14)), "cannot be one digit repeated");
+    assert.equal(refusal("cnpj", check.wrongLastDigit(good)), "has invalid check digits");
+  });
+
+  await t.step("CURP: characters, 18 of them, each part of the format, the check digit", () => {
+    const good = curp();
+    const cases: [string, string][] = [
+      [`${good.slice(0, 17)}-`, "must contain only letters and digits"],
+      [good.slice(0, 17), "must have 18 characters"],
+      [`G1MA${good.slice(4)}`, "has invalid format, expected four letters first, the second a vowel or X"],
+      [curp({ date: "901301" }), "has invalid format, expected a birth date (YYMMDD) in characters 5 to 10"],
+      [curp({ sex: "Q" }), "has invalid format, expected H, M or X as character 11"],
+      [curp({ state: "ZZ" }), "has invalid format, expected a state code in characters 12 and 13"],
+      [curp({ tail: "AEN0" }), "has invalid format, expected consonants in characters 14 to 16"],
+      [`${good.slice(0, 17)}A`, "has invalid format, expected a digit last"],
+      [check.wrongLastDigit(good), "has an invalid check digit"],
+    ];
+    for (const [raw, message] of cases) assert.equal(refusal("curp", raw), message, raw);
+  });
+
+  await t.step("a company's RFC: characters, 12 of them, letters, date, homoclave, check digit", () => {
+    const good = check.rfc("ABC680524P7");
+    const cases: [string, string][] = [
+      [`${good.slice(0, 11)}*`, "must contain only letters and digits"],
+      ["GODE561231GR8", "must have 12 characters (a company's RFC)"],
+      [`A1C${good.slice(3)}`, "has invalid format, expected three letters first"],
+      ["ABC681324P70", "has invalid format, expected a date (YYMMDD) after the letters"],
+      ["ABC680524P7Z", "has invalid format, expected a homoclave of two letters or digits, then a digit or A"],
+      [good.slice(0, 11) + (good[11] === "1" ? "2" : "1"), "has an invalid check digit"],
+    ];
+    for (const [raw, message] of cases) assert.equal(refusal("rfc", raw), message, raw);
+    assert.deepEqual(checkTaxId("rfc", `${good.slice(0, 3)}-${good.slice(3, 9)}-${good.slice(9)}`), { value: good });
+  });
+
+  await t.step("a person's RFC (rfc_pf) by its shape: characters, 13 of them, then its parts", () => {
+    assert.equal(rfcPfProblem("GOMA900101AB1"), null);
+    assert.equal(rfcPfProblem("GOMA-900101-AB1"), "must contain only letters and digits");
+    assert.equal(rfcPfProblem("GOMA9001"), "must have 13 characters");
+    assert.equal(rfcPfProblem("GOM1900101AB1"), "has invalid format, expected four letters first");
+    assert.equal(rfcPfProblem("GOMA901301AB1"), "has invalid format, expected a date (YYMMDD) after the letters");
+  });
+
+  await t.step("NIT, cc, ce, passport, RUT: characters and length each say so", () => {
+    const nit = check.nit("900123456");
+    const cases: [Parameters<typeof checkTaxId>[0], string, string][] = [
+      ["nit", "90012345X", "must contain only digits"],
+      ["nit", nit.slice(0, 9), "must have 10 digits (nine and the check digit)"],
+      ["nit", check.wrongLastDigit(nit), "has an invalid check digit"],
+      ["cc", "123456789", "must have 10 digits"],
+      ["cc", "12345678a0", "must contain only digits"],
+      ["ce", "12345", "must have 6 to 9 digits"],
+      ["passport", "AB-1234", "must contain only letters and digits"],
+      ["passport", "AB12", "must have 5 to 20 characters"],
+      ["rut", "1234567", "must have 8 or 9 characters (the check character included)"],
+      ["rut", "1234567KK", "has invalid format, expected digits, then a digit or K last"],
+    ];
+    for (const [type, raw, message] of cases) assert.equal(refusal(type, raw), message, `${type} ${raw}`);
+  });
 });

@@ -132,7 +132,7 @@ Deno.test("a client generated from the document compiles an integrator flow and 
       assert.deepEqual(result.events, [{ type: "identified", endpoint: result.endpointId, status: "pending" }]);
       assert.match(result.requestId ?? "", /^[0-9a-f-]{36}$/);
       assert.equal(result.refused.status, 422);
-      assert.deepEqual(result.refused.errors, { document_number: ["is invalid"] });
+      assert.deepEqual(result.refused.errors, { document_number: ["must have 11 digits"] });
     });
   } finally {
     await Deno.remove(dir, { recursive: true });

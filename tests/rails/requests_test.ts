@@ -132,7 +132,7 @@ Deno.test("rails routes name the fields they refuse", async (t) => {
           currency: "BRL",
           payer: { document_number: "12345678900", document_type: "cpf", name: "X" },
         }),
-        [422, { errors: { payer: { document_number: ["is invalid"] } } }],
+        [422, { errors: { payer: { document_number: ["has invalid check digits"] } } }],
       );
       assert.deepEqual(
         await post("/api/sandbox/bank_transactions", {
@@ -151,7 +151,7 @@ Deno.test("rails routes name the fields they refuse", async (t) => {
           currency: "BRL",
           payer: { document_number: "12345678900", document_type: "cpf", name: "X" },
         }),
-        [422, { errors: { value: ["has invalid format"], payer: { document_number: ["is invalid"] } } }],
+        [422, { errors: { value: ["has invalid format"], payer: { document_number: ["has invalid check digits"] } } }],
       );
       const other = await registerPerson(company);
       const account = await registerBrlAccount(company, other.id);

@@ -66,7 +66,10 @@ Deno.test("wire correction: waiting_correction, corrected account, retried by th
         bank_account: { ...correction.bank_account, owner_name: 5, account_number: "abc" },
       });
       assert.equal(mixed.status, 422, JSON.stringify(mixed.body));
-      assert.deepEqual(mixed.body.errors, { owner_name: ["is invalid"], account_number: ["has invalid format"] });
+      assert.deepEqual(mixed.body.errors, {
+        owner_name: ["is invalid"],
+        account_number: ["must contain only digits, and a dash or X for the check digit"],
+      });
       const [wire] = await ctx.sql`select status from wires where id = ${wireId}`;
       assert.equal(wire.status, "waiting_correction");
     });
@@ -127,7 +130,7 @@ Deno.test("wire correction: waiting_correction, corrected account, retried by th
       assert.equal(both.status, 422, JSON.stringify(both.body));
       assert.deepEqual(both.body.errors, {
         status: ["is not waiting_correction"],
-        branch_number: ["has invalid format"],
+        branch_number: ["must contain only digits, and a dash or X for the check digit"],
       });
       const sent = assertCreated(
         await company.post("/api/sandbox/payouts", {
@@ -192,7 +195,10 @@ Deno.test("wire correction: waiting_correction, corrected account, retried by th
         const noIspb = await company.put(`/api/v1/wires/${unknownBank.wire_id}/update_bank_account`, {
           bank_account: { ...correction.bank_account, bank: { code: "999", name: "Unknown" } },
         });
-        assert.deepEqual([noIspb.status, noIspb.body], [400, { errors: { bank: { ispb: ["can't be blank"] } } }]);
+        // the body names no ISPB to be blank: what to fix is the code the directory does not know
+        assert.deepEqual([noIspb.status, noIspb.body], [422, {
+          errors: { bank: { code: ["is not a known bank code; send bank.ispb with it"] } },
+        }]);
       },
     );
 

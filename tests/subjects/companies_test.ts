@@ -43,7 +43,7 @@ Deno.test("company customers are subjects", async (t) => {
         body({ document_number: check.wrongLastDigit(cnpj) }),
       );
       assert.equal(wrongDigit.status, 422);
-      assert.deepEqual(wrongDigit.body.errors, { document_number: ["is invalid"] });
+      assert.deepEqual(wrongDigit.body.errors, { document_number: ["has invalid check digits"] });
       const rfc = check.rfc("ABC680524P7");
       const mexican = await company.post(
         "/api/v1/subject/companies",

@@ -188,7 +188,7 @@ Deno.test("person endpoints", async (t) => {
     // a failed document is a 400 (as is a missing field), whatever else is wrong
     assert.equal(res.status, 400, JSON.stringify(res.body));
     assert.deepEqual(res.body.errors, {
-      document_number: ["is invalid"],
+      document_number: ["has invalid check digits"],
       social_name: ["can't be blank"],
       documents: {
         "0": { file_data: ["is not valid Base64"] },
@@ -198,7 +198,7 @@ Deno.test("person endpoints", async (t) => {
     const onlyDocument = await register(company, cpfPerson({ document_number: CPF.badDigit, documents: [garbage] }));
     assert.equal(onlyDocument.status, 400, JSON.stringify(onlyDocument.body));
     assert.deepEqual(onlyDocument.body.errors, {
-      document_number: ["is invalid"],
+      document_number: ["has invalid check digits"],
       documents: { "0": { file_data: ["is not valid Base64"] } },
     });
     // a document without labels does not hide what is wrong with the next one
@@ -225,14 +225,38 @@ Deno.test("person rules", async (t) => {
     return { status: res.status, errors: res.body.errors, data: res.body.data };
   };
 
-  await t.step("CPF: 11 digits with valid check digits, not all equal, no punctuation", async () => {
-    for (const cpf of CPF.valid) {
-      assert.ok([200, 201].includes((await status(cpfPerson({ document_number: cpf }))).status), cpf);
-    }
-    for (const cpf of [CPF.badDigit, "11111111111", "529.982.247-25", "5299822472", "abcdefghijk"]) {
-      const res = await status(cpfPerson({ document_number: cpf }));
-      assert.deepEqual([res.status, res.errors], [422, { document_number: ["is invalid"] }], cpf);
-    }
+  await t.step(
+    "CPF: 11 digits with valid check digits, not all equal; a refusal says which of these is wrong",
+    async () => {
+      for (const cpf of CPF.valid) {
+        assert.ok([200, 201].includes((await status(cpfPerson({ document_number: cpf }))).status), cpf);
+      }
+      const cases: [string, string][] = [
+        [CPF.badDigit, "has invalid check digits"],
+        ["529.982.247-26", "has invalid check digits"],
+        ["11111111111", "cannot be one digit repeated"],
+        ["529.982.247-2", "must have 11 digits"],
+        ["5299822472", "must have 11 digits"],
+        ["abcdefghijk", "must contain only digits"],
+        ["529,982,247-25", "must contain only digits"],
+      ];
+      for (const [cpf, message] of cases) {
+        const res = await status(cpfPerson({ document_number: cpf }));
+        assert.deepEqual([res.status, res.errors], [422, { document_number: [message] }], cpf);
+      }
+    },
+  );
+
+  await t.step("CPF: punctuated or bare is one person, stored bare, as a company's CNPJ is", async () => {
+    // the connector strips the punctuation before sending (facilitapay-clients.md); a person typing it keeps it
+    const bare = await status(cpfPerson({ document_number: "39053344705" }));
+    assert.equal(bare.status, 201, JSON.stringify(bare));
+    const punctuated = await status(cpfPerson({ document_number: "390.533.447-05", email: "ana@example.com" }));
+    assert.equal(punctuated.status, 200, JSON.stringify(punctuated));
+    assert.deepEqual(
+      [punctuated.data.id, punctuated.data.document_number, punctuated.data.email],
+      [bare.data.id, "39053344705", "ana@example.com"],
+    );
   });
 
   const curpPerson = (o: Record<string, unknown> = {}) => ({
@@ -248,11 +272,17 @@ Deno.test("person rules", async (t) => {
     const lower = await status(curpPerson({ document_number: CURP.second.toLowerCase() }));
     assert.equal(lower.status, 201);
     assert.equal(lower.data.document_number, CURP.second);
-    for (
-      const curp of [CURP.badDigit, "GOMA900101HZZRRN01", "GOMA901301HDFRRN01", "GOMA900101QDFRRN01", "GOMA900101HDF"]
-    ) {
+    const cases: [string, string][] = [
+      [CURP.badDigit, "has an invalid check digit"],
+      ["GOMA900101HZZRRN01", "has invalid format, expected a state code in characters 12 and 13"],
+      ["GOMA901301HDFRRN01", "has invalid format, expected a birth date (YYMMDD) in characters 5 to 10"],
+      ["GOMA900101QDFRRN01", "has invalid format, expected H, M or X as character 11"],
+      ["GOMA900101HDF", "must have 18 characters"],
+      ["GOMA-900101-HDFRRN01", "must contain only letters and digits"],
+    ];
+    for (const [curp, message] of cases) {
       const res = await status(curpPerson({ document_number: curp }));
-      assert.deepEqual([res.status, res.errors], [422, { document_number: ["is invalid"] }], curp);
+      assert.deepEqual([res.status, res.errors], [422, { document_number: [message] }], curp);
     }
   });
 
@@ -262,7 +292,11 @@ Deno.test("person rules", async (t) => {
     const mismatch = await status(curpPerson({ rfc_pf: "GOMB900101AB1" }));
     assert.deepEqual([mismatch.status, mismatch.errors], [422, { rfc_pf: ["does not match curp"] }]);
     const bad = await status(curpPerson({ rfc_pf: "GOMA9001" }));
-    assert.deepEqual([bad.status, bad.errors], [422, { rfc_pf: ["has invalid format"] }]);
+    assert.deepEqual([bad.status, bad.errors], [422, { rfc_pf: ["must have 13 characters"] }]);
+    const date = await status(curpPerson({ rfc_pf: "GOMA901301AB1" }));
+    assert.deepEqual([date.status, date.errors], [422, {
+      rfc_pf: ["has invalid format, expected a date (YYMMDD) after the letters"],
+    }]);
   });
 
   const other = (type: string, number: string, country: string) => ({
@@ -281,17 +315,17 @@ Deno.test("person rules", async (t) => {
       other("passport", "X".repeat(20), "CHL"),
     ];
     for (const p of accepted) assert.equal((await status(p)).status, 201, JSON.stringify(p));
-    const refused = [
-      other("cc", "123456789", "COL"),
-      other("cc", "12345678901", "COL"),
-      other("ce", "12345", "COL"),
-      other("ce", "1234567890", "COL"),
-      other("passport", "AB12", "CHL"),
-      other("passport", "AB-12345", "CHL"),
+    const refused: [Record<string, unknown>, string][] = [
+      [other("cc", "123456789", "COL"), "must have 10 digits"],
+      [other("cc", "12345678901", "COL"), "must have 10 digits"],
+      [other("ce", "12345", "COL"), "must have 6 to 9 digits"],
+      [other("ce", "1234567890", "COL"), "must have 6 to 9 digits"],
+      [other("passport", "AB12", "CHL"), "must have 5 to 20 characters"],
+      [other("passport", "AB-12345", "CHL"), "must contain only letters and digits"],
     ];
-    for (const p of refused) {
+    for (const [p, message] of refused) {
       const res = await status(p);
-      assert.deepEqual([res.status, res.errors], [422, { document_number: ["is invalid"] }], JSON.stringify(p));
+      assert.deepEqual([res.status, res.errors], [422, { document_number: [message] }], JSON.stringify(p));
     }
   });
 
