@@ -44,6 +44,18 @@ export function curp(first17: string): string {
   return first17 + String((10 - (sum % 10)) % 10);
 }
 
+/**
+ * A CURP from its parts: initials, birth date YYMMDD, sex, state, inner consonants and the century character, each by
+ * default those of GOMA900101HDFRRN0; its check digit computed.
+ */
+export function curpOf(
+  parts: { start?: string; date?: string; sex?: string; state?: string; tail?: string } = {},
+): string {
+  return curp(
+    `${parts.start ?? "GOMA"}${parts.date ?? "900101"}${parts.sex ?? "H"}${parts.state ?? "DF"}${parts.tail ?? "RRN0"}`,
+  );
+}
+
 /** Mexico's CLABE (Banxico): weights 3, 7, 1 repeating, each product mod 10; the digit is 10 minus the sum mod 10. */
 export function clabe(first17: string): string {
   const sum = digits(first17).reduce((s, v, i) => s + ((v * [3, 7, 1][i % 3]) % 10), 0);
