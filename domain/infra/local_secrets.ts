@@ -4,7 +4,6 @@ import { type Config, loadConfig, localSecretsWanted } from "./config.ts";
 export const SECRETS_DIR = ".data/secrets";
 const SECRET_BYTES = 32;
 const NAME_RE = /^[a-z][a-z0-9_]{0,63}$/;
-const VALUE_RE = /^[0-9a-f]{64}$/;
 
 const hex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 
@@ -14,14 +13,40 @@ const hex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).padSt
  * processes started at the same moment, get the same value: the file is written aside and linked into place, which
  * fails when another process got there first, and then its value is read instead.
  */
-export async function localSecret(name: string, dir = SECRETS_DIR): Promise<string> {
+export function localSecret(name: string, dir = SECRETS_DIR): Promise<string> {
+  return localValue(name, dir, SECRET_VALUE);
+}
+
+/** What a file of the folder holds: how a value is made, and what a stored one must look like. */
+type ValueKind = { make: () => string; valid: RegExp; what: string };
+const SECRET_VALUE: ValueKind = {
+  make: () => hex(crypto.getRandomValues(new Uint8Array(SECRET_BYTES))),
+  valid: /^[0-9a-f]{64}$/,
+  what: "a generated secret (64 hex characters)",
+};
+const COMPANY_VALUE: ValueKind = {
+  make: () => crypto.randomUUID(),
+  valid: /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
+  what: "a company id (a lowercase UUID)",
+};
+
+/**
+ * The company `deno task token` signs for when given none, made on first use and kept in `<dir>/development_company`:
+ * every token of a development session then belongs to one company, so the endpoint made by one README section
+ * receives the events of the next (README, "Quickstart").
+ */
+export function developmentCompanyId(dir = SECRETS_DIR): Promise<string> {
+  return localValue("development_company", dir, COMPANY_VALUE);
+}
+
+async function localValue(name: string, dir: string, kind: ValueKind): Promise<string> {
   if (!NAME_RE.test(name)) throw new Error(`invalid local secret name ${JSON.stringify(name)}`);
   await ensurePrivateDir(dir);
   const path = `${dir}/${name}`;
-  const existing = await readSecret(path);
+  const existing = await readValue(path, kind);
   if (existing !== null) return existing;
 
-  const value = hex(crypto.getRandomValues(new Uint8Array(SECRET_BYTES)));
+  const value = kind.make();
   const aside = `${path}.${crypto.randomUUID()}.tmp`;
   await Deno.writeTextFile(aside, `${value}\n`, { createNew: true, mode: 0o600 });
   try {
@@ -29,7 +54,7 @@ export async function localSecret(name: string, dir = SECRETS_DIR): Promise<stri
     return value;
   } catch (err) {
     if (!(err instanceof Deno.errors.AlreadyExists)) throw err;
-    const winner = await readSecret(path);
+    const winner = await readValue(path, kind);
     if (winner === null) throw new Error(`${path} vanished while it was being created`);
     return winner;
   } finally {
@@ -63,7 +88,7 @@ async function ensurePrivateDir(dir: string) {
 }
 
 /** The stored value, or null when there is none yet. A file that holds something else stops the start. */
-async function readSecret(path: string): Promise<string | null> {
+async function readValue(path: string, kind: ValueKind): Promise<string | null> {
   let text: string;
   try {
     text = await Deno.readTextFile(path);
@@ -72,9 +97,7 @@ async function readSecret(path: string): Promise<string | null> {
     throw err;
   }
   const value = text.trim();
-  if (!VALUE_RE.test(value)) {
-    throw new Error(`${path} does not hold a generated secret (64 hex characters): fix or remove it`);
-  }
+  if (!kind.valid.test(value)) throw new Error(`${path} does not hold ${kind.what}: fix or remove it`);
   const { mode } = await Deno.stat(path);
   if (mode !== null && (mode & 0o077) !== 0) await Deno.chmod(path, 0o600);
   return value;
