@@ -135,7 +135,7 @@ const EnvSchema = z.object({
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
   WEBHOOK_DISABLE_AFTER_SECONDS: z.coerce.number().min(0).default(432_000),
   EVENT_RETENTION_DAYS: z.coerce.number().positive().max(36_500).default(30),
-  WEBHOOK_ALLOW_PRIVATE_URLS: flag(false),
+  WEBHOOK_ALLOW_PRIVATE_URLS: optionalFlag,
   SANDBOX: optionalFlag,
   SECRET_ENCRYPTION_KEY: encryptionKey.optional(),
   SECRET_ENCRYPTION_KEY_PREVIOUS: encryptionKey.optional(),
@@ -176,6 +176,10 @@ export type Config = {
   webhookDisableAfterSeconds: number;
   /** Events, delivery records and attempts older than this go (fractions of a day allowed); pending records stay. */
   eventRetentionDays: number;
+  /**
+   * `WEBHOOK_ALLOW_PRIVATE_URLS`: endpoints may be http:// and on loopback or private addresses. By default only in
+   * development; `test` and `production` keep to public https, and production refuses it outright.
+   */
   allowPrivateUrls: boolean;
   sandbox: boolean;
   /** Seals webhook signing secrets at rest; null: a development key kept under `.data/secrets/`. */
@@ -257,7 +261,8 @@ export function loadConfig(
     webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
     webhookDisableAfterSeconds: e.WEBHOOK_DISABLE_AFTER_SECONDS,
     eventRetentionDays: e.EVENT_RETENTION_DAYS,
-    allowPrivateUrls: e.WEBHOOK_ALLOW_PRIVATE_URLS,
+    // a laptop's receiver is on loopback (README, "Quickstart"); production refuses the setting (productionRefusals)
+    allowPrivateUrls: e.WEBHOOK_ALLOW_PRIVATE_URLS ?? e.APP_ENV === "development",
     // a production instance with the defaults must not let integrators fabricate money movements
     sandbox: e.SANDBOX ?? !production,
     secretEncryptionKey: e.SECRET_ENCRYPTION_KEY ?? (production ? null : localKey),

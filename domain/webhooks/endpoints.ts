@@ -141,10 +141,20 @@ export function checkEndpointUrl(errors: ErrorBag, raw: string, allowPrivateUrls
   if (!["https:", "http:"].includes(url.protocol) || !url.hostname) return errors.add("url", "has invalid format");
   if (url.username || url.password) return errors.add("url", "must not contain credentials");
   if (allowPrivateUrls) return;
-  if (url.protocol !== "https:") return errors.add("url", "must be an https URL");
+  // the setting is named: a refused local receiver otherwise leaves its developer guessing (README, "Quickstart")
+  if (url.protocol !== "https:") {
+    return errors.add(
+      "url",
+      "must be an https URL (http:// needs WEBHOOK_ALLOW_PRIVATE_URLS=true, never in production)",
+    );
+  }
   const host = url.hostname.replace(/^\[|\]$/g, "");
   if (isLocalHostname(host) || (isIpLiteral(host) && isPrivateAddress(host))) {
-    errors.add("url", "must not point to a private, loopback or link-local address");
+    errors.add(
+      "url",
+      "must not point to a private, loopback or link-local address (those need WEBHOOK_ALLOW_PRIVATE_URLS=true, " +
+        "never in production)",
+    );
   }
 }
 

@@ -145,7 +145,11 @@ export async function sendWebhook(
   try {
     const target = new URL(url);
     if (target.protocol !== "https:" && (target.protocol !== "http:" || !opts.allowPrivateUrls)) {
-      return result(0, "refused: only https URLs are delivered");
+      // the setting is named so that whoever reads the attempt log knows what would change it (docs/webhooks.md)
+      return result(
+        0,
+        "refused: only https URLs are delivered (WEBHOOK_ALLOW_PRIVATE_URLS=true allows http, never in production)",
+      );
     }
     const addresses = await raceAbort(
       checkedAddresses(target, { resolve: opts.resolve ?? systemResolver, allowPrivate: opts.allowPrivateUrls }),

@@ -137,7 +137,9 @@ export const systemResolver: Resolver = async (hostname) => {
   }
 };
 
-const PRIVATE = "refused: private address";
+// the setting is named so that whoever reads the attempt log knows what would change it (docs/webhooks.md)
+const ALLOWED_BY = " (WEBHOOK_ALLOW_PRIVATE_URLS=true allows it, never in production)";
+const PRIVATE = `refused: private address${ALLOWED_BY}`;
 
 /**
  * Resolves `url`'s host once and returns the addresses a delivery may connect to: the connection must use these and
@@ -155,7 +157,9 @@ export async function checkedAddresses(
     if (!opts.allowPrivate && !isPublicAddress(host)) throw new BlockedDestination(PRIVATE);
     return [host];
   }
-  if (!opts.allowPrivate && isLocalHostname(host)) throw new BlockedDestination("refused: local host name");
+  if (!opts.allowPrivate && isLocalHostname(host)) {
+    throw new BlockedDestination(`refused: local host name${ALLOWED_BY}`);
+  }
   const addresses = await opts.resolve(host);
   if (addresses.length === 0) throw new BlockedDestination("DNS: the host name does not resolve");
   if (!addresses.every(opts.allowPrivate ? isIpLiteral : isPublicAddress)) throw new BlockedDestination(PRIVATE);

@@ -168,6 +168,20 @@ Deno.test("production refuses private webhook URLs and guessable secrets; other 
     }
   });
 
+  await t.step(
+    "unset, WEBHOOK_ALLOW_PRIVATE_URLS is on in development only: a laptop's receiver is on loopback",
+    () => {
+      assert.equal(loadConfig(strong).allowPrivateUrls, false);
+      assert.equal(loadConfig({ ...strong, APP_ENV: "test" }).allowPrivateUrls, false);
+      assert.equal(loadConfig({ ...strong, APP_ENV: "development" }).allowPrivateUrls, true);
+      assert.equal(loadConfig({ ...strong, APP_ENV: undefined }).allowPrivateUrls, true);
+      assert.equal(
+        loadConfig({ ...strong, APP_ENV: "development", WEBHOOK_ALLOW_PRIVATE_URLS: "false" }).allowPrivateUrls,
+        false,
+      );
+    },
+  );
+
   await t.step("a guessable JWT_SECRET, key, previous key or METRICS_TOKEN is refused in production", () => {
     const spaces = " ".repeat(32);
     refusedWith({ ...strong, JWT_SECRET: spaces }, "JWT_SECRET", spaces);
@@ -300,6 +314,52 @@ Deno.test("a secret generated under .data/secrets: owner-only, stable, one value
       await Deno.writeTextFile(`${secrets}/broken`, "short\n");
       await assert.rejects(localSecret("broken", secrets), /broken/);
     });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("deno task token: one development company for every call, --new for another, none in production", async () => {
+  const dir = await freshDir();
+  const token = async (args: string[], env: Record<string, string> = {}) => {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--allow-env",
+        "--allow-read",
+        "--allow-write=.data",
+        "--config",
+        `${root}deno.json`,
+        `${root}commands/token.ts`,
+        ...args,
+      ],
+      cwd: dir,
+      env: { JWT_SECRET: TEST_JWT_SECRET, ...env },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stdout = new TextDecoder().decode(out.stdout).trim();
+    const verified = out.code === 0 ? await verifyBearer(settingsWith(TEST_JWT_SECRET), `Bearer ${stdout}`) : null;
+    return { code: out.code, sub: verified?.companyId, stderr: new TextDecoder().decode(out.stderr) };
+  };
+  try {
+    const first = await token([]);
+    const second = await token([]);
+    assert.equal(first.code, 0, first.stderr);
+    assert.equal(second.sub, first.sub, "the same company on every call");
+    assert.equal((await Deno.readTextFile(`${dir}/.data/secrets/development_company`)).trim(), first.sub);
+    const fresh = await token(["--new"]);
+    assert.equal(fresh.code, 0, fresh.stderr);
+    assert.notEqual(fresh.sub, first.sub);
+    assert.equal((await token([])).sub, first.sub, "--new leaves the development company as it was");
+    const given = crypto.randomUUID();
+    assert.equal((await token([given])).sub, given);
+    assert.equal((await token(["not-a-uuid"])).code, 1);
+    const production = await token([], { APP_ENV: "production", SECRET_ENCRYPTION_KEY: KEY_32 });
+    assert.equal(production.code, 1);
+    assert.match(production.stderr, /no development company: name the company or ask for --new/);
+    const named = await token([given], { APP_ENV: "production", SECRET_ENCRYPTION_KEY: KEY_32 });
+    assert.equal(named.sub, given, named.stderr);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

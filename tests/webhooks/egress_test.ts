@@ -6,6 +6,12 @@ import { EXAMPLE, startReceiver } from "../support/webhook_receiver.ts";
 const fixture = (name: string) => Deno.readTextFileSync(new URL(`../fixtures/tls/${name}`, import.meta.url));
 /** A test-only authority and a certificate it issued for `hooks.test` (tests/fixtures/tls/README.md). */
 const CA = fixture("ca.pem");
+// every refusal names the setting that would allow it
+const ALLOWED_BY = " (WEBHOOK_ALLOW_PRIVATE_URLS=true allows it, never in production)";
+const PRIVATE = `refused: private address${ALLOWED_BY}`;
+const LOCAL_NAME = `refused: local host name${ALLOWED_BY}`;
+const ONLY_HTTPS =
+  "refused: only https URLs are delivered (WEBHOOK_ALLOW_PRIVATE_URLS=true allows http, never in production)";
 const TLS = { cert: fixture("hooks.test.pem"), key: fixture("hooks.test.key") };
 
 /** Answers `first` to the first question and `later` to every other one, counting the questions. */
@@ -173,7 +179,7 @@ Deno.test("the address guard lets only public unicast addresses through", async 
     ) {
       const resolve: Resolver = () => Promise.resolve(answer);
       await assert.rejects(checkedAddresses(url, { resolve, allowPrivate: false }), (err: Error) => {
-        assert.equal(err.message, "refused: private address");
+        assert.equal(err.message, PRIVATE);
         return true;
       });
     }
@@ -271,17 +277,17 @@ Deno.test("delivery errors never reveal an address", async (t) => {
 
   await t.step("a private answer, a mapped IPv6 literal or a local name is refused before any connection", async () => {
     const cases: [string, string[], string][] = [
-      ["https://internal.example.com/", ["10.1.2.3"], "refused: private address"],
-      ["https://metadata.example.com/", ["169.254.169.254"], "refused: private address"],
-      ["https://mixed.example.com/", ["8.8.8.8", "127.0.0.1"], "refused: private address"],
-      ["https://mapped.example.com/", ["::ffff:7f00:1"], "refused: private address"],
-      ["https://[::ffff:127.0.0.1]/", [], "refused: private address"],
-      ["https://[::ffff:7f00:1]/", [], "refused: private address"],
-      ["https://[64:ff9b::a9fe:a9fe]/", [], "refused: private address"],
-      ["https://169.254.169.254/latest/meta-data", [], "refused: private address"],
+      ["https://internal.example.com/", ["10.1.2.3"], PRIVATE],
+      ["https://metadata.example.com/", ["169.254.169.254"], PRIVATE],
+      ["https://mixed.example.com/", ["8.8.8.8", "127.0.0.1"], PRIVATE],
+      ["https://mapped.example.com/", ["::ffff:7f00:1"], PRIVATE],
+      ["https://[::ffff:127.0.0.1]/", [], PRIVATE],
+      ["https://[::ffff:7f00:1]/", [], PRIVATE],
+      ["https://[64:ff9b::a9fe:a9fe]/", [], PRIVATE],
+      ["https://169.254.169.254/latest/meta-data", [], PRIVATE],
       ["https://nowhere.example.com/", [], "DNS: the host name does not resolve"],
-      ["https://metadata.google.internal/", ["169.254.169.254"], "refused: local host name"],
-      ["http://public.example.com/", ["8.8.8.8"], "refused: only https URLs are delivered"],
+      ["https://metadata.google.internal/", ["169.254.169.254"], LOCAL_NAME],
+      ["http://public.example.com/", ["8.8.8.8"], ONLY_HTTPS],
     ];
     for (const [url, answer, reason] of cases) {
       const res = await sendWebhook(url, EXAMPLE, {}, { ...strict, resolve: () => Promise.resolve(answer) });

@@ -279,6 +279,8 @@ Deno.test("without WEBHOOK_ALLOW_PRIVATE_URLS, endpoints must be public https UR
       const res = await company.post(BASE, { url });
       assert.equal(res.status, 422, url);
       assert.deepEqual(Object.keys(res.body.errors), ["url"], url);
+      // the refusal names the setting that changes it
+      assert.match(res.body.errors.url[0], /WEBHOOK_ALLOW_PRIVATE_URLS=true, never in production/, url);
     }
   });
 
@@ -294,7 +296,10 @@ Deno.test("without WEBHOOK_ALLOW_PRIVATE_URLS, endpoints must be public https UR
     const res = await company.post(BASE, { url: "http://hooks.example.com/in", delivery_mode: "fifo" });
     assert.equal(res.status, 422, JSON.stringify(res.body));
     assert.deepEqual(res.body, {
-      errors: { url: ["must be an https URL"], delivery_mode: ["must be one of: parallel, sequential"] },
+      errors: {
+        url: ["must be an https URL (http:// needs WEBHOOK_ALLOW_PRIVATE_URLS=true, never in production)"],
+        delivery_mode: ["must be one of: parallel, sequential"],
+      },
     });
   });
 

@@ -165,7 +165,10 @@ Deno.test("outbound requests never reach private addresses when private URLs are
         timeoutMs: 1000,
         allowPrivateUrls: false,
       });
-      assert.equal(secure.responseBody, "refused: private address");
+      assert.equal(
+        secure.responseBody,
+        "refused: private address (WEBHOOK_ALLOW_PRIVATE_URLS=true allows it, never in production)",
+      );
       assert.equal(rx.arrivals.length, 0);
       // With the development flag the same receiver is reached.
       const allowed = await sendWebhook(`${rx.url}/guarded`, EXAMPLE, {}, { timeoutMs: 1000, allowPrivateUrls: true });
