@@ -9,12 +9,19 @@ const ASSETS: Record<string, string> = {
   "docs.js": "application/javascript; charset=utf-8",
 };
 
-/** Starts Swagger UI; a file of its own, since the page's policy runs no inline script. */
+/**
+ * Starts Swagger UI; a file of its own, since the page's policy runs no inline script. Operations and schemas start
+ * closed and a filter box finds an operation by its tag: the page then builds about 600 elements instead of 2,600
+ * (README, "Operations", says what was measured and what still takes the time).
+ */
 const START_SCRIPT = `window.ui = SwaggerUIBundle({
   url: "/openapi.json",
   dom_id: "#docs",
   deepLinking: true,
   persistAuthorization: true,
+  docExpansion: "none",
+  defaultModelsExpandDepth: 0,
+  filter: true,
 });
 `;
 

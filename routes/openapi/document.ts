@@ -7,10 +7,12 @@ export const API_DESCRIPTION = `Register customers and their bank accounts, move
 
 ## Authentication
 
-Every \`/api\` call carries \`Authorization: Bearer <token>\`: an HS256 JWT whose \`sub\` is your company id.
-The operator of this service issues it: \`deno task token\` prints a token for a new company,
-\`deno task token <company_id>\` one for a given company (valid 30 days by default). Sign-in for integrators will
-come later; until then, ask the operator. In \`/docs\`, press **Authorize** and paste the token.
+Every \`/api\` call but sign-in carries \`Authorization: Bearer <token>\`: an HS256 JWT whose \`sub\` is your company
+id. A user of your company (the operator creates it with \`deno task user:create\`) gets one valid 24 hours from
+\`POST /api/v1/sign_in\` with its username and password, and ends it with \`POST /api/v1/sign_out\`. On a development
+machine \`deno task token\` prints one for the development company, the same company on every call
+(\`deno task token --new\` for a company of its own, \`deno task token <company_id>\` for a given one). In \`/docs\`,
+press **Authorize** and paste the token.
 
 Every answer carries \`x-request-id\`: the one you sent (1 to 128 of \`A-Za-z0-9._:-\`) or a fresh UUID; quote it
 when you report a problem. Errors always have the shape \`{"errors": {...}}\`.
