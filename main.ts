@@ -67,6 +67,12 @@ export async function start(config: Config) {
     embedded = await startEmbeddedPostgres();
     url = embedded.url;
   }
+  // which Postgres a start used, in one line: a fresh checkout may have found one on 5432 or started its own
+  log.info("postgres", {
+    server: embedded ? "embedded" : config.databaseUrlExplicit ? "DATABASE_URL" : "local",
+    url: withoutCredentials(url),
+    ...embedded ? { dir: embedded.dir } : {},
+  });
   await ensureDatabase(url);
   const sql = connect(url, { max: 10 });
   await migrate(sql, url);
@@ -102,6 +108,11 @@ export async function start(config: Config) {
     if (embedded) await embedded.stop();
   };
   return { server, stop, sql, app };
+}
+
+/** The URL as a log may show it: scheme, hosts, ports and database, never the user's password (nor the user). */
+export function withoutCredentials(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^@/?#]*@/i, "$1").replace(/[?#].*$/, "");
 }
 
 async function startOrExit(config: Config) {

@@ -8,6 +8,8 @@ const PASSWORD = "postgres";
 
 export type EmbeddedPostgres = {
   url: string;
+  /** Where its data is, as the start-up log names it (relative to the checkout when it is the default). */
+  dir: string;
   stop: () => Promise<void>;
   /** Starts the server again after `stop`, on the same port and data (a database outage, in the tests). */
   start: () => Promise<void>;
@@ -46,9 +48,11 @@ export async function startEmbeddedPostgres(
     await pg.initialise();
   }
   await pg.start();
-  log.info("embedded postgres started", { port, dir: opts.databaseDir ?? DATA_DIR });
+  // main.ts logs the one line naming the Postgres a start uses; this detail is for debugging
+  log.debug("embedded postgres started", { port, dir: opts.databaseDir ?? DATA_DIR });
   return {
     url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/payments`,
+    dir: opts.databaseDir ?? DATA_DIR,
     stop: () => pg.stop(),
     start: () => pg.start(),
   };
