@@ -1,22 +1,24 @@
-import type { Task } from "graphile-worker";
 import type { Deps } from "../domain/infra/deps.ts";
-import { UUID_RE } from "../domain/basics/ids.ts";
 import { whileUnreachable } from "../domain/infra/db.ts";
+import { secretBoxFor } from "../domain/infra/secret_box.ts";
 import { claimNext } from "../domain/webhooks/delivery/claim.ts";
 import { leaseMsFor } from "../domain/webhooks/delivery/lease.ts";
 import { attemptRecorder } from "../domain/webhooks/delivery/recorder.ts";
 import { releaseClaim } from "../domain/webhooks/delivery/release.ts";
-import { drainEndpoint, RUN_BUDGET } from "../domain/webhooks/drain.ts";
+import { wakeEndpoints } from "../domain/webhooks/delivery/wake.ts";
+import { RUN_BUDGET } from "../domain/webhooks/drain.ts";
+import { Drainers } from "../domain/webhooks/drainers.ts";
 import { failPendingDeliveries } from "../domain/webhooks/endpoints.ts";
-import { TASKS, wakeEndpoints } from "../domain/webhooks/queue.ts";
 import { sendDelivery } from "../domain/webhooks/sender.ts";
-import { secretBoxFor } from "../domain/infra/secret_box.ts";
 
-/** How long a drain job waits for an unreachable database before it fails. */
+/** How long a drain step waits for an unreachable database before the run fails. */
 const OUTAGE_PATIENCE_MS = 60_000;
 
-/** The drain job: runs the drain loop for one endpoint with the steps made of Postgres and the HTTP sender. */
-export function deliverWebhookTask({ sql, config, processId }: Deps): Task {
+/**
+ * The webhook drainers of this process, with the steps made of Postgres statements and the HTTP sender: started and
+ * stopped with the worker (domain/infra/worker.ts), WORKER_CONCURRENCY runs at once.
+ */
+export function webhookDrainers({ sql, config, processId }: Deps): Drainers {
   const lease = { leaseMs: leaseMsFor(config.webhookTimeoutMs), owner: processId };
   // One recorder per process: attempts finishing together are written in one statement.
   const recorder = attemptRecorder(sql, {
@@ -25,23 +27,25 @@ export function deliverWebhookTask({ sql, config, processId }: Deps): Task {
     disableAfterSeconds: config.webhookDisableAfterSeconds,
   });
   const sending = { timeoutMs: config.webhookTimeoutMs, allowPrivateUrls: config.allowPrivateUrls };
-  return async (payload, helpers) => {
-    const endpointId = (payload as { endpoint_id?: unknown } | null)?.endpoint_id;
-    if (typeof endpointId !== "string" || !UUID_RE.test(endpointId)) {
-      helpers.logger.error(`${TASKS.deliverWebhook}: bad payload`, { payload });
-      return;
-    }
-    // While the database is away (a restart, a failover) each step waits for it rather than failing the job, whose
-    // failure graphile-worker could not record either (README, Operations, When the database goes away).
-    const patiently = <T>(step: () => Promise<T>) => whileUnreachable(step, Date.now() + OUTAGE_PATIENCE_MS);
-    await drainEndpoint({
+  // While the database is away (a restart, a failover) each step waits for it rather than failing the run (README,
+  // Operations, When the database goes away).
+  const patiently = <T>(step: () => Promise<T>) => whileUnreachable(step, Date.now() + OUTAGE_PATIENCE_MS);
+  const drainers: Drainers = new Drainers(sql, {
+    concurrency: config.workerConcurrency,
+    budget: RUN_BUDGET,
+    steps: (endpointId, abort) => ({
       claim: () => patiently(() => claimNext(sql, endpointId, lease)),
-      send: async (endpoint, delivery, signal) =>
-        sendDelivery(await secretBoxFor(config), endpoint, delivery, { ...sending, signal }),
-      recordAndClaimNext: (delivery, result, endpoint) => recorder.record(endpoint, delivery, result),
+      send: async (endpoint, delivery) =>
+        sendDelivery(await secretBoxFor(config), endpoint, delivery, { ...sending, signal: abort }),
+      recordAndClaimNext: async (delivery, result, endpoint) => {
+        const recorded = await recorder.record(endpoint, delivery, result);
+        drainers.dueAt(recorded.nextAttemptAt);
+        return recorded;
+      },
       release: (delivery) => patiently(() => releaseClaim(sql, endpointId, delivery)),
-      wake: (slot) => patiently(() => wakeEndpoints(sql, [endpointId], slot)),
+      wake: () => patiently(() => wakeEndpoints(sql, [endpointId])),
       failPending: (endpoint) => patiently(() => failPendingDeliveries(sql, endpoint.company_id, [endpoint.id])),
-    }, { budget: RUN_BUDGET, now: () => performance.now(), signal: helpers.abortSignal });
-  };
+    }),
+  });
+  return drainers;
 }

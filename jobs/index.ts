@@ -9,16 +9,22 @@ import { releaseDeadLeases, wakeStalledEndpoints } from "../domain/webhooks/reco
 import { TASKS } from "../domain/webhooks/queue.ts";
 import { pruneHistory } from "../domain/webhooks/retention.ts";
 import { log } from "../domain/basics/log.ts";
-import { deliverWebhookTask } from "./drain_webhooks.ts";
+import { webhookDrainers } from "./drain_webhooks.ts";
 import { retryWireTask } from "./retry_wire.ts";
 
-/** Every background task of the service, by graphile-worker task name. */
+/** Every graphile-worker task of the service, by task name. */
 export function taskList(deps: Deps): TaskList {
   return {
     [TASKS.noop]: async () => {},
-    [TASKS.deliverWebhook]: deliverWebhookTask(deps),
+    // A drain job an earlier version queued: its records are claimed by the drainers (sql/0023).
+    [TASKS.deliverWebhook]: async () => {},
     [TASKS.retryWire]: retryWireTask(deps),
   };
+}
+
+/** What runs beside graphile-worker in a worker process: the webhook drainers (domain/webhooks/drainers.ts). */
+export function companions(deps: Deps) {
+  return [webhookDrainers(deps)];
 }
 
 const HOUR_MS = 3_600_000;
@@ -40,12 +46,13 @@ export function atMostEvery(everyMs: number, name: string, work: () => Promise<u
 }
 
 /**
- * The worker's upkeep, for `startWorker`: free the leases of processes found dead, and on every sweep wake stalled
- * endpoints, identify money waiting for payers registered meanwhile and prune expired idempotency keys; once an hour,
- * the webhook history past its retention (docs/webhooks.md, "Retention"), and every minute the sessions, sign-in
- * failures and rate buckets nobody needs any more.
+ * The worker's upkeep and companions, for `startWorker`: the webhook drainers; free the leases of processes found
+ * dead, and on every sweep wake stalled endpoints, identify money waiting for payers registered meanwhile and prune
+ * expired idempotency keys; once an hour, the webhook history past its retention (docs/webhooks.md, "Retention"), and
+ * every minute the sessions, sign-in failures and rate buckets nobody needs any more.
  */
-export function upkeep({ sql, processId, config }: Pick<Deps, "sql" | "processId" | "config">) {
+export function upkeep(deps: Deps) {
+  const { sql, processId, config } = deps;
   const pruneOld = atMostEvery(
     HOUR_MS,
     "webhook history prune",
@@ -63,6 +70,7 @@ export function upkeep({ sql, processId, config }: Pick<Deps, "sql" | "processId
   );
   return {
     processId,
+    companions: companions(deps),
     onDeadProcesses: (ids: string[]) => releaseDeadLeases(sql, ids),
     onSweep: () => {
       pruneOld();

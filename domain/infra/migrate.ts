@@ -31,8 +31,8 @@ export async function migrate(sql: Sql, connectionString: string): Promise<void>
       applied_at timestamptz not null default now()
     )`;
   });
-  // graphile-worker's own schema first: jobs are added with plain SQL even by API-only instances, and our SQL uses its
-  // types (sql/0019_add_drain_jobs.sql).
+  // graphile-worker's own schema first: jobs are added with plain SQL (graphile_worker.add_job) even by API-only
+  // instances, and sql/0019 and sql/0020 (whose functions sql/0023 drops) name its types and tables.
   await runMigrations({ connectionString, logger: workerLogger() });
   for (const file of await migrationFiles()) {
     await sql.begin(async (tx) => {

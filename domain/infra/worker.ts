@@ -18,7 +18,19 @@ export function workerLogger() {
   });
 }
 
-export type Worker = { runner: Runner; pool: pg.Pool; liveness: Liveness; sweeper: ReturnType<typeof setInterval> };
+/**
+ * Work that runs beside graphile-worker in a worker process, started once the process is registered (so that what it
+ * leases under the process id is freed if the process dies) and stopped before graphile-worker is.
+ */
+export type Companion = { start(worker: { connectionString: string }): Promise<void>; stop(): Promise<void> };
+
+export type Worker = {
+  runner: Runner;
+  pool: pg.Pool;
+  liveness: Liveness;
+  sweeper: ReturnType<typeof setInterval>;
+  companions: Companion[];
+};
 
 /** Called with the ids of worker processes found dead, after their jobs were unlocked. */
 export type OnDeadProcesses = (processIds: string[]) => Promise<void>;
@@ -40,7 +52,7 @@ export async function recoverDeadProcesses(client: pg.Client | pg.Pool, onDead?:
     returning id, worker_ids`);
   if (!rows.length) return 0;
   const workerIds = rows.flatMap((r) => r.worker_ids);
-  if (workerIds.length) await client.query("select hand_back_worker_jobs($1::text[])", [workerIds]);
+  if (workerIds.length) await client.query("select graphile_worker.force_unlock_workers($1::text[])", [workerIds]);
   await onDead?.(rows.map((r) => r.id));
   log.warn("recovered work of stopped worker processes", { processes: rows.length, workers: workerIds.length });
   return rows.length;
@@ -135,7 +147,7 @@ class Liveness {
     // nothing of this process runs any more, so whatever it still holds goes back to the queue.
     await client.query(
       `with gone as (delete from worker_processes where id = $1 returning worker_ids)
-       select hand_back_worker_jobs(coalesce((select worker_ids from gone), '{}'))`,
+       select graphile_worker.force_unlock_workers(coalesce((select worker_ids from gone), '{}'))`,
       [this.processId],
     ).catch((err) => log.warn("could not hand back the jobs of this process", { error: err.message }));
     await client.end();
@@ -151,7 +163,12 @@ export async function startWorker(
   connectionString: string,
   concurrency: number,
   taskList: TaskList,
-  opts: { processId?: string; onDeadProcesses?: OnDeadProcesses; onSweep?: () => Promise<unknown> } = {},
+  opts: {
+    processId?: string;
+    onDeadProcesses?: OnDeadProcesses;
+    onSweep?: () => Promise<unknown>;
+    companions?: Companion[];
+  } = {},
 ): Promise<Worker> {
   const liveness = new Liveness(connectionString, opts.processId ?? crypto.randomUUID());
   await liveness.connect();
@@ -190,11 +207,14 @@ export async function startWorker(
   const sweeper = setInterval(() => {
     sweep().catch((err) => log.error("recovery sweep failed", { error: err.message }));
   }, SWEEP_EVERY_MS);
-  return { runner, pool, liveness, sweeper };
+  const companions = opts.companions ?? [];
+  for (const companion of companions) await companion.start({ connectionString });
+  return { runner, pool, liveness, sweeper, companions };
 }
 
 export async function stopWorker(worker: Worker): Promise<void> {
   clearInterval(worker.sweeper);
+  await Promise.all(worker.companions.map((c) => c.stop()));
   await worker.runner.stop();
   await worker.pool.end();
   await worker.liveness.end();

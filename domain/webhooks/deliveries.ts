@@ -1,7 +1,7 @@
 import type { Sql, TransactionSql, Tx } from "../infra/db.ts";
 import { notFound, unprocessable, validationFailed } from "../basics/errors.ts";
 import { isoUtc, pgTimestamptz } from "../basics/time.ts";
-import { wakeEndpoints } from "./queue.ts";
+import { wakeEndpoints } from "./delivery/wake.ts";
 import { catalogueEntry } from "./catalogue.ts";
 import { eventData } from "./event_data.ts";
 import { emitEvent, EVENT_TYPES, type EventType } from "./events.ts";

@@ -1,7 +1,6 @@
 import type { TransactionSql } from "../infra/db.ts";
 import { newId } from "../basics/ids.ts";
-import { slotLimit } from "./delivery/lease.ts";
-import { addDrainJobs } from "./queue.ts";
+import { notifyWake } from "./delivery/wake.ts";
 
 /** Every event type (docs/webhooks.md, Bodies). */
 export const EVENT_TYPES = [
@@ -25,19 +24,14 @@ export const EVENT_TYPES = [
 ] as const;
 export type EventType = typeof EVENT_TYPES[number];
 
-/** Endpoints already woken by the current transaction: one drain job per endpoint and transaction is enough. */
-const wokenInTx = new WeakMap<object, Set<string>>();
-
 /**
  * The one way to emit an event. Call it with the transaction of the state change that caused it:
- * the event, its delivery records and their jobs commit or roll back together with that change.
+ * the event, its delivery records and their wake-ups commit or roll back together with that change.
  *
- * Fan-out: one delivery record per ACTIVE endpoint of the company that enables the type, due at once, plus a
- * drain job on one of the endpoint's lanes, picked at random (domain/webhooks/queue.ts): the job's row stays
- * locked until this transaction ends, so producers of one endpoint spread over its lanes instead of queueing on one
- * row, and the first drainer fans out over the other slots by itself (domain/webhooks/delivery/claim.ts). It takes a
- * transaction, never the pool: the event never exists without its deliveries, nor they without the change that
- * caused them. `onlyEndpointId` narrows the fan-out to that one endpoint (a test event).
+ * Fan-out: one delivery record per ACTIVE endpoint of the company that enables the type, due at once, and a wake-up
+ * of each of those endpoints (domain/webhooks/delivery/wake.ts), sent at commit. It takes a transaction, never the
+ * pool: the event never exists without its deliveries, nor they without the change that caused them.
+ * `onlyEndpointId` narrows the fan-out to that one endpoint (a test event).
  */
 export async function emitEvent(
   tx: TransactionSql,
@@ -48,8 +42,8 @@ export async function emitEvent(
 ): Promise<{ id: string }> {
   const id = newId();
   const only = opts.onlyEndpointId ? tx`and id = ${opts.onlyEndpointId}` : tx``;
-  const endpoints = await tx<{ id: string; slots: number }[]>`
-    select id, ${slotLimit(tx, "webhook_endpoints")} as slots from webhook_endpoints
+  const endpoints = await tx<{ id: string }[]>`
+    select id from webhook_endpoints
     where company_id = ${companyId} and status = 'active' and enabled_events && array['*', ${type}]::text[] ${only}
     order by id`;
   const json = tx.json(data as never);
@@ -58,32 +52,17 @@ export async function emitEvent(
     return { id };
   }
   const endpointIds = endpoints.map((e) => e.id);
-  let woken = wokenInTx.get(tx);
-  if (!woken) wokenInTx.set(tx, woken = new Set());
-  const wake = endpoints.filter((e) => !woken.has(e.id));
-  for (const e of wake) woken.add(e.id);
-  const wakeJobs = wake.length
-    ? tx`select count(*) from ${
-      addDrainJobs(
-        tx,
-        tx`select unnest(${wake.map((e) => e.id)}::uuid[]),
-          unnest(${
-          wake.map((e) => String(Math.floor(Math.random() * Math.max(1, e.slots))))
-        }::text[]), null::timestamptz`,
-      )
-    }`
-    : tx`select 0`;
   await tx`
     with event as (
       insert into events (id, company_id, type, data) values (${id}, ${companyId}, ${type}, ${json})
       returning inserted_at
-    ), jobs as (
-      ${wakeJobs}
+    ), woken as (
+      select ${notifyWake(tx, tx`select unnest(${endpointIds}::uuid[])`)}
     )
     insert into webhook_deliveries (id, company_id, event_id, endpoint_id, type, next_attempt_at, inserted_at)
     select d.id, ${companyId}, ${id}, d.endpoint_id, ${type}, event.inserted_at, event.inserted_at
     from unnest(${endpointIds.map(() => newId())}::uuid[], ${endpointIds}::uuid[]) as d(id, endpoint_id)
     cross join event
-    cross join jobs`;
+    cross join woken`;
   return { id };
 }

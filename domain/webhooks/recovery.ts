@@ -1,6 +1,6 @@
 import type { Sql } from "../infra/db.ts";
 import { leaseFree } from "./delivery/lease.ts";
-import { wakeEndpoints } from "./queue.ts";
+import { wakeEndpoints } from "./delivery/wake.ts";
 
 /** A due record that no job has picked up for this long is woken again by the sweep. */
 const STALLED_AFTER_SECONDS = 10;
@@ -28,8 +28,9 @@ export async function releaseDeadLeases(sql: Sql, processIds: string[]): Promise
 }
 
 /**
- * A safety net run by every worker process's sweep: endpoints with records due for a while that no job delivers
- * (for instance a lease that ran out) are woken. Normally it finds nothing.
+ * A safety net run by every worker process's sweep: endpoints with records due for a while that nobody delivers
+ * (for instance a lease that ran out, or a retry whose process died before its timer woke it) are woken. Normally it
+ * finds nothing.
  */
 export async function wakeStalledEndpoints(sql: Sql): Promise<number> {
   const stalled = await sql<{ endpoint_id: string }[]>`

@@ -7,18 +7,26 @@
  * With a number as its argument it answers that many milliseconds after a delivery arrives, as a server across a
  * network would.
  *
- * `GET /__count?path=P` answers the count, `GET /__latencies?path=P` the latencies, `POST /__reset?path=P` forgets
+ * `GET /__count?path=P` answers the count, `GET /__latencies?path=P` the latencies, `GET /__order?path=P` how many
+ * arrived after a later record (out of order) and how many arrived again (duplicates), `POST /__reset?path=P` forgets
  * them. Started by `startReceiver` (tests/bench/webhooks.ts), which reads the port from the first line printed.
  */
 const delayMs = Number(Deno.args[0] ?? 0);
-const paths = new Map<string, { received: number; latencies: number[] }>();
-const at = (path: string) => paths.get(path) ?? paths.set(path, { received: 0, latencies: [] }).get(path)!;
+type Arrivals = { received: number; latencies: number[]; seen: Set<string>; last: string; outOfOrder: number };
+const paths = new Map<string, Arrivals>();
+const at = (path: string) =>
+  paths.get(path) ??
+    paths.set(path, { received: 0, latencies: [], seen: new Set(), last: "", outOfOrder: 0 }).get(path)!;
 
 const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
   const url = new URL(req.url);
   const path = url.searchParams.get("path") ?? "";
   if (url.pathname === "/__count") return Response.json(at(path).received);
   if (url.pathname === "/__latencies") return Response.json(at(path).latencies);
+  if (url.pathname === "/__order") {
+    const { received, seen, outOfOrder } = at(path);
+    return Response.json({ out_of_order: outOfOrder, duplicates: received - seen.size });
+  }
   if (url.pathname === "/__reset") {
     paths.delete(path);
     return new Response(null, { status: 204 });
@@ -27,6 +35,10 @@ const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }
   const p = at(url.pathname);
   p.latencies.push(Date.now() - parseInt(body.id.slice(0, 8) + body.id.slice(9, 13), 16));
   p.received++;
+  // Record ids are UUIDv7 in emission order: one below the highest seen arrived out of order.
+  if (body.id < p.last) p.outOfOrder++;
+  else p.last = body.id;
+  p.seen.add(body.id);
   if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
   return new Response("ok");
 });

@@ -17,7 +17,7 @@
 import { emitEvent } from "../../domain/webhooks/events.ts";
 import { createEndpoint } from "../../domain/webhooks/endpoints.ts";
 import { TASKS } from "../../domain/webhooks/queue.ts";
-import { taskList } from "../../jobs/index.ts";
+import { companions, taskList } from "../../jobs/index.ts";
 import { loadConfig } from "../../domain/infra/config.ts";
 import { connect, ensureDatabase, type Sql } from "../../domain/infra/db.ts";
 import type { Deps } from "../../domain/infra/deps.ts";
@@ -86,6 +86,8 @@ export async function startReceiver(answerAfterMs = 0) {
     url: `${base}/hook`,
     count,
     latencies: (): Promise<number[]> => ask("latencies"),
+    /** Arrivals after a later record (out of order), and arrivals of a record seen before (duplicates). */
+    order: (): Promise<{ out_of_order: number; duplicates: number }> => ask("order"),
     reset: () => fetch(`${base}/__reset?path=/hook`, { method: "POST" }).then((r) => r.body?.cancel()),
     async until(wanted: number, timeoutMs = 300_000): Promise<void> {
       const deadline = Date.now() + timeoutMs;
@@ -111,6 +113,18 @@ async function emitMany(sql: Sql, companyId: string, total: number, producers = 
       await sql.begin((tx) => emitEvent(tx, companyId, "identified", { transaction_id: crypto.randomUUID() }));
     }
   }));
+}
+
+/** Every record delivered and recorded: nothing pending, no drain job left. */
+async function waitForDrained(sql: Sql, timeoutMs = 300_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const [{ left }] = await sql<{ left: boolean }[]>`
+      select exists (select 1 from webhook_deliveries where status = 'pending') as left`;
+    if (!left) return await waitForNoJobs(sql, TASKS.deliverWebhook, Math.max(0, deadline - Date.now()));
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`deliveries still pending after ${timeoutMs} ms`);
 }
 
 async function waitForNoJobs(sql: Sql, task: string, timeoutMs = 300_000) {
@@ -154,7 +168,8 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
   let peakRss = Deno.memoryUsage().rss;
   const sampler = setInterval(() => peakRss = Math.max(peakRss, Deno.memoryUsage().rss), 100);
   let worker: Worker | null = null;
-  const start = async (): Promise<Worker> => worker = await startWorker(url, config.workerConcurrency, taskList(deps));
+  const start = async (): Promise<Worker> =>
+    worker = await startWorker(url, config.workerConcurrency, taskList(deps), { companions: companions(deps) });
   const stop = async () => {
     if (worker) await stopWorker(worker);
     worker = null;
@@ -194,7 +209,7 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
     await start();
     await receiver.until(EVENTS);
     const backlogPerSecond = EVENTS / ((performance.now() - t0) / 1000);
-    await waitForNoJobs(sql, TASKS.deliverWebhook);
+    await waitForDrained(sql);
     const backlogAllDone = (performance.now() - t0) / 1000;
 
     // Live ceiling: the same producers adding one no-op job per transaction while the worker runs. Every add_job
@@ -221,7 +236,7 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
     await receiver.until(EVENTS);
     const livePerSecond = EVENTS / ((performance.now() - t0) / 1000);
     const live = (await receiver.latencies()).sort((a, b) => a - b);
-    await waitForNoJobs(sql, TASKS.deliverWebhook);
+    await waitForDrained(sql);
 
     // Steady: 100 events/s, one per transaction.
     await receiver.reset();
@@ -260,6 +275,7 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
       await emitMany(sql, seqCompany, sequentialEvents);
       const alone = await drainSequential();
       await stop();
+      const aloneOrder = await seqReceiver.order();
       await emitMany(sql, parCompany, EVENTS);
       await emitMany(sql, seqCompany, sequentialEvents);
       const started = performance.now();
@@ -267,11 +283,20 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
       const parallelAtThatPoint = await parReceiver.count();
       await parReceiver.until(EVENTS);
       const parallel = EVENTS / ((performance.now() - started) / 1000);
-      await waitForNoJobs(sql, TASKS.deliverWebhook);
+      await waitForDrained(sql);
       await stop();
+      const order = await seqReceiver.order();
+      const parallelOrder = await parReceiver.order();
       await seqReceiver.close();
       await parReceiver.close();
-      return { alone, beside, parallelAtThatPoint, parallel };
+      return {
+        alone,
+        beside,
+        parallelAtThatPoint,
+        parallel,
+        outOfOrder: aloneOrder.out_of_order + order.out_of_order,
+        duplicates: aloneOrder.duplicates + order.duplicates + parallelOrder.duplicates,
+      };
     };
     const instant = await fairness(0, SEQUENTIAL_EVENTS);
     const networked = await fairness(50, SEQUENTIAL_EVENTS / 10);
@@ -311,6 +336,8 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
       fair_instant_sequential_beside_vs_alone: round(instant.beside / instant.alone, 2),
       fair_instant_parallel_done_when_sequential_done: instant.parallelAtThatPoint,
       fair_instant_parallel_beside_per_s: round(instant.parallel, 0),
+      fair_sequential_out_of_order: networked.outOfOrder + instant.outOfOrder,
+      fair_deliveries_duplicated: networked.duplicates + instant.duplicates,
       deliveries_not_succeeded: failed,
       peak_rss_mb: round(peakRss / 1024 / 1024),
     };

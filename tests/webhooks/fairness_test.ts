@@ -21,12 +21,20 @@ async function emitMany(ctx: TestContext, company: Company, total: number, produ
   return ids;
 }
 
-/** The drain jobs in the queue for one endpoint: lane and due time. */
-function jobsOf(ctx: TestContext, endpointId: string) {
-  return ctx.sql<{ lane: string; run_at: Date; key: string }[]>`
-    select split_part(key, ':', 3) as lane, run_at, key from graphile_worker.jobs
-    where task_identifier = 'deliver_webhook' and key like ${`deliver:${endpointId}:%`}
-    order by run_at`;
+/** Every graphile-worker job that could carry a delivery: none since records are claimed from the table itself. */
+function drainJobs(ctx: TestContext) {
+  return ctx.sql<
+    { key: string | null }[]
+  >`select key from graphile_worker.jobs where task_identifier = 'deliver_webhook'`;
+}
+
+/** Slots and records of one endpoint still leased. */
+async function leasesOf(ctx: TestContext, endpointId: string): Promise<number> {
+  const [{ leased }] = await ctx.sql<{ leased: number }[]>`
+    select (select count(*) from webhook_slots where endpoint_id = ${endpointId} and leased_until is not null)::int
+      + (select count(*) from webhook_deliveries where endpoint_id = ${endpointId} and leased_until is not null)::int
+      as leased`;
+  return leased;
 }
 
 Deno.test("fair, bounded delivery under backlog", async (t) => {
@@ -45,13 +53,13 @@ Deno.test("fair, bounded delivery under backlog", async (t) => {
   const quietEndpoint = await createEndpoint(quiet, `${rx.url}/quiet`, { delivery_mode: "sequential" });
 
   try {
-    await t.step("a backlog of 1,500 events waits in at most one job per lane of its endpoint", async () => {
+    await t.step("a backlog of 1,500 events queues nothing but its records: no job per event or lane", async () => {
       await emitMany(ctx, busy, BACKLOG);
-      const jobs = await jobsOf(ctx, busyEndpoint.id);
-      assert.ok(jobs.length >= 1 && jobs.length <= 8, `${jobs.length} jobs for an 8-slot endpoint`);
-      assert.equal(new Set(jobs.map((j) => j.lane)).size, jobs.length, "one job per lane");
-      for (const j of jobs) assert.equal(j.key, `deliver:${busyEndpoint.id}:${j.lane}`);
-      assert.ok(jobs.every((j) => Number(j.lane) >= 0 && Number(j.lane) < 8), "lanes within the endpoint's slots");
+      assert.deepEqual([...await drainJobs(ctx)], [], "no job carries a delivery");
+      const [{ pending }] = await ctx.sql<{ pending: number }[]>`
+        select count(*)::int as pending from webhook_deliveries where endpoint_id = ${busyEndpoint.id}
+          and status = 'pending' and leased_until is null`;
+      assert.equal(pending, BACKLOG, "every record waits in webhook_deliveries, unleased");
     });
 
     await t.step("a sequential endpoint queued behind that backlog is served while the backlog drains", async () => {
@@ -68,31 +76,35 @@ Deno.test("fair, bounded delivery under backlog", async (t) => {
       await eventually("the busy backlog drained", () => rx.at("/busy").length >= BACKLOG, 60_000, 50);
       assert.ok(rx.maxInFlight("/busy") <= 8, "never more than max_concurrency in flight");
       assert.ok(rx.maxInFlight("/busy") > 1, "the backlog fanned out over the endpoint's slots");
-      await eventually("no job left behind once both are drained", async () => {
-        const left = [...await jobsOf(ctx, quietEndpoint.id), ...await jobsOf(ctx, busyEndpoint.id)];
-        return left.length === 0;
+      await eventually("no job and no lease left behind once both are drained", async () => {
+        const left = (await drainJobs(ctx)).length + await leasesOf(ctx, quietEndpoint.id) +
+          await leasesOf(ctx, busyEndpoint.id);
+        return left === 0;
       });
     });
 
-    await t.step("the failing records of an endpoint wait in one retry job, due at the earliest retry", async () => {
-      const failing = await newCompany(ctx);
-      const down = await createEndpoint(failing, `${rx.url}/down`, { max_concurrency: 3 });
-      await emitMany(ctx, failing, 30);
-      const attempted = await eventually("30 first attempts recorded", async () => {
-        const rows = await ctx.sql<{ next_attempt_at: Date }[]>`
+    await t.step(
+      "the failing records of an endpoint wait for their own retry time, nothing queued for them",
+      async () => {
+        const failing = await newCompany(ctx);
+        const down = await createEndpoint(failing, `${rx.url}/down`, { max_concurrency: 3 });
+        await emitMany(ctx, failing, 30);
+        const attempted = await eventually("30 first attempts recorded", async () => {
+          const rows = await ctx.sql<{ next_attempt_at: Date }[]>`
           select next_attempt_at from webhook_deliveries
           where endpoint_id = ${down.id} and status = 'pending' and attempts = 1 order by next_attempt_at`;
-        return rows.length === 30 ? [...rows] : null;
-      }, 20_000);
-      const jobs = await eventually("only the retry job left", async () => {
-        const jobs = await jobsOf(ctx, down.id);
-        return jobs.length === 1 ? [...jobs] : null;
-      });
-      assert.equal(jobs[0].lane, "retry");
-      assert.equal(jobs[0].key, `deliver:${down.id}:retry`);
-      assert.equal(jobs[0].run_at.getTime(), attempted[0].next_attempt_at.getTime(), "due with the earliest retry");
-      assert.ok(jobs[0].run_at.getTime() > Date.now() + 500_000, "as far away as the schedule says");
-    });
+          return rows.length === 30 ? [...rows] : null;
+        }, 20_000);
+        await eventually("nothing leased any more", async () => await leasesOf(ctx, down.id) === 0);
+        assert.deepEqual([...await drainJobs(ctx)], [], "no job waits for the retries");
+        assert.ok(attempted[0].next_attempt_at.getTime() > Date.now() + 500_000, "as far away as the schedule says");
+        await sleep(1_500);
+        const [{ attempts }] = await ctx.sql<{ attempts: number }[]>`
+        select count(*)::int as attempts from webhook_attempts a join webhook_deliveries d on d.id = a.delivery_id
+        where d.endpoint_id = ${down.id}`;
+        assert.equal(attempts, 30, "nothing is attempted again before its retry time");
+      },
+    );
   } finally {
     if (worker) await stopWorker(worker);
     await rx.close();

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { emitEvent } from "../../domain/webhooks/events.ts";
-import { taskList } from "../../jobs/index.ts";
+import { companions, taskList } from "../../jobs/index.ts";
 import { startWorker, stopWorker } from "../../domain/infra/worker.ts";
 import { type Company, eventually, newCompany, setup } from "../support/helpers.ts";
 import { createEndpoint, EVENTS, recordsOf } from "../support/endpoints.ts";
@@ -48,7 +48,7 @@ Deno.test("webhook ordering, concurrency and acknowledgement", async (t) => {
   });
 
   await t.step("parallel: never more than max_concurrency in flight, across worker processes", async () => {
-    const second = await startWorker(ctx.url, 8, taskList(ctx.deps));
+    const second = await startWorker(ctx.url, 8, taskList(ctx.deps), { companions: companions(ctx.deps) });
     try {
       const company = await newCompany(ctx);
       slowMs.set("/par", 100);

@@ -1,20 +1,20 @@
 import type { Sql } from "../../infra/db.ts";
-import { addDrainJobs } from "../queue.ts";
 import { type Claim, toClaims } from "./claim_data.ts";
 import { claimedColumns, type ClaimRow, fillSlots } from "./fill_slots.ts";
 import { asyncCommit, type Lease, leaseFree, leaseUntil, slotLimit } from "./lease.ts";
+import { notifyWake } from "./wake.ts";
 
 /**
  * The first claim of a drain run, one statement: re-reads the endpoint (so a rotation or a disable is seen at once),
  * leases its lowest free slot and the next record that may go (fill_slots.ts). Null when the endpoint does not
  * exist; `delivery` null when nothing is due or no slot is free.
  *
- * When more is due than this slot carries and the endpoint has slots beyond it, it wakes the next lane
- * (domain/webhooks/queue.ts), so a backlog fans out over the slots one job at a time, whoever woke the endpoint.
+ * When more is due than this slot carries and the endpoint has slots beyond it, it wakes the endpoint again
+ * (wake.ts), so a backlog fans out over the slots one drainer at a time, whoever woke the endpoint.
  */
 export async function claimNext(sql: Sql, endpointId: string, opts: Lease): Promise<Claim | null> {
   const lease = leaseUntil(sql, opts.leaseMs);
-  const [row] = await sql<(ClaimRow & { spread_jobs: string })[]>`
+  const [row] = await sql<(ClaimRow & { woken: string })[]>`
     with ep as (
       select * from webhook_endpoints where id = ${endpointId}
     ), commit_mode as (
@@ -33,23 +33,23 @@ export async function claimNext(sql: Sql, endpointId: string, opts: Lease): Prom
       from paired p join gate g on g.idx = p.idx
       where s.endpoint_id = g.endpoint_id and s.slot = g.slot
       returning s.slot
-    ), next_lane as (
-      select ${endpointId}::uuid, (ts.slot + 1)::text, null::timestamptz
+    ), fan_out as (
+      select ${endpointId}::uuid
       from taken_slot ts cross join ep
       where ts.slot + 1 < ${slotLimit(sql, "ep")} and exists (
         select 1 from webhook_deliveries d
         where d.endpoint_id = ${endpointId} and d.status = 'pending' and d.next_attempt_at <= now()
           and ${leaseFree(sql, "d")} and d.id not in (select id from taken)
       )
-    ), spread as (
-      select count(*) from ${addDrainJobs(sql, sql`select * from next_lane`)}
+    ), woken as (
+      select ${notifyWake(sql, sql`select * from fan_out`)} as woken
     )
-    select ep.*, ${claimedColumns(sql)}, taken_slot.slot, (select count(*) from spread) as spread_jobs
+    select ep.*, ${claimedColumns(sql)}, taken_slot.slot, (select woken from woken) as woken
     from ep
     cross join commit_mode
     left join taken t on true
     left join taken_slot on true`;
   if (!row) return null;
-  const { spread_jobs: _, ...claim } = row;
+  const { woken: _, ...claim } = row;
   return (await toClaims(sql, [claim], Date.now() + opts.leaseMs / 2))[0];
 }

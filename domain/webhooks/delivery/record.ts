@@ -1,6 +1,5 @@
 import type { Sql } from "../../infra/db.ts";
 import { type DisabledReason, disabling } from "../endpoints.ts";
-import { addDrainJobs, drainJobKey, RETRY_LANE } from "../queue.ts";
 import type { SendResult } from "../sender.ts";
 import type { ClaimedDelivery } from "./claim_data.ts";
 import type { Health } from "./decisions.ts";
@@ -23,7 +22,6 @@ export type EndpointVerdict = { endpointId: string; health: Health; seenFailingS
 export type RecordRow = ClaimRow & {
   idx: number;
   delivery_status: string | null;
-  retry_jobs: string;
   delivery_next_attempt_at: Date | null;
   endpoint_disabled: DisabledReason | null;
   attempt_number: number | null;
@@ -31,8 +29,9 @@ export type RecordRow = ClaimRow & {
 
 /**
  * One statement for a batch of attempts (recorder.ts batches them): stores each attempt, moves its record on and
- * hands its slot to the next due record of the endpoint or frees it, applies the endpoints' verdicts, and moves each
- * endpoint's retry job to its earliest record due later. Rows in any order, `idx` naming the item.
+ * hands its slot to the next due record of the endpoint or frees it, and applies the endpoints' verdicts. Rows in any
+ * order, `idx` naming the item. A record due again later is woken by the drainers' retry timer
+ * (domain/webhooks/drainers.ts).
  *
  * A record's next state: succeeded after a 2xx; otherwise, when still pending, pending again after the delay of its
  * plan at the record's `schedule_attempts`, or failed past the plan's end or once its endpoint is disabled by this
@@ -56,8 +55,6 @@ export async function recordAttempts(
   // The clock as the verdict saw it, to the millisecond a JavaScript Date keeps of Postgres' microseconds.
   const sameClock = sql`(e.failing_since is null and v.seen_failing_since is null
     or abs(extract(epoch from e.failing_since - v.seen_failing_since)) < 0.001)`;
-  // The endpoint's one retry job waits for its earliest record due later (this batch's failures included).
-  const retries = addDrainJobs(sql, sql`select endpoint_id, ${RETRY_LANE}, run_at from next_retry_due`, "retry");
   return await sql<RecordRow[]>`
     with commit_mode as (
       ${asyncCommit(sql)}
@@ -121,24 +118,6 @@ export async function recordAttempts(
       from r left join disabled x on x.id = r.endpoint_id
       where d.id = r.delivery_id and d.lease_token = r.token
       returning r.idx, d.status, d.next_attempt_at, d.endpoint_id, d.attempts
-    ), next_retry as (
-      select b.endpoint_id, least(
-        (select min(u.next_attempt_at) from updated u where u.endpoint_id = b.endpoint_id),
-        (select min(d.next_attempt_at) from webhook_deliveries d
-          where d.endpoint_id = b.endpoint_id and d.status = 'pending' and d.next_attempt_at > now()
-            and d.id <> all(b.delivery_ids))
-      ) as run_at
-      from (select endpoint_id, array_agg(delivery_id) as delivery_ids from r group by endpoint_id) b
-    ), next_retry_due as (
-      -- Unless that job already waits for that time: a healthy stretch of a backlog does not rewrite it per batch.
-      select n.* from next_retry n
-      where n.run_at is not null and not exists (
-        select 1 from graphile_worker.jobs j
-        where j.key = ${drainJobKey(sql, sql`n.endpoint_id`, sql`${RETRY_LANE}`)} and j.run_at = n.run_at
-          and j.locked_at is null
-      )
-    ), retry_job as (
-      select count(*) from ${retries}
     ), ep as (
       select * from webhook_endpoints where id in (select endpoint_id from r)
     ), gate as (
@@ -156,8 +135,7 @@ export async function recordAttempts(
       where s.endpoint_id = r.endpoint_id and s.slot = r.slot and s.delivery_id = r.delivery_id
     )
     select ep.*, r.idx, u.status as delivery_status, u.next_attempt_at as delivery_next_attempt_at,
-      u.attempts as attempt_number, x.disable as endpoint_disabled, ${claimedColumns(sql)}, r.slot,
-      (select count(*) from retry_job) as retry_jobs
+      u.attempts as attempt_number, x.disable as endpoint_disabled, ${claimedColumns(sql)}, r.slot
     from r
     cross join commit_mode
     left join updated u on u.idx = r.idx

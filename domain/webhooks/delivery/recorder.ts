@@ -107,7 +107,6 @@ async function toRecorded(sql: Sql, count: number, rows: RecordRow[], until: num
     const {
       idx,
       delivery_status,
-      retry_jobs: _,
       delivery_next_attempt_at,
       endpoint_disabled,
       attempt_number,

@@ -1,0 +1,163 @@
+import { log } from "../basics/log.ts";
+import { connect, type Sql } from "../infra/db.ts";
+import { dueEndpoints, wakeDueSince } from "./delivery/due.ts";
+import { WAKE_CHANNEL } from "./delivery/wake.ts";
+import { type DrainBudget, drainEndpoint, type DrainSteps } from "./drain.ts";
+import { WakeQueue } from "./wake_queue.ts";
+
+/** The retry timer's longest sleep: a retry another process scheduled and could not wake (it died) waits this long. */
+const TIMER_MAX_SLEEP_MS = 5_000;
+/** The shortest: a turn that finds the next record due at once (clocks apart) does not spin. */
+const TIMER_MIN_SLEEP_MS = 20;
+/** Every timer turn sends an empty wake-up to this process's own LISTEN; none heard for this long: listen again. */
+const DEAF_AFTER_MS = 3 * TIMER_MAX_SLEEP_MS;
+
+export type DrainersOptions = {
+  /** Drain runs at once in this process, over all endpoints (WORKER_CONCURRENCY). */
+  concurrency: number;
+  budget: DrainBudget;
+  /**
+   * The steps of one run for `endpointId`. `abort` fires when the process must stop at once: attempts in flight end
+   * then (after the grace of a stop); until then a stopping run ends after its attempt in flight.
+   */
+  steps: (endpointId: string, abort: AbortSignal) => DrainSteps;
+  /** How long a stop lets attempts in flight finish before aborting them. */
+  graceMs?: number;
+};
+
+/**
+ * The webhook drainers of one process: `concurrency` drain loops (drain.ts) taking endpoints from a WakeQueue, which
+ * is fed by the wake-ups of every process (LISTEN on WAKE_CHANNEL), by a look for due records whenever LISTEN starts
+ * or starts again, and by the retry timer, which wakes endpoints whose records come due again at the time their
+ * schedule says (docs/webhooks.md, Fair delivery under backlog). Records are claimed straight from
+ * webhook_deliveries: no job queue sits between.
+ */
+export class Drainers {
+  readonly #queue = new WakeQueue();
+  readonly #stopping = new AbortController();
+  readonly #abort = new AbortController();
+  #runs: Promise<void>[] = [];
+  #timer: ReturnType<typeof setTimeout> | null = null;
+  #timerAt = Infinity;
+  #since: Date | null = null;
+  #turning: Promise<void> | null = null;
+  #listener: Sql | null = null;
+  #connectionString = "";
+  #heardAt = Date.now();
+
+  constructor(private readonly sql: Sql, private readonly opts: DrainersOptions) {}
+
+  /** Starts listening on `connectionString` (a connection of the drainers' own), then the drain loops. */
+  async start({ connectionString }: { connectionString: string }): Promise<void> {
+    this.#connectionString = connectionString;
+    await this.#listen();
+    this.#runs = Array.from({ length: Math.max(1, this.opts.concurrency) }, () => this.#run());
+    this.#arm(0);
+  }
+
+  /**
+   * Ends every run: each gives back what it holds and wakes its endpoint for another process (drain.ts); an attempt
+   * in flight finishes first, or is aborted after the grace (then recorded as failed, and made again).
+   */
+  async stop(): Promise<void> {
+    this.#stopping.abort();
+    this.#queue.close();
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timerAt = -Infinity; // arms nothing more
+    const grace = setTimeout(() => this.#abort.abort(), this.opts.graceMs ?? 5_000);
+    await Promise.all(this.#runs);
+    clearTimeout(grace);
+    await this.#turning;
+    await this.#listener?.end({ timeout: 0 }).catch(() => {});
+  }
+
+  /** A record recorded by this process comes due again at `at`: the timer wakes its endpoint then (or sooner). */
+  dueAt(at: Date | null): void {
+    if (at) this.#arm(at.getTime() - Date.now());
+  }
+
+  async #run(): Promise<void> {
+    for (let endpointId = await this.#queue.take(); endpointId; endpointId = await this.#queue.take()) {
+      try {
+        await drainEndpoint(this.opts.steps(endpointId, this.#abort.signal), {
+          budget: this.opts.budget,
+          now: () => performance.now(),
+          signal: this.#stopping.signal,
+        });
+      } catch (err) {
+        // What it held went back (drain.ts); the recovery sweep wakes the endpoint again.
+        log.error("webhook drain failed", {
+          endpoint_id: endpointId,
+          error: err instanceof Error ? err.message : String(err),
+        });
+      } finally {
+        this.#queue.done(endpointId);
+      }
+    }
+  }
+
+  /**
+   * LISTEN, and on every (re)start of it, wake what is due: wake-ups sent meanwhile were not heard. On a connection
+   * pool of its own, made anew when listening again, so nothing of a LISTEN that was lost carries over.
+   */
+  async #listen(): Promise<void> {
+    const listener = connect(this.#connectionString, { max: 1 });
+    await listener.listen(WAKE_CHANNEL, (endpointId) => {
+      this.#heardAt = Date.now();
+      if (endpointId) this.#queue.wake(endpointId);
+    }, () => {
+      this.#heardAt = Date.now();
+      dueEndpoints(this.sql).then(({ endpointIds, now }) => {
+        this.#since ??= now;
+        for (const id of endpointIds) this.#queue.wake(id);
+      }).catch((err) => log.warn("could not read due webhooks", { error: err.message }));
+    }).catch(async (err) => {
+      await listener.end({ timeout: 0 }).catch(() => {});
+      throw err;
+    });
+    this.#listener = listener;
+  }
+
+  #arm(inMs: number) {
+    const at = Date.now() + Math.max(TIMER_MIN_SLEEP_MS, Math.min(inMs, TIMER_MAX_SLEEP_MS));
+    if (at >= this.#timerAt) return;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timerAt = at;
+    this.#timer = setTimeout(() => {
+      this.#timer = null;
+      this.#timerAt = Infinity;
+      this.#turning = this.#turn().finally(() => this.#turning = null);
+    }, at - Date.now());
+  }
+
+  /**
+   * One turn of the retry timer: wake the endpoints whose records came due since the last turn (every process hears
+   * it), then sleep until the next record comes due. A LISTEN that heard nothing, not even the turns' own empty
+   * wake-ups, is started again.
+   */
+  async #turn(): Promise<void> {
+    let nextInMs: number | null = TIMER_MAX_SLEEP_MS;
+    try {
+      if (Date.now() - this.#heardAt > DEAF_AFTER_MS) await this.#listenAgain();
+      const turn = await wakeDueSince(this.sql, this.#since ?? new Date(0));
+      this.#since = turn.now;
+      // heard by every process but also taken up here, should this process's LISTEN be deaf
+      for (const id of turn.endpointIds) this.#queue.wake(id);
+      nextInMs = turn.nextInMs;
+    } catch (err) {
+      // the database is away: try again shortly
+      log.warn("webhook retry timer failed", { error: err instanceof Error ? err.message : String(err) });
+      nextInMs = 1_000;
+    }
+    if (!this.#stopping.signal.aborted) this.#arm(nextInMs ?? TIMER_MAX_SLEEP_MS);
+  }
+
+  async #listenAgain() {
+    log.warn("webhook wake-ups not heard: listening again", { since_ms: Date.now() - this.#heardAt });
+    const deaf = this.#listener;
+    this.#listener = null;
+    await deaf?.end({ timeout: 0 }).catch(() => {});
+    this.#heardAt = Date.now();
+    await this.#listen();
+  }
+}
