@@ -1,0 +1,162 @@
+import { Webhook } from "standardwebhooks";
+import { signToken } from "../domain/integrators/tokens.ts";
+import { developmentCompanyId, loadConfigWithLocalSecrets } from "../domain/infra/local_secrets.ts";
+
+/**
+ * `deno task receive [--port 4001]`: a webhook receiver for development (README, "Quickstart"). It listens on
+ * loopback, waits for the service this checkout runs (`HOST`/`PORT`, as `deno task start` reads them), makes sure the
+ * development company (the one of `deno task token`) has an active endpoint at its own URL, and then prints every
+ * delivery and verifies it with the `standardwebhooks` package and that endpoint's secret (or the secret of whichever
+ * endpoint of the company the delivery came from, asked of the service: another endpoint may point here too).
+ *
+ * It registers its endpoint itself rather than take a secret as an argument: it already holds what a token needs,
+ * so the quickstart has no step that copies a secret from one answer into the next command. Running it again
+ * reuses the endpoint at the same URL (enabling it when it was disabled) instead of adding one.
+ */
+
+const USAGE = "usage: deno task receive [--port <port>]   (default 4001)";
+const port = parsePort(Deno.args);
+const config = await loadConfigWithLocalSecrets().catch((err) =>
+  fail(err instanceof Error ? err.message : String(err))
+);
+if (config.appEnv === "production") fail("deno task receive is a development tool: APP_ENV=production refuses it");
+
+const service = `http://${loopbackOf(config.host)}:${config.port}`;
+const hookUrl = `http://127.0.0.1:${port}/hooks`;
+const companyId = await developmentCompanyId();
+const token = await signToken(config, companyId);
+const ENDPOINTS = `${service}/api/v2/notifications/endpoints`;
+
+type Endpoint = { id: string; url: string; status: "active" | "disabled"; secret: string };
+let endpoint: Endpoint | null = null;
+/** The secrets of the company's endpoints seen so far, by endpoint id: another endpoint may point here too. */
+const secrets = new Map<string, string>();
+
+try {
+  Deno.serve({ hostname: "127.0.0.1", port, onListen: () => {} }, receive);
+} catch (err) {
+  if (err instanceof Deno.errors.AddrInUse) fail(`port ${port} on 127.0.0.1 is already in use: pass --port <another>`);
+  throw err;
+}
+await waitForService();
+endpoint = await subscribe();
+secrets.set(endpoint.id, endpoint.secret);
+say(`endpoint ${endpoint.id} of company ${companyId} delivers to ${hookUrl}; each delivery is printed and verified`);
+
+async function receive(req: Request): Promise<Response> {
+  // GET answers once the endpoint exists, so a script can wait for the receiver (README, "Quickstart")
+  if (req.method !== "POST") {
+    return endpoint
+      ? new Response(`receiving at ${hookUrl} for endpoint ${endpoint.id}\n`)
+      : new Response(null, { status: 503 }); // empty: a waiting curl prints nothing per try
+  }
+  const raw = await req.text(); // the exact bytes that were signed
+  const headers = Object.fromEntries(req.headers);
+  const verified = [...secrets.values()].some((secret) => verify(raw, headers, secret)) ||
+    // a rotated secret, or another endpoint of the company pointing here: ask the service which endpoint it was
+    verify(raw, headers, await secretOf(headers["webhook-id"]));
+  const event = parse(raw);
+  const what = `${event.type ?? "?"}  ${headers["webhook-id"] ?? "?"}  ${JSON.stringify(event.data ?? event)}`;
+  if (!verified) {
+    console.log(`NOT VERIFIED  ${what}`);
+    return new Response("signature does not verify\n", { status: 400 });
+  }
+  console.log(`verified  ${what}`);
+  return new Response(null, { status: 204 });
+}
+
+function verify(raw: string, headers: Record<string, string>, secret: string): boolean {
+  try {
+    // the service keys the HMAC with the secret's text (docs/webhooks.md, "Standard Webhooks"): format "raw"
+    new Webhook(secret, { format: "raw" }).verify(raw, headers);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function parse(raw: string): { type?: string; data?: unknown } {
+  try {
+    const body = JSON.parse(raw);
+    return body?.notification ? { type: body.notification.type, data: body.notification } : body;
+  } catch {
+    return { data: raw.slice(0, 200) };
+  }
+}
+
+async function waitForService() {
+  for (let said = false;; await sleep(500)) {
+    try {
+      const res = await fetch(`${service}/healthz`);
+      await res.body?.cancel();
+      if (res.ok) return;
+    } catch { /* not listening yet */ }
+    if (!said) say(`waiting for the service at ${service} (deno task start)`);
+    said = true;
+  }
+}
+
+/** The development company's endpoint at `hookUrl`: the one already there (enabled again if need be), or a new one. */
+async function subscribe(): Promise<Endpoint> {
+  const list = await call<Endpoint[]>("GET", ENDPOINTS);
+  const mine = list.find((e) => e.url === hookUrl && e.status === "active") ?? list.find((e) => e.url === hookUrl);
+  if (!mine) return await call<Endpoint>("POST", ENDPOINTS, { body: { url: hookUrl } });
+  if (mine.status === "disabled") await call("POST", `${ENDPOINTS}/${mine.id}/enable`);
+  return mine;
+}
+
+/** The current secret of the endpoint a delivery record (`webhook-id`) belongs to; "" when there is none. */
+async function secretOf(recordId: string | undefined): Promise<string> {
+  if (!recordId || !/^[0-9a-f-]{36}$/.test(recordId)) return "";
+  const record = await call<{ endpoint_id: string } | null>(
+    "GET",
+    `${service}/api/v2/notifications/events/${recordId}`,
+    {
+      allowMissing: true,
+    },
+  );
+  if (!record) return "";
+  const { secret } = await call<Endpoint>("GET", `${ENDPOINTS}/${record.endpoint_id}`);
+  secrets.set(record.endpoint_id, secret);
+  return secret;
+}
+
+async function call<T>(method: string, url: string, opts: { body?: unknown; allowMissing?: boolean } = {}): Promise<T> {
+  const res = await fetch(url, {
+    method,
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+  });
+  const text = await res.text();
+  if (res.status === 404 && opts.allowMissing) return null as T;
+  // a refusal is printed as the service said it: it names the setting that would change it
+  if (!res.ok) fail(`${method} ${url} answered ${res.status}: ${text}`);
+  return JSON.parse(text).data;
+}
+
+function parsePort(args: string[]): number {
+  if (args.length === 0) return 4001;
+  const value = args.length === 2 && args[0] === "--port" ? Number(args[1]) : NaN;
+  if (!Number.isInteger(value) || value < 1 || value > 65535) fail(USAGE);
+  return value;
+}
+
+/** The address that reaches the service from this machine when it listens on every interface. */
+function loopbackOf(host: string): string {
+  if (host === "0.0.0.0" || host === "") return "127.0.0.1";
+  if (host === "::" || host === "[::]") return "[::1]";
+  return host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
+}
+
+function say(message: string) {
+  console.log(`receiver: ${message}`);
+}
+
+function sleep(ms: number) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function fail(message: string): never {
+  console.error(`receiver: ${message}`);
+  Deno.exit(1);
+}
