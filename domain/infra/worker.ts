@@ -1,5 +1,6 @@
 import { Logger, run, type Runner, type TaskList, type WorkerEvents } from "graphile-worker";
 import { EventEmitter } from "node:events";
+// @ts-types="npm:@types/pg@8.23.1"
 import pg from "pg";
 import { log } from "../basics/log.ts";
 
