@@ -1,4 +1,5 @@
 import type { Deps } from "../domain/infra/deps.ts";
+import type { Companion } from "../domain/infra/worker.ts";
 import { whileUnreachable } from "../domain/infra/db.ts";
 import { secretBoxFor } from "../domain/infra/secret_box.ts";
 import { claimNext } from "../domain/webhooks/delivery/claim.ts";
@@ -8,6 +9,7 @@ import { releaseClaim } from "../domain/webhooks/delivery/release.ts";
 import { wakeEndpoints } from "../domain/webhooks/delivery/wake.ts";
 import { RUN_BUDGET } from "../domain/webhooks/drain.ts";
 import { Drainers } from "../domain/webhooks/drainers.ts";
+import { ConnectionPool } from "../domain/webhooks/connections.ts";
 import { failPendingDeliveries } from "../domain/webhooks/endpoints.ts";
 import { sendDelivery } from "../domain/webhooks/sender.ts";
 
@@ -16,9 +18,10 @@ const OUTAGE_PATIENCE_MS = 60_000;
 
 /**
  * The webhook drainers of this process, with the steps made of Postgres statements and the HTTP sender: started and
- * stopped with the worker (domain/infra/worker.ts), WORKER_CONCURRENCY runs at once.
+ * stopped with the worker (domain/infra/worker.ts), WORKER_CONCURRENCY runs at once. Their attempts share the
+ * process's keep-alive connections to receivers (docs/webhooks.md, "Connections"), closed when the drainers stop.
  */
-export function webhookDrainers({ sql, config, processId }: Deps): Drainers {
+export function webhookDrainers({ sql, config, processId }: Deps): Companion {
   const lease = { leaseMs: leaseMsFor(config.webhookTimeoutMs), owner: processId };
   // One recorder per process: attempts finishing together are written in one statement.
   const recorder = attemptRecorder(sql, {
@@ -26,7 +29,8 @@ export function webhookDrainers({ sql, config, processId }: Deps): Drainers {
     retrySchedule: config.retrySchedule,
     disableAfterSeconds: config.webhookDisableAfterSeconds,
   });
-  const sending = { timeoutMs: config.webhookTimeoutMs, allowPrivateUrls: config.allowPrivateUrls };
+  const connections = new ConnectionPool();
+  const sending = { timeoutMs: config.webhookTimeoutMs, allowPrivateUrls: config.allowPrivateUrls, connections };
   // While the database is away (a restart, a failover) each step waits for it rather than failing the run (README,
   // Operations, When the database goes away).
   const patiently = <T>(step: () => Promise<T>) => whileUnreachable(step, Date.now() + OUTAGE_PATIENCE_MS);
@@ -47,5 +51,11 @@ export function webhookDrainers({ sql, config, processId }: Deps): Drainers {
       failPending: (endpoint) => patiently(() => failPendingDeliveries(sql, endpoint.company_id, [endpoint.id])),
     }),
   });
-  return drainers;
+  return {
+    start: (worker) => drainers.start(worker),
+    stop: async () => {
+      await drainers.stop();
+      connections.close();
+    },
+  };
 }

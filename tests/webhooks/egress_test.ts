@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { checkedAddresses, isPublicAddress, type Resolver } from "../../domain/webhooks/url_guard.ts";
 import { sendWebhook } from "../../domain/webhooks/sender.ts";
+import { rawHttpServer } from "../support/raw_http_server.ts";
 import { EXAMPLE, startReceiver } from "../support/webhook_receiver.ts";
 
 const fixture = (name: string) => Deno.readTextFileSync(new URL(`../fixtures/tls/${name}`, import.meta.url));
@@ -308,38 +309,9 @@ Deno.test("delivery errors never reveal an address", async (t) => {
   });
 });
 
-Deno.test("every attempt has a connection of its own", async (t) => {
-  /** A bare HTTP/1.1 server that answers 200 and keeps the connection open, counting connections and requests. */
-  function keepAliveServer(behaviour: "answer" | "reset") {
-    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-    const seen = { connections: 0, requests: [] as string[] };
-    const serve = async (conn: Deno.Conn) => {
-      const buffer = new Uint8Array(65536);
-      let text = "";
-      for (;;) {
-        const n = await conn.read(buffer).catch(() => null);
-        if (n === null) return conn.close();
-        text += new TextDecoder().decode(buffer.subarray(0, n));
-        const end = text.indexOf("\r\n\r\n");
-        const length = Number(/content-length: *(\d+)/i.exec(text)?.[1] ?? 0);
-        if (end < 0 || text.length < end + 4 + length) continue;
-        seen.requests.push(text.slice(0, end + 4 + length));
-        text = text.slice(end + 4 + length);
-        if (behaviour === "reset") return conn.close();
-        await conn.write(new TextEncoder().encode("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")).catch(() => {});
-      }
-    };
-    (async () => {
-      for await (const conn of listener) {
-        seen.connections++;
-        serve(conn);
-      }
-    })().catch(() => {});
-    return { url: `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}`, seen, close: () => listener.close() };
-  }
-
+Deno.test("without a connection pool, every attempt has a connection of its own", async (t) => {
   await t.step("two attempts to a keep-alive receiver open two connections, each asking to close", async () => {
-    const server = keepAliveServer("answer");
+    const server = rawHttpServer();
     try {
       for (let i = 0; i < 2; i++) {
         const res = await sendWebhook(`${server.url}/twice`, EXAMPLE, {}, { timeoutMs: 1000, allowPrivateUrls: true });
@@ -354,7 +326,7 @@ Deno.test("every attempt has a connection of its own", async (t) => {
   });
 
   await t.step("a receiver that drops the connection after reading the POST gets it once", async () => {
-    const server = keepAliveServer("reset");
+    const server = rawHttpServer(() => "drop");
     try {
       const res = await sendWebhook(`${server.url}/dropped`, EXAMPLE, {}, { timeoutMs: 1000, allowPrivateUrls: true });
       assert.deepEqual([res.ok, res.httpStatus], [false, 0]);
