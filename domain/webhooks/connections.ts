@@ -14,15 +14,21 @@ export type Destination = {
 };
 
 export type ConnectionPoolOptions = {
-  /** A connection unused this long is closed: below the 5 s most servers keep an idle connection open. */
+  /**
+   * A connection unused this long is closed, and a destination's agent with it: below the 5 s most servers keep an
+   * idle connection open.
+   */
   idleMs: number;
-  /** Connections open at once to one destination. */
-  socketsPerDestination: number;
+  /**
+   * Idle connections kept per destination. Connections in use are not capped here: the endpoint's `max_concurrency`
+   * and the worker's concurrency already bound the attempts in flight.
+   */
+  idlePerDestination: number;
   /** Destinations kept; past it the one unused longest is closed. */
   maxDestinations: number;
 };
 
-export const DEFAULT_POOL: ConnectionPoolOptions = { idleMs: 4_000, socketsPerDestination: 8, maxDestinations: 1_000 };
+export const DEFAULT_POOL: ConnectionPoolOptions = { idleMs: 4_000, idlePerDestination: 32, maxDestinations: 1_000 };
 
 /**
  * Keep-alive connections to webhook receivers, one HTTP agent per destination (docs/webhooks.md, "Connections"):
@@ -60,7 +66,15 @@ export class ConnectionPool {
       entry.agent.destroy();
       this.#agents.delete(oldest);
     }
-    const options = { keepAlive: true, maxSockets: this.#options.socketsPerDestination, maxFreeSockets: 2 };
+    // a drainer sends, records, then sends again: its connection waits idle in between, and closing it there would
+    // cost a handshake per attempt again
+    // cost a handshake per attempt again; `timeout` closes a connection idle that long (an attempt in flight only
+    // gets a 'timeout' event, which nothing listens to: the attempt's own timeout is the sender's)
+    const options = {
+      keepAlive: true,
+      maxFreeSockets: this.#options.idlePerDestination,
+      timeout: this.#options.idleMs,
+    };
     const agent = to.secure ? new https.Agent(options) : new http.Agent(options);
     this.#agents.set(key, { agent, usedAt: now });
     this.#sweep();

@@ -75,6 +75,13 @@ const DESCRIPTIONS: Record<string, Description> = {
     meaning: "events/s producers commit with the worker stopped, each with its delivery record and job",
   },
   backlog_deliveries_per_s: { meaning: "deliveries/s the receiver gets when the worker starts on a full queue" },
+  backlog_https_deliveries_per_s: {
+    meaning: "deliveries/s from the same full queue to an https receiver (connections kept, TLS verified)",
+  },
+  backlog_https_vs_http: {
+    meaning: "https backlog deliveries/s as a share of the http backlog's in the same run",
+    target: atLeast(0.8),
+  },
   backlog_vs_noop_pct: {
     meaning: "backlog deliveries/s as a share of the no-op ceiling (%)",
     target: atLeast(50, "%"),

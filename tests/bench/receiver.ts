@@ -5,7 +5,7 @@
  * UUIDv7, made when the event was emitted, so its first 48 bits are the emit time in ms.
  *
  * With a number as its argument it answers that many milliseconds after a delivery arrives, as a server across a
- * network would.
+ * network would; with `--tls` as its second it speaks https, with the loopback certificate of tests/fixtures/tls.
  *
  * `GET /__count?path=P` answers the count, `GET /__latencies?path=P` the latencies, `GET /__order?path=P` how many
  * arrived after a later record (out of order) and how many arrived again (duplicates), `POST /__reset?path=P` forgets
@@ -18,7 +18,10 @@ const at = (path: string) =>
   paths.get(path) ??
     paths.set(path, { received: 0, latencies: [], seen: new Set(), last: "", outOfOrder: 0 }).get(path)!;
 
-const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
+const fixture = (name: string) => Deno.readTextFileSync(new URL(`../fixtures/tls/${name}`, import.meta.url));
+const tls = Deno.args[1] === "--tls" ? { cert: fixture("loopback.pem"), key: fixture("loopback.key") } : {};
+
+const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {}, ...tls }, async (req) => {
   const url = new URL(req.url);
   const path = url.searchParams.get("path") ?? "";
   if (url.pathname === "/__count") return Response.json(at(path).received);

@@ -3,7 +3,8 @@
  *
  * - ceiling: 20,000 no-op graphile-worker jobs queued at once, then drained by the worker (jobs/s);
  * - backlog: 20,000 events emitted one per transaction (as producers do) while the worker is stopped, then
- *   delivered (deliveries/s, comparable with the ceiling: both start from a full queue);
+ *   delivered (deliveries/s, comparable with the ceiling: both start from a full queue); then the same to an https
+ *   receiver, as a share of it;
  * - live ceiling: 8 producers adding one no-op job per transaction while the worker runs (jobs/s);
  * - live: the same producers emitting 20,000 events, one per transaction, while the worker delivers them
  *   (deliveries/s, p50 and p99 emit-to-receipt latency);
@@ -54,6 +55,10 @@ async function freshBenchDatabase(): Promise<string> {
   return base.toString();
 }
 
+/** The test authority that issued the https receiver's certificate. */
+const LOOPBACK_CA_PATH = new URL("../fixtures/tls/loopback_ca.pem", import.meta.url).pathname;
+const LOOPBACK_CA = Deno.readTextFileSync(LOOPBACK_CA_PATH);
+
 export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
@@ -64,9 +69,16 @@ export function percentile(sorted: number[], p: number): number {
  * delivery's emit-to-receipt latency, so that the service's figures (its memory above all) leave the receiving end
  * out, as with a real integrator's server.
  */
-export async function startReceiver(answerAfterMs = 0) {
+export async function startReceiver(answerAfterMs = 0, opts: { tls?: boolean } = {}) {
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-net", new URL("./receiver.ts", import.meta.url).pathname, String(answerAfterMs)],
+    args: [
+      "run",
+      "--allow-net",
+      "--allow-read",
+      new URL("./receiver.ts", import.meta.url).pathname,
+      String(answerAfterMs),
+      ...(opts.tls ? ["--tls"] : []),
+    ],
     stdout: "piped",
     stderr: "inherit",
   }).spawn();
@@ -79,8 +91,10 @@ export async function startReceiver(answerAfterMs = 0) {
   }
   reader.releaseLock();
   child.stdout.cancel().catch(() => {});
-  const base = `http://127.0.0.1:${first.trim()}`;
-  const ask = (what: string) => fetch(`${base}/__${what}?path=/hook`).then((r) => r.json());
+  const base = `${opts.tls ? "https" : "http"}://127.0.0.1:${first.trim()}`;
+  // the bench's own questions to an https receiver trust its test authority (tests/fixtures/tls/README.md)
+  const client = opts.tls ? Deno.createHttpClient({ caCerts: [LOOPBACK_CA] }) : undefined;
+  const ask = (what: string) => fetch(`${base}/__${what}?path=/hook`, { client }).then((r) => r.json());
   const count = (): Promise<number> => ask("count");
   return {
     url: `${base}/hook`,
@@ -88,7 +102,7 @@ export async function startReceiver(answerAfterMs = 0) {
     latencies: (): Promise<number[]> => ask("latencies"),
     /** Arrivals after a later record (out of order), and arrivals of a record seen before (duplicates). */
     order: (): Promise<{ out_of_order: number; duplicates: number }> => ask("order"),
-    reset: () => fetch(`${base}/__reset?path=/hook`, { method: "POST" }).then((r) => r.body?.cancel()),
+    reset: () => fetch(`${base}/__reset?path=/hook`, { method: "POST", client }).then((r) => r.body?.cancel()),
     async until(wanted: number, timeoutMs = 300_000): Promise<void> {
       const deadline = Date.now() + timeoutMs;
       for (let got = await count(); got < wanted; got = await count()) {
@@ -100,6 +114,7 @@ export async function startReceiver(answerAfterMs = 0) {
     close: async () => {
       child.kill("SIGTERM");
       await child.status;
+      client?.close();
     },
   };
 }
@@ -212,6 +227,31 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
     await waitForDrained(sql);
     const backlogAllDone = (performance.now() - t0) / 1000;
 
+    // The same backlog to an https receiver (a company of its own): what TLS costs once connections are kept. The
+    // worker's node:https trusts the receiver's test authority through NODE_EXTRA_CA_CERTS, which Deno reads at the
+    // first TLS connection (tests/fixtures/tls/README.md).
+    Deno.env.set("NODE_EXTRA_CA_CERTS", LOOPBACK_CA_PATH);
+    const tlsReceiver = await startReceiver(0, { tls: true });
+    let httpsPerSecond: number;
+    try {
+      const tlsCompany = crypto.randomUUID();
+      await sql`insert into companies (id) values (${tlsCompany})`;
+      await createEndpoint(sql, tlsCompany, { url: tlsReceiver.url, max_concurrency: 100 }, {
+        allowPrivateUrls: true,
+        quota,
+        box: await secretBoxFor(config),
+      });
+      await stop();
+      await emitMany(sql, tlsCompany, EVENTS, PRODUCERS);
+      t0 = performance.now();
+      await start();
+      await tlsReceiver.until(EVENTS);
+      httpsPerSecond = EVENTS / ((performance.now() - t0) / 1000);
+      await waitForDrained(sql);
+    } finally {
+      await tlsReceiver.close();
+    }
+
     // Live ceiling: the same producers adding one no-op job per transaction while the worker runs. Every add_job
     // NOTIFYs, and Postgres serialises the commits of notifying transactions: this bounds any live figure.
     const liveNoopDone = Promise.withResolvers<void>();
@@ -318,6 +358,8 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
       backlog_deliveries_per_s: round(backlogPerSecond, 0),
       backlog_vs_noop_pct: round((100 * backlogPerSecond) / noopPerSecond),
       backlog_jobs_all_done_s: round(backlogAllDone, 2),
+      backlog_https_deliveries_per_s: round(httpsPerSecond, 0),
+      backlog_https_vs_http: round(httpsPerSecond / backlogPerSecond, 2),
       live_deliveries_per_s: round(livePerSecond, 0),
       live_noop_jobs_per_s: round(liveNoopPerSecond, 0),
       live_vs_live_noop_pct: round((100 * livePerSecond) / liveNoopPerSecond),

@@ -112,6 +112,26 @@ Deno.test("webhook attempts reuse connections to a receiver", async (t) => {
     }
   });
 
+  await t.step("a connection left idle is closed while its destination stays in use", async () => {
+    const server = rawHttpServer();
+    const connections = new ConnectionPool({ idleMs: 150 });
+    const send = () =>
+      sendWebhook(`${server.url}/hook`, EXAMPLE, {}, { timeoutMs: 1000, allowPrivateUrls: true, connections });
+    try {
+      assert.deepEqual((await Promise.all([send(), send()])).map((r) => r.ok), [true, true]);
+      assert.equal(server.seen.connections, 2);
+      // one connection keeps working every 50 ms; the other waits longer than idleMs and is closed
+      for (let i = 0; i < 6; i++) {
+        assert.equal((await send()).ok, true);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.deepEqual([server.seen.connections, server.seen.closed], [2, 1]);
+    } finally {
+      connections.close();
+      server.close();
+    }
+  });
+
   await t.step("idle connections are closed", async () => {
     const server = rawHttpServer();
     const connections = new ConnectionPool({ idleMs: 50 });
