@@ -26,6 +26,8 @@ export const badRequest = (detail: string) => new ApiError(400, { detail });
 export const unauthorized = () => new ApiError(401, { detail: "Unauthorized" });
 export const notFound = () => new ApiError(404, { detail: "Not Found" });
 export const unprocessable = (detail: string) => new ApiError(422, { detail });
+/** The request is well formed but clashes with what exists (a second active endpoint at one URL). */
+export const conflict = (errors: FieldErrors) => new ApiError(409, errors);
 export const payloadTooLarge = () => new ApiError(413, { detail: "Payload Too Large" });
 export const methodNotAllowed = (allowed: string[]) =>
   new ApiError(405, { detail: "Method Not Allowed" }, { allow: allowed.join(", ") });

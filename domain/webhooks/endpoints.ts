@@ -1,6 +1,6 @@
 import type postgres from "postgres";
 import type { Sql, Tx } from "../infra/db.ts";
-import { ErrorBag, notFound } from "../basics/errors.ts";
+import { conflict, ErrorBag, notFound } from "../basics/errors.ts";
 import { newId } from "../basics/ids.ts";
 import { isoUtc, isoUtcOrNull } from "../basics/time.ts";
 import { isSealed, SEALED_PREFIX, type SecretBox } from "../infra/secret_box.ts";
@@ -158,6 +158,24 @@ export function checkEndpointUrl(errors: ErrorBag, raw: string, allowPrivateUrls
   }
 }
 
+/**
+ * One active endpoint per URL and company: a second would get every event again, signed with another secret, so half
+ * of what its receiver gets would fail verification (docs/webhooks.md, "One endpoint per URL"). Called under the company's row
+ * lock that the quota check takes, so two registrations at once cannot both pass.
+ */
+async function refuseSecondAtUrl(tx: Tx, companyId: string, url: string, exceptId?: string): Promise<void> {
+  const [existing] = await tx<{ id: string }[]>`
+    select id from webhook_endpoints
+    where company_id = ${companyId} and url = ${url} and status = 'active'
+      and id is distinct from ${exceptId ?? null}::uuid
+    limit 1`;
+  if (existing) {
+    throw conflict({
+      url: [`is already the URL of active endpoint ${existing.id}: update that endpoint, or disable it first`],
+    });
+  }
+}
+
 /** The settings' rules that depend on configuration (the URL); throws every error at once. */
 export function validateEndpointInput(input: { url?: string | null }, opts: { allowPrivateUrls: boolean }) {
   const errors = new ErrorBag();
@@ -177,6 +195,7 @@ export async function createEndpoint(
   const sealedSecret = await opts.box.seal(newSecret(), sealContext(id));
   return await sql.begin(async (tx) => {
     await checkEndpointQuota(tx, companyId, opts.quota, { maxConcurrency });
+    await refuseSecondAtUrl(tx, companyId, input.url);
     const [row] = await tx<EndpointRow[]>`
       insert into webhook_endpoints (
         id, company_id, url, enabled_events, delivery_mode, event_payload_type, inject_secret_in_body,
@@ -229,6 +248,12 @@ export async function updateEndpoint(
   return await sql.begin(async (tx) => {
     if (input.max_concurrency != null) {
       await checkEndpointQuota(tx, companyId, opts.quota, { endpointId: id, maxConcurrency: input.max_concurrency });
+    }
+    if (input.url != null) {
+      await tx`select 1 from companies where id = ${companyId} for update`;
+      const [self] = await tx<{ status: string }[]>`
+        select status from webhook_endpoints where company_id = ${companyId} and id = ${id}`;
+      if (self?.status === "active") await refuseSecondAtUrl(tx, companyId, input.url, id);
     }
     const mapping = input.event_mapping === undefined
       ? tx`event_mapping`
@@ -289,6 +314,7 @@ export async function enableEndpoint(
     const current = await getEndpoint(tx, companyId, id);
     if (current.status === "active") return current;
     await checkEndpointQuota(tx, companyId, opts.quota, { maxConcurrency: current.max_concurrency });
+    await refuseSecondAtUrl(tx, companyId, current.url, id);
     const [row] = await tx<EndpointRow[]>`
       update webhook_endpoints
       set status = 'active', updated_at = now(), disabled_reason = null, disabled_at = null, failing_since = null

@@ -78,6 +78,11 @@ export const errorResponses = {
   ...serverErrorResponses,
 } as const;
 
+/** The routes that may give an endpoint a URL another active endpoint of the account already has. */
+export const urlTakenResponse = {
+  409: errorResponse("Another active endpoint of the account has this URL: `errors.url` names it"),
+} as const;
+
 /** Every POST and PUT: whatever it sends, a body over 22 MB is refused before it is read. */
 export const bodyErrorResponses = {
   ...errorResponses,

@@ -136,9 +136,13 @@ export function documentIdempotencyKey(registry: OpenAPIHono["openAPIRegistry"])
     if (!parameters.some((p) => "$ref" in p && p.$ref === parameter.$ref)) {
       route.parameters = [...parameters, parameter] as typeof route.parameters;
     }
+    const inFlight = "a request with the same Idempotency-Key is still being processed";
+    const conflict = route.responses[409];
     route.responses = {
-      409: { description: "A request with the same Idempotency-Key is still being processed", ...error },
       ...route.responses,
+      409: conflict && "description" in conflict
+        ? { ...conflict, description: `${conflict.description}; or ${inFlight}` }
+        : { description: inFlight[0].toUpperCase() + inFlight.slice(1), ...error },
     };
     const reused = "the Idempotency-Key was used for a different request";
     const unprocessable = route.responses[422];

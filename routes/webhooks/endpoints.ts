@@ -19,7 +19,14 @@ import { secretBoxFor } from "../../domain/infra/secret_box.ts";
 import { newRouter } from "../openapi/router.ts";
 import { alsoCheck } from "../openapi/validation.ts";
 import { emptyBodyAsObject } from "../policy/optional_body.ts";
-import { bodyErrorResponses, errorResponses, IdParam, jsonBody, jsonResponse } from "../openapi/schemas.ts";
+import {
+  bodyErrorResponses,
+  errorResponses,
+  IdParam,
+  jsonBody,
+  jsonResponse,
+  urlTakenResponse,
+} from "../openapi/schemas.ts";
 import {
   Delivery,
   Endpoint,
@@ -52,7 +59,7 @@ const create = createRoute({
   tags,
   summary: "Create a webhook endpoint; the response carries its signing secret",
   request: { body: jsonBody(EndpointCreateBody, ENDPOINT_CREATE_EXAMPLE) },
-  responses: { 201: jsonResponse("Endpoint created", EndpointEnvelope), ...bodyErrorResponses },
+  responses: { 201: jsonResponse("Endpoint created", EndpointEnvelope), ...bodyErrorResponses, ...urlTakenResponse },
 });
 
 const list = createRoute({
@@ -81,7 +88,7 @@ const update = createRoute({
   tags,
   summary: "Update an endpoint; omitted fields are left unchanged",
   request: { params: IdParam, body: jsonBody(EndpointUpdateBody, ENDPOINT_UPDATE_EXAMPLE) },
-  responses: { 200: jsonResponse("Endpoint updated", EndpointEnvelope), ...bodyErrorResponses },
+  responses: { 200: jsonResponse("Endpoint updated", EndpointEnvelope), ...bodyErrorResponses, ...urlTakenResponse },
 });
 
 const disableOne = createRoute({
@@ -126,7 +133,7 @@ const enable = createRoute({
   tags,
   summary: "Enable a disabled endpoint again (within the account's endpoint quota); failed records stay failed",
   request: { params: IdParam },
-  responses: { 200: jsonResponse("Endpoint enabled", EndpointEnvelope), ...bodyErrorResponses },
+  responses: { 200: jsonResponse("Endpoint enabled", EndpointEnvelope), ...bodyErrorResponses, ...urlTakenResponse },
 });
 
 const recover = createRoute({

@@ -116,8 +116,13 @@ Deno.test("active webhook endpoints per company", async (t) => {
 Deno.test("concurrency shared by a company's endpoints bounds its slot rows", async (t) => {
   const ctx = await setup("limits_concurrency", { env: { WEBHOOK_CONCURRENCY_PER_COMPANY: "25" } });
   const company = await newCompany(ctx);
+  let made = 0;
+  // a URL of its own each: one active endpoint per URL (docs/webhooks.md, "One endpoint per URL")
   const create = (max?: number) =>
-    company.post(ENDPOINTS, { url: "https://example.com/h", ...(max === undefined ? {} : { max_concurrency: max }) });
+    company.post(ENDPOINTS, {
+      url: `https://example.com/h/${made++}`,
+      ...(max === undefined ? {} : { max_concurrency: max }),
+    });
 
   let a: Reply, b: Reply;
 

@@ -305,3 +305,48 @@ Deno.test("without WEBHOOK_ALLOW_PRIVATE_URLS, endpoints must be public https UR
 
   await ctx.close();
 });
+
+Deno.test("one active endpoint per URL and company", async (t) => {
+  const ctx = await setup("webhook_endpoint_urls");
+  const company = await newCompany(ctx);
+  const url = "https://example.com/once";
+  const first = (await company.post(BASE, { url })).body.data.id;
+
+  await t.step("a second registration of the URL answers 409 naming the endpoint that has it", async () => {
+    const res = await company.post(BASE, { url, enabled_events: ["identified"] });
+    assert.equal(res.status, 409);
+    assert.deepEqual(res.body, {
+      errors: { url: [`is already the URL of active endpoint ${first}: update that endpoint, or disable it first`] },
+    });
+    assert.equal((await company.get(BASE)).body.data.length, 1);
+  });
+
+  await t.step(
+    "moving another endpoint to the URL is refused the same way; the endpoint itself may keep it",
+    async () => {
+      const second = (await company.post(BASE, { url: "https://example.com/twice" })).body.data.id;
+      const moved = await company.put(`${BASE}/${second}`, { url });
+      assert.equal(moved.status, 409);
+      assert.match(moved.body.errors.url[0], new RegExp(first));
+      assert.equal((await company.put(`${BASE}/${first}`, { url, enabled_events: ["identified"] })).status, 200);
+      assert.equal((await company.delete(`${BASE}/${second}`)).status, 200);
+    },
+  );
+
+  await t.step("once the endpoint is disabled the URL is free, and enabling the old one then clashes", async () => {
+    assert.equal((await company.delete(`${BASE}/${first}`)).status, 200);
+    const again = await company.post(BASE, { url });
+    assert.equal(again.status, 201);
+    const enable = await company.post(`${BASE}/${first}/enable`);
+    assert.equal(enable.status, 409);
+    assert.match(enable.body.errors.url[0], new RegExp(again.body.data.id));
+    assert.equal((await company.get(`${BASE}/${first}`)).body.data.status, "disabled");
+  });
+
+  await t.step("another company may register the same URL", async () => {
+    const other = await newCompany(ctx);
+    assert.equal((await other.post(BASE, { url })).status, 201);
+  });
+
+  await ctx.close();
+});

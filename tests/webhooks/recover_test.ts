@@ -175,10 +175,10 @@ Deno.test("recover and enable: failed deliveries sent again, in order, once each
 
     await t.step("enable respects the endpoint quota", async () => {
       const company = await newCompany(ctx);
-      const first = await createEndpoint(company, `${rx.url}/quota`);
+      const first = await createEndpoint(company, `${rx.url}/quota/1`);
       assert.equal((await company.delete(`${ENDPOINTS}/${first.id}`)).status, 200);
-      await createEndpoint(company, `${rx.url}/quota`);
-      await createEndpoint(company, `${rx.url}/quota`);
+      await createEndpoint(company, `${rx.url}/quota/2`);
+      await createEndpoint(company, `${rx.url}/quota/3`);
       const res = await company.post(`${ENDPOINTS}/${first.id}/enable`);
       assert.equal(res.status, 422);
       assert.match(res.body.errors.detail, /at most 2 active endpoints/);
