@@ -39,7 +39,7 @@ try {
   throw err;
 }
 await waitForService();
-endpoint = await subscribe();
+endpoint = await subscribe().catch((err) => fail(err.message));
 secrets.set(endpoint.id, endpoint.secret);
 say(`endpoint ${endpoint.id} of company ${companyId} delivers to ${hookUrl}; each delivery is printed and verified`);
 
@@ -106,7 +106,14 @@ async function subscribe(): Promise<Endpoint> {
 }
 
 /** The current secret of the endpoint a delivery record (`webhook-id`) belongs to; "" when there is none. */
-async function secretOf(recordId: string | undefined): Promise<string> {
+function secretOf(recordId: string | undefined): Promise<string> {
+  return askSecretOf(recordId).catch((err) => {
+    say(err.message);
+    return "";
+  });
+}
+
+async function askSecretOf(recordId: string | undefined): Promise<string> {
   if (!recordId || !/^[0-9a-f-]{36}$/.test(recordId)) return "";
   const record = await call<{ endpoint_id: string } | null>(
     "GET",
@@ -129,8 +136,8 @@ async function call<T>(method: string, url: string, opts: { body?: unknown; allo
   });
   const text = await res.text();
   if (res.status === 404 && opts.allowMissing) return null as T;
-  // a refusal is printed as the service said it: it names the setting that would change it
-  if (!res.ok) fail(`${method} ${url} answered ${res.status}: ${text}`);
+  // a refusal is told as the service said it: it names the setting that would change it
+  if (!res.ok) throw new Error(`${method} ${url} answered ${res.status}: ${text}`);
   return JSON.parse(text).data;
 }
 
