@@ -1,6 +1,6 @@
 import type { Sql, TransactionSql, Tx } from "../infra/db.ts";
 import { notFound, unprocessable, validationFailed } from "../basics/errors.ts";
-import { isoUtc, pgTimestamptz } from "../basics/time.ts";
+import { isoUtc, isoUtcOrNull, pgTimestamptz } from "../basics/time.ts";
 import { wakeEndpoints } from "./delivery/wake.ts";
 import { catalogueEntry } from "./catalogue.ts";
 import { eventData } from "./event_data.ts";
@@ -15,6 +15,9 @@ type DeliveryRow = {
   company_id: string;
   type: string;
   status: "pending" | "succeeded" | "failed";
+  attempts: number;
+  next_attempt_at: Date | null;
+  last_error: string | null;
   payload: Record<string, unknown>;
   event_created_at: Date;
   inserted_at: Date;
@@ -39,6 +42,9 @@ export function presentDelivery(d: DeliveryRow, attempts?: AttemptRow[]) {
     ...(attempts ? { company_id: d.company_id } : {}),
     type: d.type,
     status: d.status,
+    attempts_count: d.attempts,
+    next_attempt_at: isoUtcOrNull(d.next_attempt_at),
+    last_error: d.last_error,
     payload: d.payload,
     event_created_at: isoUtc(d.event_created_at),
     inserted_at: isoUtc(d.inserted_at),
@@ -107,7 +113,9 @@ export async function listDeliveries(sql: Sql, companyId: string, f: EventsFilte
 /** A delivery record as read before its event's data is added. */
 type RecordRow = Omit<DeliveryRow, "payload" | "event_created_at">;
 
-const recordColumns = (sql: Tx) => sql`d.id, d.event_id, d.endpoint_id, d.company_id, d.type, d.status, d.inserted_at`;
+const recordColumns = (sql: Tx) =>
+  sql`d.id, d.event_id, d.endpoint_id, d.company_id, d.type, d.status, d.attempts, d.next_attempt_at, d.last_error,
+    d.inserted_at`;
 
 /**
  * The records with their events' data, in their order. The events are read by a statement of their own rather than

@@ -4,6 +4,7 @@ import type { Claim, ClaimedDelivery } from "./delivery/claim_data.ts";
 import type { Recorded } from "./delivery/recorder.ts";
 import type { EndpointRow } from "./endpoints.ts";
 import type { SendResult } from "./sender.ts";
+import { failureReason } from "./delivery/decisions.ts";
 
 /**
  * What the drain loop does to the world, one endpoint at a time. The real steps are Postgres statements
@@ -104,7 +105,7 @@ function observeAttempt(endpointId: string, delivery: ClaimedDelivery, result: S
       endpoint_id: endpointId,
       event_type: delivery.type,
       http_status: result.httpStatus,
-      reason: result.httpStatus === 0 ? result.responseBody : `HTTP ${result.httpStatus}`,
+      reason: failureReason(result),
       attempt: recorded.attempt,
       next_attempt_at: recorded.nextAttemptAt?.toISOString() ?? (status === null ? null : "failed for good"),
       ...(recorded.disabled ? { endpoint_disabled: recorded.disabled } : {}),

@@ -133,6 +133,15 @@ export const Delivery = z.object({
   company_id: z.string().optional().openapi({ description: "Detail only" }),
   type: z.string(),
   status: z.enum(["pending", "succeeded", "failed"]),
+  attempts_count: z.number().int().openapi({ description: "Attempts made so far, manual retries included" }),
+  next_attempt_at: ts.nullable().openapi({
+    description: "When the next attempt is due while the record is pending; null once it succeeded or failed",
+  }),
+  last_error: z.string().nullable().openapi({
+    description: "What went wrong with the last attempt: `HTTP <status>`, or why no answer came (`timeout after " +
+      "10000 ms`, `connection refused (ECONNREFUSED)`); null before any attempt and after a success",
+    example: "HTTP 503",
+  }),
   payload: z.record(z.string(), z.unknown()),
   event_created_at: ts,
   inserted_at: ts,

@@ -14,6 +14,9 @@ export type DeliveryRecord = {
   endpoint_id: string;
   type: string;
   status: string;
+  attempts_count: number;
+  next_attempt_at: string | null;
+  last_error: string | null;
   // deno-lint-ignore no-explicit-any
   payload: Record<string, any>;
   event_created_at: string;

@@ -7,6 +7,7 @@ import { loadConfig } from "../../domain/infra/config.ts";
 import {
   disablesAtOnce,
   endpointHealth,
+  failureReason,
   honoursRetryAfter,
   MAX_ATTEMPTS,
   retryDelaySeconds,
@@ -90,4 +91,14 @@ Deno.test("decisions of an attempt's answer", async (t) => {
     const seen = { status: "disabled" as const, failingSince: ago(10 * DAY_MS) };
     assert.deepEqual(endpointHealth(seen, { anyOk: false, gone: true }, opts), { disable: null, failing: "keep" });
   });
+});
+
+Deno.test("a record's last error: the status, or why no answer came; none after a success", () => {
+  assert.equal(failureReason({ ok: false, httpStatus: 503, responseBody: "busy" }), "HTTP 503");
+  assert.equal(failureReason({ ok: false, httpStatus: 302, responseBody: "" }), "HTTP 302");
+  assert.equal(
+    failureReason({ ok: false, httpStatus: 0, responseBody: "timeout after 10000 ms" }),
+    "timeout after 10000 ms",
+  );
+  assert.equal(failureReason({ ok: true, httpStatus: 200, responseBody: "ok" }), null);
 });

@@ -174,6 +174,9 @@ Deno.test("webhook delivery", async (t) => {
     assert.equal(rx.at("/flaky").length, 4);
     // Every attempt carries the same body, so the receiver can de-duplicate by id.
     assert.equal(new Set(rx.at("/flaky").map((a) => a.raw)).size, 1);
+    // the record says as much without opening it: four attempts, nothing more due, no error since the success
+    const [listed] = await recordsOf(company, endpoint.id);
+    assert.deepEqual([listed.attempts_count, listed.next_attempt_at, listed.last_error], [4, null, null]);
   });
 
   await t.step("a receiver that always fails: pending while attempts remain, failed after exactly 10", async () => {
@@ -185,6 +188,11 @@ Deno.test("webhook delivery", async (t) => {
     await eventually("a first failed attempt", () => rx.at("/dead").length >= 1);
     const midway = await detail(company, record.id);
     if (midway.attempts.length < 10) assert.equal(midway.status, "pending");
+    await eventually("the record names its failure without being opened", async () => {
+      const [listed] = await recordsOf(company, endpoint.id);
+      return listed.attempts_count >= 1 && listed.last_error === "HTTP 503" &&
+        (listed.status === "failed" || listed.next_attempt_at !== null);
+    });
     const failed = await untilStatus(company, record.id, "failed");
     assert.equal(failed.attempts.length, 10);
     assert.deepEqual(failed.attempts.map((a: { attempt_number: number }) => a.attempt_number), [
@@ -200,6 +208,7 @@ Deno.test("webhook delivery", async (t) => {
       10,
     ]);
     assert.ok(failed.attempts.every((a: { http_status: number }) => a.http_status === 503));
+    assert.deepEqual([failed.attempts_count, failed.next_attempt_at, failed.last_error], [10, null, "HTTP 503"]);
     await sleep(300); // several retry periods: nothing more is attempted
     assert.equal(rx.at("/dead").length, 10);
   });

@@ -3,7 +3,19 @@ import { emitEvent, type EventType } from "../../domain/webhooks/events.ts";
 import { type Company, newCompany, setup } from "../support/helpers.ts";
 import { type DeliveryRecord as Rec, emit, ENDPOINTS, EVENTS } from "../support/endpoints.ts";
 
-const LIST_KEYS = ["id", "event_id", "endpoint_id", "type", "status", "payload", "event_created_at", "inserted_at"];
+const LIST_KEYS = [
+  "id",
+  "event_id",
+  "endpoint_id",
+  "type",
+  "status",
+  "attempts_count",
+  "next_attempt_at",
+  "last_error",
+  "payload",
+  "event_created_at",
+  "inserted_at",
+];
 
 async function list(company: Company, query = ""): Promise<Rec[]> {
   const res = await company.get(`${EVENTS}${query ? `?${query}` : ""}`);
@@ -208,6 +220,9 @@ Deno.test("listing delivery records", async (t) => {
       "company_id",
       "type",
       "status",
+      "attempts_count",
+      "next_attempt_at",
+      "last_error",
       "payload",
       "event_created_at",
       "inserted_at",

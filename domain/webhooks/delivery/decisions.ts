@@ -15,6 +15,15 @@ export function honoursRetryAfter(httpStatus: number): boolean {
   return httpStatus === 429 || httpStatus === 503;
 }
 
+/**
+ * What went wrong with an attempt, as the record's `last_error` and the log line say it: the receiver's status, or
+ * why no answer came (the attempt's `response_body` then); null for a success.
+ */
+export function failureReason(result: { ok: boolean; httpStatus: number; responseBody: string }): string | null {
+  if (result.ok) return null;
+  return result.httpStatus === 0 ? result.responseBody : `HTTP ${result.httpStatus}`;
+}
+
 /** A 410 Gone disables the endpoint at once, whatever its history. */
 export function disablesAtOnce(httpStatus: number): boolean {
   return httpStatus === 410;

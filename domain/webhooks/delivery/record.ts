@@ -2,7 +2,7 @@ import type { Sql } from "../../infra/db.ts";
 import { type DisabledReason, disabling } from "../endpoints.ts";
 import type { SendResult } from "../sender.ts";
 import type { ClaimedDelivery } from "./claim_data.ts";
-import type { Health } from "./decisions.ts";
+import { failureReason, type Health } from "./decisions.ts";
 import { claimedColumns, type ClaimRow, fillSlots } from "./fill_slots.ts";
 import { asyncCommit, type Lease, leaseUntil, slotLimit } from "./lease.ts";
 
@@ -71,9 +71,10 @@ export async function recordAttempts(
         ${items.map((i) => Math.round(i.result.durationMs))}::int[],
         ${items.map((i) => i.attemptId)}::uuid[],
         ${items.map((i) => JSON.stringify(i.result.responseHeaders ?? {}))}::text[],
-        ${items.map((i) => JSON.stringify(i.plan))}::text[]::jsonb[]
+        ${items.map((i) => JSON.stringify(i.plan))}::text[]::jsonb[],
+        ${items.map((i) => failureReason(i.result))}::text[]
       ) as r(idx, endpoint_id, delivery_id, token, slot, ok, http_status, response_body, duration_ms, attempt_id,
-        response_headers, plan)
+        response_headers, plan, last_error)
     ), v as (
       select * from unnest(
         ${verdicts.map((v) => v.endpointId)}::uuid[],
@@ -111,6 +112,7 @@ export async function recordAttempts(
           when x.id is not null or r.plan ->> d.schedule_attempts is null then 'failed' else 'pending' end,
         next_attempt_at = case when r.ok or d.status <> 'pending' or x.id is not null then null
           else now() + (r.plan ->> d.schedule_attempts)::float8 * interval '1 second' end,
+        last_error = r.last_error,
         lease_token = null,
         leased_until = null,
         leased_by = null,
