@@ -36,8 +36,9 @@ export function leaseFree(sql: Tx, row: string): postgres.Fragment {
 }
 
 /**
- * Delivery bookkeeping commits asynchronously (no wait for the WAL flush): after a database crash the worst case is
- * an attempt made again, which at-least-once delivery allows. Events and their records, written by the producers'
- * transactions, stay synchronous. A CTE of the statements that claim and record.
+ * A claim commits asynchronously (no wait for the WAL flush): a claim lost to a database crash only leaves its record
+ * to be claimed again, and its attempt, then in flight, made again, which at-least-once delivery allows. What an
+ * attempt recorded commits synchronously (record.ts), as do the events and records the producers write. A CTE of the
+ * claim statement.
  */
 export const asyncCommit = (sql: Tx): postgres.Fragment => sql`select set_config('synchronous_commit', 'off', true)`;
