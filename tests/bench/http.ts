@@ -79,3 +79,18 @@ async function runFetch(spec: LoadSpec): Promise<LoadResult> {
 export async function load(spec: LoadSpec): Promise<LoadResult> {
   return (await hasWrk()) ? await runWrk(spec) : await runFetch(spec);
 }
+
+/**
+ * `total` calls of `send`, `rate` a second, each started on schedule whether or not the ones before were answered
+ * (an open loop: a slow service is not let off by being sent less); resolves once every call settled.
+ */
+export async function atFixedRate(rate: number, total: number, send: () => Promise<unknown>): Promise<void> {
+  const started = performance.now();
+  const sends: Promise<unknown>[] = [];
+  for (let i = 0; i < total; i++) {
+    const wait = started + (i * 1000) / rate - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    sends.push(send());
+  }
+  await Promise.all(sends);
+}

@@ -3,7 +3,7 @@
  * subjects, and the time from a pay-in's event to its receipt by a webhook receiver while pay-ins arrive at a fixed
  * rate on one subject. Measures only; nothing here asserts a timing.
  */
-import { load, type LoadResult } from "./http.ts";
+import { atFixedRate, load, type LoadResult } from "./http.ts";
 import { percentile, startReceiver } from "./webhooks.ts";
 import { cpf } from "../support/check_digits.ts";
 
@@ -78,18 +78,13 @@ export async function eventToReceipt(s: Service, rate: number, seconds: number):
     });
     const total = Math.round(rate * seconds);
     let errors = 0;
-    const started = performance.now();
-    const sends: Promise<void>[] = [];
-    for (let i = 0; i < total; i++) {
-      const due = started + (i * 1000) / rate;
-      const wait = due - performance.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      sends.push(
+    await atFixedRate(
+      rate,
+      total,
+      () =>
         call(s, "POST", "/api/sandbox/payins", { subject_id: subject, value: "1.00", currency: "BRL" })
           .then(() => {}, () => void errors++),
-      );
-    }
-    await Promise.all(sends);
+    );
     await receiver.until(total - errors, 60_000).catch(() => {});
     const latencies = (await receiver.latencies()).sort((a, b) => a - b);
     await call(s, "DELETE", `/api/v2/notifications/endpoints/${endpoint.data.id}`, undefined).catch(() => {});

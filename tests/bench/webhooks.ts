@@ -28,6 +28,7 @@ import { secretBoxFor } from "../../domain/infra/secret_box.ts";
 import { startWorker, stopWorker, type Worker } from "../../domain/infra/worker.ts";
 import { dropDatabase } from "../support/databases.ts";
 import { describe, round, summary } from "./figures.ts";
+import { atFixedRate } from "./http.ts";
 import { A_MONTH, partitionPastDays } from "./partitions.ts";
 
 const EVENTS = Number(Deno.env.get("BENCH_WEBHOOK_EVENTS") ?? 20_000);
@@ -281,15 +282,7 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
     // Steady: 100 events/s, one per transaction.
     await receiver.reset();
     const steadyTotal = STEADY_RATE * STEADY_SECONDS;
-    const steadyStart = performance.now();
-    const pending: Promise<unknown>[] = [];
-    for (let i = 0; i < steadyTotal; i++) {
-      const due = steadyStart + (i * 1000) / STEADY_RATE;
-      const wait = due - performance.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      pending.push(emitMany(sql, companyId, 1, 1));
-    }
-    await Promise.all(pending);
+    await atFixedRate(STEADY_RATE, steadyTotal, () => emitMany(sql, companyId, 1, 1));
     await receiver.until(steadyTotal);
     const steady = (await receiver.latencies()).sort((a, b) => a - b);
 
