@@ -117,7 +117,7 @@ export async function moveMoney(tx: TransactionSql, companyId: string, movement:
   const judged = counts(movement.status) && movement.kind !== "refund";
   const id = movement.id ?? newId();
   // one round trip for the rate, one for the decision under the subject's lock, one for the row and its event
-  // (docs/performance.md, "The pay-in")
+  // (docs/performance.md, "What changed")
   const [[{ usd_value }], clearance] = await Promise.all([
     tx<{ usd_value: string }[]>`select ${usdValue} as usd_value`,
     decideClearance(tx, companyId, movement.subjectId, judged ? usdValue : null),
