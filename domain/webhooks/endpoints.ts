@@ -160,8 +160,8 @@ export function checkEndpointUrl(errors: ErrorBag, raw: string, allowPrivateUrls
 
 /**
  * One active endpoint per URL and company: a second would get every event again, signed with another secret, so half
- * of what its receiver gets would fail verification (docs/webhooks.md, "One endpoint per URL"). Called under the company's row
- * lock that the quota check takes, so two registrations at once cannot both pass.
+ * of what its receiver gets would fail verification (docs/webhooks.md, "One endpoint per URL"). Called under the
+ * company's row lock that the quota check takes, so two registrations at once cannot both pass.
  */
 async function refuseSecondAtUrl(tx: Tx, companyId: string, url: string, exceptId?: string): Promise<void> {
   const [existing] = await tx<{ id: string }[]>`

@@ -229,6 +229,12 @@ Deno.test({
           assert.match(listed[4], new RegExp(`^1 attempt, next ${hhmm} \\(in (9|10) min\\)HTTP 500$`));
           const shown = await page.$eval("#delivery-rows-table th.extra", (th) => getComputedStyle(th).display);
           assert.notEqual(shown, "none");
+          // the endpoint's counts come from requests of their own: wait for those made after the attempt was recorded
+          await page.waitForFunction(
+            (hhmm) => document.querySelector("#endpoint-rows")!.textContent!.includes(`next attempt ${hhmm}`),
+            { timeout: 5_000 },
+            hhmm,
+          );
           const [endpoint] = await rows(page, "endpoint-rows");
           assert.match(endpoint[3], new RegExp(`^1 pending, 1 retrying.*next attempt ${hhmm}`));
         },
