@@ -17,6 +17,7 @@ try {
     `partitions dropped: ${pruned.partitions_dropped.length ? pruned.partitions_dropped.join(", ") : "none"}`,
   );
   console.log(`delivery records deleted: ${pruned.deliveries}`);
+  console.log(`endpoint stats minutes deleted: ${pruned.stats_rows}`);
 } finally {
   await close();
 }

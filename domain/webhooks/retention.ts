@@ -13,7 +13,8 @@ import { log } from "../basics/log.ts";
  *   VACUUM. Until then, at most a day longer, they are unreachable: every read goes through a record.
  */
 
-export type Pruned = { deliveries: number; partitions_dropped: string[] };
+/** `stats_rows`: the endpoints' minutes of health (sql/0027) past the retention, deleted in batches like the records. */
+export type Pruned = { deliveries: number; partitions_dropped: string[]; stats_rows: number };
 
 const LOGS = ["events", "webhook_attempts"] as const;
 const LOCK_KEY = 726_001; // one pruner at a time, whichever instance runs it
@@ -45,7 +46,7 @@ export async function pruneHistory(
 ): Promise<Pruned> {
   const cutoff = new Date((opts.now ?? new Date()).getTime() - opts.retentionDays * 86_400_000);
   const batch = opts.batch ?? BATCH;
-  const pruned: Pruned = { deliveries: 0, partitions_dropped: [] };
+  const pruned: Pruned = { deliveries: 0, partitions_dropped: [], stats_rows: 0 };
   const conn = await sql.reserve();
   try {
     const [{ locked }] = await conn<{ locked: boolean }[]>`select pg_try_advisory_lock(${LOCK_KEY}) as locked`;
@@ -56,6 +57,10 @@ export async function pruneHistory(
         conn`delete from webhook_deliveries where id in (
                select id from webhook_deliveries where inserted_at < ${cutoff} and status <> 'pending'
                order by inserted_at limit ${batch})`, batch);
+      pruned.stats_rows = await inBatches(() =>
+        conn`delete from webhook_endpoint_stats where (endpoint_id, bucket) in (
+               select endpoint_id, bucket from webhook_endpoint_stats where bucket < ${cutoff}
+               order by bucket limit ${batch})`, batch);
       for (const table of LOGS) {
         const days = await conn<{ name: string }[]>`
           select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
@@ -76,7 +81,7 @@ export async function pruneHistory(
   } finally {
     conn.release();
   }
-  if (pruned.partitions_dropped.length || pruned.deliveries) {
+  if (pruned.partitions_dropped.length || pruned.deliveries || pruned.stats_rows) {
     log.info("webhook history pruned", { cutoff: cutoff.toISOString(), ...pruned });
   }
   return pruned;

@@ -62,7 +62,7 @@ Deno.test("retention: old webhook history goes, pending records and everything e
       await emit("identified", 5);
       await eventually("delivered", () => rx.at("/up").length === 5);
       const pruned = await pruneHistory(ctx.sql, { retentionDays: 30 });
-      assert.deepEqual(pruned, { deliveries: 0, partitions_dropped: [] });
+      assert.deepEqual(pruned, { deliveries: 0, partitions_dropped: [], stats_rows: 0 });
       assert.equal((await records("&type=identified")).length, 1);
     });
 
