@@ -2,7 +2,8 @@ import { createApp } from "./routes/app.ts";
 import { taskList, upkeep } from "./jobs/index.ts";
 import type { Config } from "./domain/infra/config.ts";
 import { loadConfigWithLocalSecrets, SECRETS_DIR } from "./domain/infra/local_secrets.ts";
-import { connect, ensureDatabase, isConnectionLayerFault, serverAnswers } from "./domain/infra/db.ts";
+import { connect, ensureDatabase, isConnectionLayerFault, serverAnswers, type Sql } from "./domain/infra/db.ts";
+import { startTracing } from "./domain/infra/tracing.ts";
 import { type EmbeddedPostgres, startEmbeddedPostgres } from "./domain/infra/embedded_pg.ts";
 import { flushLogs, log, setLogLevel } from "./domain/basics/log.ts";
 import { ensurePartitions } from "./domain/webhooks/retention.ts";
@@ -75,6 +76,7 @@ export async function start(config: Config) {
   });
   await ensureDatabase(url);
   const sql = connect(url, { max: 10 });
+  traceIfConfigured(config, sql);
   await migrate(sql, url);
   // the days to come of the webhook history, should the service have been down past the ones made ahead
   await ensurePartitions(sql);
@@ -108,6 +110,19 @@ export async function start(config: Config) {
     if (embedded) await embedded.stop();
   };
   return { server, stop, sql, app };
+}
+
+/** Tracing, when OTEL_DENO=true, said in one line: where spans go, or why none are made (docs/production.md). */
+function traceIfConfigured(config: Config, sql: Sql) {
+  const { enabled, endpoint, protocol, serviceName } = config.tracing;
+  if (!enabled) return;
+  if (startTracing(true, sql)) {
+    log.info("tracing", {
+      endpoint: endpoint ? withoutCredentials(endpoint) : "http://localhost:4318 (default)",
+      protocol,
+      service: serviceName,
+    });
+  } else log.warn("OTEL_DENO=true but this runtime records no spans: tracing is off");
 }
 
 /** The URL as a log may show it: scheme, hosts, ports and database, never the user's password (nor the user). */

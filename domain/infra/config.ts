@@ -111,6 +111,18 @@ function decodeKey(text: string): Uint8Array | null {
   return null;
 }
 
+// Tracing (docs/production.md, "Tracing"): Deno's runtime reads these itself when the process starts; they are checked
+// here too, so a value the runtime would ignore or refuse stops the start with the variable named.
+const TRACING_VARS = {
+  // Deno takes only "true" or "false" (in any case) and ignores anything else with a warning: tracing stays off
+  OTEL_DENO: z.string().regex(/^(true|false)$/i, "must be true or false").optional()
+    .transform((v) => v?.toLowerCase() === "true"),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" }).optional(),
+  // the two OTLP encodings checked with this Deno (tests/webhooks/tracing_test.ts uses http/json)
+  OTEL_EXPORTER_OTLP_PROTOCOL: z.enum(["http/protobuf", "http/json"]).optional(),
+  OTEL_SERVICE_NAME: z.string().min(1).optional(),
+};
+
 const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(4000),
   HOST: z.string().default("127.0.0.1"),
@@ -134,6 +146,9 @@ const EnvSchema = z.object({
   WEBHOOK_RETRY_SCHEDULE: schedule.default(expandSchedule(DEFAULT_RETRY_SCHEDULE.split(",").map(Number))),
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
   WEBHOOK_DISABLE_AFTER_SECONDS: z.coerce.number().min(0).default(432_000),
+  // endpoint.failing (docs/webhooks.md, "Operational events"): failed attempts in a row, or seconds of failures
+  WEBHOOK_FAILING_AFTER_ATTEMPTS: z.coerce.number().int().min(1).max(1_000_000).default(10),
+  WEBHOOK_FAILING_AFTER_SECONDS: z.coerce.number().positive().max(THIRTY_DAYS).default(3600),
   EVENT_RETENTION_DAYS: z.coerce.number().positive().max(36_500).default(30),
   WEBHOOK_ALLOW_PRIVATE_URLS: optionalFlag,
   SANDBOX: optionalFlag,
@@ -142,6 +157,7 @@ const EnvSchema = z.object({
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
   TRUST_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0),
   TRUST_PROXY_HEADER: z.enum(["x-forwarded-for", "forwarded"]).default("x-forwarded-for"),
+  ...TRACING_VARS,
   ...LIMIT_VARS,
 });
 
@@ -174,6 +190,12 @@ export type Config = {
   webhookTimeoutMs: number;
   /** An endpoint whose attempts have all failed for this long is disabled (`disabled_reason: "failing"`). */
   webhookDisableAfterSeconds: number;
+  /**
+   * An endpoint is found failing (`endpoint.failing`, once per streak) at this many failed attempts in a row, or at a
+   * failed attempt this many seconds after the first failure of the streak, whichever comes first.
+   */
+  webhookFailingAfterAttempts: number;
+  webhookFailingAfterSeconds: number;
   /** Events, delivery records and attempts older than this go (fractions of a day allowed); pending records stay. */
   eventRetentionDays: number;
   /**
@@ -189,6 +211,11 @@ export type Config = {
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
   /** Reverse proxies in front whose forwarded-for header is believed (0: none, the connection's address counts). */
   trustProxy: { hops: number; header: "x-forwarded-for" | "forwarded" };
+  /**
+   * OpenTelemetry (`OTEL_DENO=true`, off by default): spans of requests, statements and webhook attempts exported over
+   * OTLP by the runtime to `endpoint` (the runtime's default, http://localhost:4318, when null).
+   */
+  tracing: { enabled: boolean; endpoint: string | null; protocol: "http/protobuf" | "http/json"; serviceName: string };
   limits: Limits;
 };
 
@@ -260,6 +287,8 @@ export function loadConfig(
     retrySchedule: e.WEBHOOK_RETRY_SCHEDULE,
     webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
     webhookDisableAfterSeconds: e.WEBHOOK_DISABLE_AFTER_SECONDS,
+    webhookFailingAfterAttempts: e.WEBHOOK_FAILING_AFTER_ATTEMPTS,
+    webhookFailingAfterSeconds: e.WEBHOOK_FAILING_AFTER_SECONDS,
     eventRetentionDays: e.EVENT_RETENTION_DAYS,
     // a laptop's receiver is on loopback (README, "Quickstart"); production refuses the setting (productionRefusals)
     allowPrivateUrls: e.WEBHOOK_ALLOW_PRIVATE_URLS ?? e.APP_ENV === "development",
@@ -269,6 +298,13 @@ export function loadConfig(
     secretEncryptionKeyPrevious: e.SECRET_ENCRYPTION_KEY_PREVIOUS ?? null,
     logLevel: e.LOG_LEVEL,
     trustProxy: { hops: e.TRUST_PROXY_HOPS, header: e.TRUST_PROXY_HEADER },
+    tracing: {
+      enabled: e.OTEL_DENO,
+      endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT ?? null,
+      // the runtime's defaults, for the start-up log
+      protocol: e.OTEL_EXPORTER_OTLP_PROTOCOL ?? "http/protobuf",
+      serviceName: e.OTEL_SERVICE_NAME ?? "unknown_service:deno",
+    },
     limits: limitsFrom(e),
   };
 }

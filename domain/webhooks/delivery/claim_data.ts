@@ -1,6 +1,6 @@
 import { type Sql, whileUnreachable } from "../../infra/db.ts";
 import type { EndpointRow } from "../endpoints.ts";
-import { eventData } from "../event_data.ts";
+import { eventRows } from "../event_data.ts";
 import type { ClaimRow } from "./fill_slots.ts";
 
 /** A record leased with one slot of its endpoint, with its event's data: what one attempt sends. */
@@ -10,6 +10,8 @@ export type ClaimedDelivery = {
   data: Record<string, unknown>;
   slot: number;
   token: string;
+  /** The trace of the request that emitted the event, which the attempt continues (null when none was traced). */
+  traceparent?: string | null;
 };
 
 /** The endpoint as a claim saw it, and the record leased (null when nothing may start now). */
@@ -26,13 +28,21 @@ export async function toClaims(sql: Sql, rows: ClaimRow[], until: number): Promi
       ? [{ event_id: r.event_id, company_id: r.company_id, inserted_at: r.event_inserted_at }]
       : []
   );
-  const data = keys.length ? await whileUnreachable(() => eventData(sql, keys), until) : new Map();
+  const events = keys.length ? await whileUnreachable(() => eventRows(sql, keys), until) : new Map();
   return rows.map((row) => {
     const { delivery_id, delivery_type, event_id, event_inserted_at: _at, slot, lease_token, ...endpoint } = row;
+    const event = event_id ? events.get(event_id) : undefined;
     return {
       endpoint,
       delivery: delivery_id && slot !== null && lease_token
-        ? { id: delivery_id, type: delivery_type!, data: data.get(event_id) ?? {}, slot, token: lease_token }
+        ? {
+          id: delivery_id,
+          type: delivery_type!,
+          data: event?.data ?? {},
+          slot,
+          token: lease_token,
+          traceparent: event?.traceparent ?? null,
+        }
         : null,
     };
   });
