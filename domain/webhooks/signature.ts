@@ -7,7 +7,7 @@
  * attempt, so it uses `node:crypto`'s synchronous HMAC (about 9 µs against 45 µs for a Web Crypto sign, measured);
  * verifying uses Web Crypto, whose `verify` compares in constant time.
  */
-import { createHmac } from "node:crypto";
+import { createHmac, createPrivateKey, createPublicKey, type KeyObject, sign } from "node:crypto";
 
 const encoder = new TextEncoder();
 
@@ -105,19 +105,79 @@ export async function verifySignature(
  * `webhook-timestamp` (the same unix seconds as `t=`) and `webhook-signature`, one `v1,<base64 HMAC-SHA256 of
  * "<id>.<timestamp>.<raw body>">` per secret (the current one, then each previous one still signing),
  * space-separated. The key is the secret's text, as for `service-signature`: libraries verify it in their "raw"
- * secret format (docs/webhooks.md, Standard Webhooks).
+ * secret format (docs/webhooks.md, Standard Webhooks). Each of `opts.signingKeys` (`whsk_` Ed25519 keys) adds a
+ * `v1a,<base64 signature>` of the same text; `asymmetricFirst` puts those first (an ed25519 endpoint's own scheme).
  */
 export function standardWebhookHeaders(
   id: string,
   timestamp: number,
   rawBody: string,
   secrets: readonly string[],
+  opts: { signingKeys?: readonly string[]; asymmetricFirst?: boolean } = {},
 ): { "webhook-id": string; "webhook-timestamp": string; "webhook-signature": string } {
   const signed = `${id}.${timestamp}.${rawBody}`;
-  const signatures: string[] = [];
+  const symmetric: string[] = [];
   for (const secret of secrets) {
     if (!secret) continue;
-    signatures.push(`v1,${createHmac("sha256", secret).update(signed).digest("base64")}`);
+    symmetric.push(`v1,${createHmac("sha256", secret).update(signed).digest("base64")}`);
   }
+  const asymmetric = (opts.signingKeys ?? []).map((key) => `v1a,${signEd25519(key, signed)}`);
+  const signatures = opts.asymmetricFirst ? [...asymmetric, ...symmetric] : [...symmetric, ...asymmetric];
   return { "webhook-id": id, "webhook-timestamp": String(timestamp), "webhook-signature": signatures.join(" ") };
+}
+
+/*
+ * Ed25519, Standard Webhooks' asymmetric scheme (docs/webhooks.md, "Ed25519 signatures"): `v1a,<base64 signature of
+ * "<id>.<timestamp>.<raw body>">` in `webhook-signature`. Keys are written as the standard's identifiable texts:
+ * `whpk_<base64 of the 32-byte public key>` (published on the endpoint) and `whsk_<base64 of the 32-byte private
+ * key>` (RFC 8032's seed; stored sealed, never shown). Signing runs on every attempt, so it uses `node:crypto`'s
+ * synchronous `sign` over a key object kept per key, like the HMAC above.
+ */
+
+export const PUBLIC_KEY_PREFIX = "whpk_";
+export const SECRET_KEY_PREFIX = "whsk_";
+/** The DER (PKCS #8) start of an Ed25519 private key, followed by its 32 bytes. */
+const PKCS8_ED25519 = Uint8Array.fromHex("302e020100300506032b657004220420");
+const WHSK_RE = /^whsk_([A-Za-z0-9+/]{43}=)$/;
+
+/** A new key pair: the `whsk_` private key to seal, the `whpk_` public key to publish. */
+export async function newSigningKey(): Promise<{ secretKey: string; publicKey: string }> {
+  const pair = await crypto.subtle.generateKey({ name: "Ed25519" }, true, ["sign", "verify"]) as CryptoKeyPair;
+  const pkcs8 = new Uint8Array(await crypto.subtle.exportKey("pkcs8", pair.privateKey));
+  const raw = new Uint8Array(await crypto.subtle.exportKey("raw", pair.publicKey));
+  return {
+    secretKey: `${SECRET_KEY_PREFIX}${pkcs8.subarray(PKCS8_ED25519.length).toBase64()}`,
+    publicKey: `${PUBLIC_KEY_PREFIX}${raw.toBase64()}`,
+  };
+}
+
+/** Key objects per `whsk_` text: importing one costs more than a signature. Bounded like the secret box's cache. */
+const keyObjects = new Map<string, KeyObject>();
+const MAX_KEY_OBJECTS = 10_000;
+
+function privateKeyObject(secretKey: string): KeyObject {
+  let key = keyObjects.get(secretKey);
+  if (!key) {
+    const match = WHSK_RE.exec(secretKey);
+    if (!match) throw new Error("not a whsk_ Ed25519 private key");
+    const seed = Uint8Array.fromBase64(match[1]);
+    const der = new Uint8Array(PKCS8_ED25519.length + seed.length);
+    der.set(PKCS8_ED25519);
+    der.set(seed, PKCS8_ED25519.length);
+    key = createPrivateKey({ key: der as unknown as Buffer, format: "der", type: "pkcs8" });
+    if (keyObjects.size >= MAX_KEY_OBJECTS) keyObjects.clear();
+    keyObjects.set(secretKey, key);
+  }
+  return key;
+}
+
+/** The base64 Ed25519 signature of `message` with a `whsk_` private key. */
+export function signEd25519(secretKey: string, message: string): string {
+  return sign(null, encoder.encode(message), privateKeyObject(secretKey)).toString("base64");
+}
+
+/** The `whpk_` public key of a `whsk_` private key. */
+export function publicKeyOf(secretKey: string): string {
+  const jwk = createPublicKey(privateKeyObject(secretKey)).export({ format: "jwk" }) as { x: string };
+  return `${PUBLIC_KEY_PREFIX}${Uint8Array.fromBase64(jwk.x, { alphabet: "base64url" }).toBase64()}`;
 }
