@@ -1,6 +1,8 @@
 import type { TransactionSql } from "../infra/db.ts";
 import { newId } from "../basics/ids.ts";
 import { notifyWake } from "./delivery/wake.ts";
+import { currentTraceparent } from "../infra/tracing.ts";
+import { passesFilter } from "./filters.ts";
 
 /** Every event type (docs/webhooks.md, Bodies). */
 export const EVENT_TYPES = [
@@ -21,8 +23,29 @@ export const EVENT_TYPES = [
   "subscription_canceled",
   "subscription_completed",
   "invoice_paid",
+  // operational events: about the webhooks themselves, opt-in (OPERATIONAL_EVENT_TYPES)
+  "endpoint.failing",
+  "endpoint.disabled",
+  "delivery.exhausted",
 ] as const;
 export type EventType = typeof EVENT_TYPES[number];
+
+/**
+ * The operational events (docs/webhooks.md, "Operational events"): what happens to a company's webhooks, emitted by
+ * domain/webhooks/operational.ts. An endpoint gets them only when its enabled_events names them: `"*"` does not take
+ * them in, so an endpoint registered before they existed receives nothing new.
+ */
+export const OPERATIONAL_EVENT_TYPES = ["endpoint.failing", "endpoint.disabled", "delivery.exhausted"] as const;
+export type OperationalEventType = typeof OPERATIONAL_EVENT_TYPES[number];
+
+export function isOperational(type: string): type is OperationalEventType {
+  return (OPERATIONAL_EVENT_TYPES as readonly string[]).includes(type);
+}
+
+/** Whether an endpoint with these enabled_events gets events of `type`: named, or `"*"` for all but operational ones. */
+export function enables(enabledEvents: readonly string[], type: EventType): boolean {
+  return enabledEvents.includes(type) || (enabledEvents.includes("*") && !isOperational(type));
+}
 
 /**
  * The one way to emit an event. Call it with the transaction of the state change that caused it:
@@ -31,30 +54,43 @@ export type EventType = typeof EVENT_TYPES[number];
  * Fan-out: one delivery record per ACTIVE endpoint of the company that enables the type, due at once, and a wake-up
  * of each of those endpoints (domain/webhooks/delivery/wake.ts), sent at commit. It takes a transaction, never the
  * pool: the event never exists without its deliveries, nor they without the change that caused them.
- * `onlyEndpointId` narrows the fan-out to that one endpoint (a test event).
+ * `onlyEndpointId` narrows the fan-out to that one endpoint (a test event); `exceptEndpointId` leaves one out (an
+ * operational event is never sent to the endpoint it is about). An operational type goes only to endpoints that name
+ * it (`enables`).
+ *
+ * An endpoint with a `filter` gets a record only when its filter gives true for this event (filters.ts), evaluated
+ * here, once, from the row the same select reads: no statement more, and nothing more for endpoints without one. A
+ * test event ignores filters: it was asked for by name (docs/webhooks.md, "Filters").
  */
 export async function emitEvent(
   tx: TransactionSql,
   companyId: string,
   type: EventType,
   data: Record<string, unknown>,
-  opts: { onlyEndpointId?: string } = {},
+  opts: { onlyEndpointId?: string; exceptEndpointId?: string } = {},
 ): Promise<{ id: string }> {
   const id = newId();
   const only = opts.onlyEndpointId ? tx`and id = ${opts.onlyEndpointId}` : tx``;
-  const endpoints = await tx<{ id: string }[]>`
-    select id from webhook_endpoints
-    where company_id = ${companyId} and status = 'active' and enabled_events && array['*', ${type}]::text[] ${only}
+  const except = opts.exceptEndpointId ? tx`and id <> ${opts.exceptEndpointId}` : tx``;
+  const wanted = isOperational(type) ? tx`array[${type}]::text[]` : tx`array['*', ${type}]::text[]`;
+  const selected = await tx<{ id: string; filter: string | null }[]>`
+    select id, filter from webhook_endpoints
+    where company_id = ${companyId} and status = 'active' and enabled_events && ${wanted} ${only} ${except}
     order by id`;
+  const endpoints = opts.onlyEndpointId ? selected : filtered(selected, type, data);
   const json = tx.json(data as never);
+  // the request's trace, which the deliveries continue (null when tracing is off: docs/webhooks.md, "Tracing")
+  const trace = currentTraceparent();
   if (endpoints.length === 0) {
-    await tx`insert into events (id, company_id, type, data) values (${id}, ${companyId}, ${type}, ${json})`;
+    await tx`
+      insert into events (id, company_id, type, data, traceparent) values (${id}, ${companyId}, ${type}, ${json}, ${trace})`;
     return { id };
   }
   const endpointIds = endpoints.map((e) => e.id);
   await tx`
     with event as (
-      insert into events (id, company_id, type, data) values (${id}, ${companyId}, ${type}, ${json})
+      insert into events (id, company_id, type, data, traceparent)
+      values (${id}, ${companyId}, ${type}, ${json}, ${trace})
       returning inserted_at
     ), woken as (
       select ${notifyWake(tx, tx`select unnest(${endpointIds}::uuid[])`)}
@@ -65,4 +101,14 @@ export async function emitEvent(
     cross join event
     cross join woken`;
   return { id };
+}
+
+/**
+ * The endpoints whose filter passes, or that have none. The filters see the data as stored and as the snapshot body
+ * carries it (a JSON round trip, made only when some endpoint has a filter): the same values the receiver reads.
+ */
+function filtered<E extends { filter: string | null }>(endpoints: E[], type: EventType, data: Record<string, unknown>) {
+  if (!endpoints.some((e) => e.filter !== null)) return endpoints;
+  const seen = JSON.parse(JSON.stringify(data));
+  return endpoints.filter((e) => e.filter === null || passesFilter(e.filter, type, seen));
 }

@@ -94,7 +94,7 @@ const Endpoints = () => (
     <h2 id="endpoints-title">Endpoints</h2>
     <Table
       caption="Your endpoints"
-      columns={["URL", "Mode", "Status", "Deliveries", "Actions"]}
+      columns={["URL", "Mode", "Status", "Deliveries", "Last 24 h", "Actions"]}
       body="endpoint-rows"
       empty="No endpoint yet. Add the URL where your server receives webhooks below, then send it a test event to check that it answers 2xx."
     />
@@ -114,6 +114,14 @@ const Endpoints = () => (
         </Field>
         <Field id="endpoint-events" label="Event types" hint="Comma separated; * for all">
           <input id="endpoint-events" name="enabled_events" value="*" aria-describedby="endpoint-events-hint" />
+        </Field>
+        <Field id="endpoint-filter" label="Filter (CEL)" hint="Only events for which it is true; empty for all" wide>
+          <input
+            id="endpoint-filter"
+            name="filter"
+            placeholder='data.currency == "BRL" && double(data.value) > 1000.0'
+            aria-describedby="endpoint-filter-hint"
+          />
         </Field>
       </div>
       <button type="submit" id="endpoint-save" class="primary">Create endpoint</button>

@@ -1,7 +1,9 @@
 import { z } from "@hono/zod-openapi";
 import { EVENT_TYPES } from "../../domain/webhooks/events.ts";
-import { MAX_PREVIOUS_SECRETS } from "../../domain/webhooks/endpoints.ts";
+import { MAX_PREVIOUS_SECRETS, SIGNATURE_SCHEMES } from "../../domain/webhooks/endpoints.ts";
+import { MAX_FILTER_LENGTH } from "../../domain/webhooks/filters.ts";
 import type { TimeBound } from "../../domain/webhooks/deliveries.ts";
+import { REPLAY_LIMIT } from "../../domain/webhooks/replay.ts";
 import { UUID_RE } from "../../domain/basics/ids.ts";
 import { requiredText } from "../openapi/schemas.ts";
 
@@ -35,6 +37,19 @@ const eventMapping = z.record(z.string(), z.string().trim().min(1, "is invalid")
   description: "Event type → the name the receiver gets instead; null removes every rename",
 });
 
+/**
+ * A CEL expression over `event_type` and `data`; its rules (it parses, type-checks, gives a bool, no `matches()`) are
+ * domain/webhooks/filters.ts's, run by the routes with the URL's, so a 422 names the position of the fault.
+ */
+const filter = z.string().nullable().openapi({
+  type: ["string", "null"],
+  maxLength: MAX_FILTER_LENGTH,
+  example: 'data.currency == "BRL" && double(data.value) > 1000.0',
+  description: "A CEL expression over the event (`event_type`, and `data` as the snapshot body carries it): the " +
+    "endpoint gets an event only when it gives true; an error (a missing key) means not delivered. null removes " +
+    "it on update. Test events ignore it. docs/webhooks.md, Filters",
+});
+
 /** `null` counts as absent for fields that always have a value (defaults on create, unchanged on update). */
 const settings = {
   enabled_events: enabledEvents.nullish(),
@@ -44,6 +59,13 @@ const settings = {
   wrap_in_notification: z.boolean().nullish(),
   max_concurrency: z.number().int().min(1).max(100).nullish(),
   event_mapping: eventMapping.optional(),
+  signature_scheme: z.enum(SIGNATURE_SCHEMES).nullish().openapi({
+    description: "`hmac-sha256` (the default: a shared `secret`) or `ed25519` (Standard Webhooks' `v1a`: the service " +
+      "signs with a private key only it holds, the receiver verifies with `public_key`; no shared secret, so " +
+      "`inject_secret_in_body` must be false). Changing it gives the endpoint a credential of the new scheme; the " +
+      "current one keeps signing for 24 hours. docs/webhooks.md, Ed25519 signatures",
+  }),
+  filter: filter.optional(),
 };
 
 /**
@@ -73,6 +95,25 @@ const PreviousSecret = z.object({
   expires_at: ts.openapi({ description: "When it stops signing and verifying" }),
 }).openapi("WebhookPreviousSecret");
 
+const PreviousPublicKey = z.object({
+  public_key: z.string().openapi({ example: "whpk_Hn2Jp0vJ3fE1y8H5+5lZ6a0N1n8JdGkq1Ykq1Q6Tw2Y=" }),
+  expires_at: ts.openapi({ description: "When its private key stops signing" }),
+}).openapi("WebhookPreviousPublicKey");
+
+/** How an endpoint signs and the public keys that verify it: in the endpoint object and the rotation's answer. */
+const publicKeys = {
+  signature_scheme: z.enum(SIGNATURE_SCHEMES),
+  public_key: z.string().nullable().openapi({
+    description: "ed25519: `whpk_` then the base64 of the 32-byte Ed25519 public key that verifies the `v1a` " +
+      "signatures of `webhook-signature`; null for hmac-sha256",
+    example: "whpk_Hn2Jp0vJ3fE1y8H5+5lZ6a0N1n8JdGkq1Ykq1Q6Tw2Y=",
+  }),
+  previous_public_keys: z.array(PreviousPublicKey).openapi({
+    description: "Public keys of Ed25519 keys rotated away (or left by a switch to hmac-sha256) that still sign, " +
+      `one more \`v1a\` each, newest first; at most ${MAX_PREVIOUS_SECRETS}`,
+  }),
+};
+
 export const Endpoint = z.object({
   id: z.string(),
   company_id: z.string(),
@@ -90,7 +131,13 @@ export const Endpoint = z.object({
   wrap_in_notification: z.boolean(),
   max_concurrency: z.number().int(),
   event_mapping: z.record(z.string(), z.string()).nullable(),
-  secret: z.string().openapi({ description: "64 lowercase hex characters" }),
+  filter: z.string().nullable().openapi({
+    description: "The endpoint's CEL filter; null when it gets every event it enables",
+    example: 'data.currency == "BRL" && double(data.value) > 1000.0',
+  }),
+  secret: z.string().nullable().openapi({
+    description: "64 lowercase hex characters; null for an ed25519 endpoint, which has no shared secret",
+  }),
   previous_secret: z.string().nullable().openapi({
     description: "The most recent secret rotated away, while it still signs (24 hours after its rotation)",
   }),
@@ -99,15 +146,17 @@ export const Endpoint = z.object({
     description:
       `Every secret rotated away that still signs (as v0) and verifies, newest first; at most ${MAX_PREVIOUS_SECRETS}`,
   }),
+  ...publicKeys,
   inserted_at: ts,
   updated_at: ts,
 }).openapi("WebhookEndpoint");
 
 export const RotatedSecret = z.object({
   id: z.string(),
-  secret: z.string(),
+  secret: z.string().nullable().openapi({ description: "The new secret; null for ed25519 (see `public_key`)" }),
   previous_secret: z.string().nullable(),
   previous_secret_expires_at: ts.nullable(),
+  ...publicKeys,
 }).openapi("WebhookSecretRotation");
 
 export const Attempt = z.object({
@@ -151,7 +200,7 @@ export const Delivery = z.object({
 const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DATETIME_RE = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?(Z|[+-]\d{2}:?\d{2})?$/i;
 
-const timeBound = z.string().trim().transform((raw, ctx): TimeBound => {
+export const timeBound = z.string().trim().transform((raw, ctx): TimeBound => {
   // An unencoded "+03:00" in a query string arrives as " 03:00".
   const s = raw.replace(/(\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?) (\d{2}:?\d{2})$/, "$1+$2");
   const m = DATE_RE.exec(s) ?? DATETIME_RE.exec(s);
@@ -216,13 +265,25 @@ export const RecoverBody = z.object({
     example: "2026-11-22T00:00:00Z",
     description: "Records inserted before this instant (exclusive); absent: up to now",
   }),
+  include_skipped: z.boolean().optional().openapi({
+    description: "Also send, in event order, the events the endpoint would have received while it was disabled " +
+      `within [since, until) and the retention, at most ${REPLAY_LIMIT} per call (docs/webhooks.md, Replay what a ` +
+      "disabled endpoint missed); default false",
+  }),
 }).openapi("WebhookRecover");
 
 export const RECOVER_EXAMPLE: z.input<typeof RecoverBody> = { since: "2026-11-21T00:00:00Z" };
 
 export const RecoverResult = z.object({
   endpoint_id: z.string(),
-  deliveries: z.number().int().openapi({ description: "How many failed records were re-queued" }),
+  deliveries: z.number().int().openapi({ description: "How many records were queued: failed + skipped" }),
+  failed: z.number().int().openapi({ description: "How many failed records were re-queued" }),
+  skipped: z.number().int().openapi({
+    description: "How many events skipped while the endpoint was disabled were queued (0 without include_skipped)",
+  }),
+  skipped_remaining: z.boolean().openapi({
+    description: "More skipped events remain past this call's limit: recover again with the same body for the next",
+  }),
 }).openapi("WebhookRecoverResult");
 
 export const TestEventBody = z.object({
@@ -240,3 +301,49 @@ export const EventTypeEntry = z.object({
     description: "JSON Schema (2020-12) of the body an endpoint with the default settings receives",
   }),
 }).openapi("WebhookEventType");
+
+/** `since` of an endpoint's stats: optional, an instant (UTC unless an offset is given; a date means its start). */
+export const EndpointStatsQuery = z.object({
+  since: timeBound.optional().openapi({
+    type: "string",
+    example: "2026-11-21T07:00:00Z",
+    description: "Count attempts from the start of this instant's minute; absent: 24 hours ago",
+  }),
+});
+
+const outcomeCount = (description: string) => z.number().int().openapi({ description });
+
+export const EndpointStats = z.object({
+  endpoint_id: z.string(),
+  since: ts.openapi({ description: "The start of the minute the counts begin at" }),
+  attempts: z.object({
+    total: outcomeCount("Every attempt since `since`"),
+    succeeded: outcomeCount("Answered 2xx"),
+    failed: outcomeCount("Every other attempt: the sum of the classes below"),
+    http_3xx: outcomeCount("Answered a status under 400 that is not a 2xx (a redirect is not followed)"),
+    http_4xx: outcomeCount("Answered 400-499"),
+    http_5xx: outcomeCount("Answered 500 or more"),
+    timeout: outcomeCount("No answer within WEBHOOK_TIMEOUT_MS"),
+    network: outcomeCount("Connection refused or reset, TLS or DNS failure"),
+    refused: outcomeCount("The service refused to call the URL (a private address, say)"),
+  }).openapi("WebhookEndpointAttemptCounts"),
+  success_rate: z.number().nullable().openapi({
+    description: "succeeded / total, 4 decimals; null without attempts",
+    example: 0.9875,
+  }),
+  duration_ms: z.object({
+    p50: z.number().int().nullable(),
+    p95: z.number().int().nullable(),
+  }).openapi({
+    description: "Median and 95th percentile of the attempts' durations, from a histogram whose buckets are 26% " +
+      "wide (each estimate is within that of the exact value); null without attempts",
+  }),
+  last_success_at: ts.nullable().openapi({ description: "The endpoint's last successful attempt, whenever it was" }),
+  last_failure: z.object({
+    at: ts,
+    reason: z.string().nullable().openapi({
+      description: "As the record's `last_error`: `HTTP <status>`, or why no answer came",
+      example: "HTTP 503",
+    }),
+  }).nullable().openapi({ description: "The endpoint's last failed attempt, whenever it was; null if none failed" }),
+}).openapi("WebhookEndpointStats");

@@ -166,6 +166,24 @@ const DESCRIPTIONS: Record<string, Description> = {
   prune_partitions_dropped: { meaning: "day partitions of events and attempts the prune detached and dropped" },
   prune_records_deleted_in_batches: { meaning: "delivery records the prune deleted, 5,000 per transaction" },
   prune_s: { meaning: "seconds the prune took" },
+  stats_attempts: {
+    meaning: "attempts of one endpoint in the last 24 hours behind its stats (tests/bench/endpoint_stats.ts)",
+  },
+  stats_seed_s: { meaning: "seconds seeding their records and attempts took (set-based SQL)" },
+  stats_fill_s: { meaning: "seconds filling the health aggregate from that log took (one statement)" },
+  stats_rows: { meaning: "the endpoint's minute rows in the aggregate: 24 hours of the log, then 29 days more" },
+  stats_read_1h_p50_ms: { meaning: "median read of the endpoint's stats since an hour ago (endpointStats, ms)" },
+  stats_read_1h_p99_ms: { meaning: "99th percentile of that read (ms)" },
+  stats_read_24h_p50_ms: { meaning: "median read of the stats since 24 hours ago, the default (ms)" },
+  stats_read_24h_p99_ms: { meaning: "99th percentile of that read, over the 1,000,000 attempts (ms)" },
+  stats_read_30d_p50_ms: { meaning: "median read of the stats since 30 days ago: every minute of the retention (ms)" },
+  stats_read_30d_p99_ms: { meaning: "99th percentile of that read (ms)" },
+  stats_log_scan_24h_p50_ms: {
+    meaning: "the same figures since 24 hours ago by scanning the attempt log (median, ms)",
+  },
+  stats_log_scan_24h_p99_ms: { meaning: "the slowest of those scans (ms)" },
+  stats_p95_aggregate_ms: { meaning: "p95 duration of the 24 hours' attempts from the aggregate's histogram (ms)" },
+  stats_p95_log_ms: { meaning: "the exact p95 of the same attempts, from the log (ms)" },
   prune_lost_within_retention: {
     meaning: "delivery records inside the retention that the prune removed",
     target: { text: "0", met: (v) => v === 0 },
@@ -182,6 +200,63 @@ const DESCRIPTIONS: Record<string, Description> = {
       "peak resident memory of the process running the worker and the producers, with the V8 flags of deno task start (MB)",
     target: below(250, " MB"),
   },
+  filter_eval_us: {
+    meaning: "one evaluation of a typical payload filter (currency and amount), compiled, on an event's data (µs)",
+    target: below(10, " µs"),
+  },
+  filter_evals_per_s: { meaning: "evaluations of that filter per second, one core" },
+  filter_check_us: { meaning: "checking that filter at create/update: parse, type check, rules (µs)" },
+  fanout_5_filters_cpu_us: {
+    meaning:
+      "what fan-out adds in process per event for 5 endpoints with that filter: the data's JSON round trip and " +
+      "5 evaluations (µs)",
+  },
+  fanout_5_endpoints_no_filter_us: {
+    meaning:
+      "emitEvent in a transaction of its own to 5 endpoints without a filter, commit included; median round (µs)",
+  },
+  fanout_5_endpoints_filtered_us: { meaning: "the same, each endpoint with the typical filter, which passes (µs)" },
+  fanout_filter_overhead_pct: { meaning: "what the 5 filters add to that fan-out, as a share of it without (%)" },
+  replay_10k_queue_ms: {
+    meaning: "one recover with include_skipped queuing 10,000 events missed while disabled, among 30,000 (ms)",
+  },
+  replay_10k_again_ms: { meaning: "the same recover again, which finds each of them with its record (ms)" },
+  replay_10k_filtered_queue_ms: {
+    meaning: "the first recover for an endpoint with a payload filter: each event read with its data, evaluated (ms)",
+  },
+  tracing_off_post_person_rps: {
+    meaning: "POST person requests/s with tracing off (the default), turns paired with on",
+  },
+  tracing_on_post_person_rps: {
+    meaning: "the same with OTEL_DENO=true: request, statement spans exported over OTLP http/protobuf to loopback",
+  },
+  tracing_on_vs_off_pct: { meaning: "POST person with tracing on, as a share of off (%)" },
+  tracing_off_post_person_p99_ms: { meaning: "POST person p99 with tracing off (ms)" },
+  tracing_on_post_person_p99_ms: { meaning: "POST person p99 with tracing on (ms)" },
+  tracing_export_bytes_per_post: { meaning: "OTLP trace bytes the service exported per POST person" },
+  tracing_errors: { meaning: "non-2xx answers and socket errors in the tracing phase" },
+  operational_success_attempts_per_s: {
+    meaning: "attempts recorded per second when every answer is 2xx: one statement per batch, as before (16 loops)",
+  },
+  operational_failure_attempts_per_s: {
+    meaning: "the same when every answer is 500: each batch a transaction with the operational events' checks",
+  },
+  operational_failure_subscribed_attempts_per_s: {
+    meaning: "the same with an endpoint subscribed: endpoint.failing once, delivery.exhausted per record, emitted",
+  },
+  operational_failure_vs_success: { meaning: "failed attempts recorded per second, as a share of succeeded ones" },
+  signing_hmac_us: {
+    meaning: "signing one attempt of an hmac-sha256 endpoint: service-signature and one v1, of a snapshot body (µs)",
+  },
+  signing_ed25519_us: { meaning: "signing one attempt of an ed25519 endpoint: one v1a, of the same body (µs)" },
+  signing_ed25519_vs_hmac_x: { meaning: "Ed25519 signing per attempt as a multiple of HMAC's" },
+  signing_ed25519_rotating_us: {
+    meaning: "the same during the 24 hours after a rotation, two v1a, (the new key and the previous) (µs)",
+  },
+  signing_ed25519_webcrypto_us: {
+    meaning: "one Ed25519 signature with Web Crypto (asynchronous), the alternative to node:crypto's sign (µs)",
+  },
+  verify_ed25519_us: { meaning: "a receiver's node:crypto verify of one v1a signature with the public key (µs)" },
 };
 
 export type Verdict = { name: string; value: number | string; target: string; met: boolean };

@@ -174,6 +174,47 @@ if (!only || only === "webhooks") {
     console.error("webhook benchmark unavailable:", err instanceof Error ? err.message : err);
   }
 }
+if (!only || only === "filters") {
+  const { benchFilters } = await import("./filters.ts");
+  console.log("\nPayload filters");
+  const figures = await benchFilters();
+  for (const line of describe(figures)) console.log(line);
+  all = { ...all, ...figures };
+}
+if (!only || only === "replay") {
+  const { benchReplay } = await import("./replay.ts");
+  console.log("\nReplay after disable");
+  const figures = await benchReplay();
+  for (const line of describe(figures)) console.log(line);
+  all = { ...all, ...figures };
+}
+if (!only || only === "tracing") {
+  const { benchTracing } = await import("./tracing.ts");
+  console.log("\nTracing: POST person, off and on");
+  const figures = await benchTracing();
+  for (const line of describe(figures)) console.log(line);
+  all = { ...all, ...figures };
+}
+if (!only || only === "operational") {
+  const { benchOperational } = await import("./operational.ts");
+  console.log("\nOperational events: recording attempts");
+  const figures = await benchOperational();
+  for (const line of describe(figures)) console.log(line);
+  all = { ...all, ...figures };
+}
+if (!only || only === "signing") {
+  const { benchSigning } = await import("./signing.ts");
+  console.log("\nSigning per delivery: HMAC and Ed25519");
+  const figures = await benchSigning();
+  for (const line of describe(figures)) console.log(line);
+  all = { ...all, ...figures };
+}
+if (only === "stats") {
+  const { benchEndpointStats } = await import("./endpoint_stats.ts");
+  const figures = await benchEndpointStats();
+  for (const line of describe(figures)) console.log(line);
+  all = { ...all, ...figures };
+}
 if (!only || only === "volume") {
   const { benchVolumeMoney } = await import("./volume_money.ts");
   const { benchVolumeHistory } = await import("./volume_history.ts");

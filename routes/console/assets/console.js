@@ -168,7 +168,11 @@ const count = (n, more) => `${n}${more ? "+" : ""}`;
 
 async function loadEndpoints() {
   endpoints = (await api("GET", ENDPOINTS)).data;
-  const [failed, pending] = await Promise.all([byEndpoint("failed"), byEndpoint("pending")]);
+  const [failed, pending, stats] = await Promise.all([
+    byEndpoint("failed"),
+    byEndpoint("pending"),
+    statsOf(endpoints),
+  ]);
   const states = new Map(endpoints.map((e) => [e.id, health(failed.get(e.id), pending.get(e.id))]));
   fillTable(
     $("endpoint-rows"),
@@ -216,10 +220,11 @@ async function loadEndpoints() {
           ),
       );
       tr.append(
-        text("td", e.url, "url"),
+        urlCell(e),
         text("td", e.delivery_mode),
         cell(badge(e.status)),
         cell(...deliveriesOf(e, states.get(e.id))),
+        healthCell(stats.get(e.id)),
         actions,
       );
       return tr;
@@ -241,6 +246,13 @@ async function loadEndpoints() {
   }
 }
 
+/** The URL of an endpoint, and the filter its events pass, when it has one (docs/webhooks.md, Filters). */
+function urlCell(e) {
+  const td = text("td", e.url, "url");
+  if (e.filter) td.append(el("span", "filter ", text("code", e.filter)));
+  return td;
+}
+
 /** The "Deliveries" cell of an endpoint: what failed, what waits and when it is tried next, or that all went. */
 function deliveriesOf(e, h) {
   const parts = [];
@@ -253,6 +265,30 @@ function deliveriesOf(e, h) {
   if (e.status === "disabled") parts.push(text("span", DISABLED_BECAUSE[e.disabled_reason] ?? "disabled", "note"));
   if (!h.failed && !h.pending) parts.unshift(text("span", "all delivered", "note ok"));
   return parts;
+}
+
+/** Each endpoint's attempts of the last 24 hours, from its stats (docs/webhooks.md, Endpoint health). */
+async function statsOf(list) {
+  const answers = await Promise.all(list.map((e) => api("GET", `${ENDPOINTS}/${e.id}/stats`)));
+  return new Map(list.map((e, i) => [e.id, answers[i].data]));
+}
+
+/** The "Last 24 h" cell: how many attempts succeeded, how long they took, and the last failure, whenever it was. */
+function healthCell(s) {
+  const td = cell();
+  td.className = "health";
+  const a = s.attempts;
+  if (!a.total) td.append(text("span", "no attempts", "note"));
+  else {
+    td.append(
+      text("span", `${Math.round(s.success_rate * 1000) / 10}% of ${a.total} attempts succeeded`),
+      text("span", `p50 ${s.duration_ms.p50} ms, p95 ${s.duration_ms.p95} ms`, "note"),
+    );
+  }
+  if (s.last_failure) {
+    td.append(text("span", `last failure ${utc(s.last_failure.at)} UTC: ${s.last_failure.reason}`, "note"));
+  }
+  return td;
 }
 
 /** The counts up front, and one line per endpoint needing something, with the step that fixes it. */
@@ -324,6 +360,7 @@ function editEndpoint(e) {
   $("endpoint-url").value = e.url;
   $("endpoint-mode").value = e.delivery_mode;
   $("endpoint-events").value = e.enabled_events.join(",");
+  $("endpoint-filter").value = e.filter ?? "";
   $("endpoint-save").textContent = "Save endpoint";
   $("endpoint-form-title").textContent = "Edit an endpoint";
   $("endpoint-url").focus();
@@ -342,6 +379,8 @@ $("endpoint-form").addEventListener(
       url: $("endpoint-url").value,
       delivery_mode: $("endpoint-mode").value,
       enabled_events: $("endpoint-events").value.split(",").map((t) => t.trim()).filter(Boolean),
+      // empty: no filter (null removes one on a save)
+      filter: $("endpoint-filter").value.trim() || null,
     };
     const { data } = id ? await api("PUT", `${ENDPOINTS}/${id}`, body) : await api("POST", ENDPOINTS, body);
     if (!id) showSecret(data.secret);

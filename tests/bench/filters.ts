@@ -1,0 +1,114 @@
+/**
+ * `BENCH_ONLY=filters`: what an endpoint's payload filter costs (docs/webhooks.md, "Filters"). The evaluation of a
+ * typical filter per event, in process; and `emitEvent`'s fan-out to five endpoints of a company, without filters and
+ * with one on each, in alternating rounds so that a pause of the machine falls on both. Every fanned-out event passes
+ * the filter, so both write the same records: the difference is what evaluating the filters costs.
+ */
+import { emitEvent } from "../../domain/webhooks/events.ts";
+import { filterProblem, passesFilter } from "../../domain/webhooks/filters.ts";
+import { newCompany, setup } from "../support/helpers.ts";
+import { type Figures, round } from "./figures.ts";
+
+const TYPICAL = 'data.bank_transaction.currency == "BRL" && double(data.bank_transaction.value) > 1000.0';
+const EVALUATIONS = 200_000;
+const ENDPOINTS = 5;
+const ROUNDS = 10;
+const EVENTS_PER_ROUND = 200;
+
+/** A non-identified bank transaction's data as the catalogue shapes it, passing TYPICAL or not. */
+const eventData = (passes: boolean) => ({
+  bank_transaction: {
+    id: crypto.randomUUID(),
+    value: passes ? "1500.00" : "80.10",
+    currency: "BRL",
+    movement_date: "2026-11-25",
+    bank_account_id: "0193a1b2-0000-7000-8000-000000000001",
+    paid_at: "2026-11-25T22:00:00.000Z",
+    subject: {
+      document_number: "52998224725",
+      document_type: "cpf",
+      name: "Payer",
+      bank_account: { bank: "341", branch_number: "1", account_number: "2", account_type: "checking" },
+    },
+  },
+});
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** µs per call of `f` over `n` calls, after a warm-up. */
+function microsPerCall(n: number, f: (i: number) => unknown): number {
+  for (let i = 0; i < 10_000; i++) f(i);
+  const start = performance.now();
+  for (let i = 0; i < n; i++) f(i);
+  return ((performance.now() - start) * 1000) / n;
+}
+
+export async function benchFilters(): Promise<Figures> {
+  // the events as fan-out sees them: made beforehand, so that the loop times the evaluation alone
+  const events = Array.from({ length: 1000 }, (_, i) => JSON.parse(JSON.stringify(eventData(i % 2 === 1))));
+  let passed = 0;
+  const evalUs = microsPerCall(EVALUATIONS, (i) => {
+    if (passesFilter(TYPICAL, "non_identified_bank_transaction", events[i % events.length])) passed++;
+  });
+  if (passed === 0) throw new Error("the typical filter passed no event: the bench measures nothing");
+  // what emitEvent adds in process for an event and 5 filtered endpoints: the data's JSON round trip, 5 evaluations
+  const fanoutCpuUs = microsPerCall(20_000, () => {
+    const seen = JSON.parse(JSON.stringify(eventData(true)));
+    for (let e = 0; e < ENDPOINTS; e++) passesFilter(TYPICAL, "non_identified_bank_transaction", seen);
+  });
+  const checkUs = microsPerCall(2_000, (i) => filterProblem(`${TYPICAL}${" ".repeat(i % 100)}`));
+
+  const ctx = await setup("bench_filters");
+  try {
+    const plain = await newCompany(ctx);
+    const filtered = await newCompany(ctx);
+    for (let i = 0; i < ENDPOINTS; i++) {
+      for (const [company, filter] of [[plain, null], [filtered, TYPICAL]] as const) {
+        const res = await company.post("/api/v2/notifications/endpoints", { url: `http://127.0.0.1:9/e${i}`, filter });
+        if (res.status !== 201) throw new Error(`endpoint not created: ${JSON.stringify(res.body)}`);
+      }
+    }
+    const perEvent = { plain: [] as number[], filtered: [] as number[] };
+    const emitRound = async (companyId: string) => {
+      const start = performance.now();
+      for (let i = 0; i < EVENTS_PER_ROUND; i++) {
+        await ctx.sql.begin((tx) => emitEvent(tx, companyId, "non_identified_bank_transaction", eventData(true)));
+      }
+      return performance.now() - start;
+    };
+    await emitRound(plain.id); // warm-up: plans, connections
+    await emitRound(filtered.id);
+    // ABBA: neither side always runs second, after the other's records
+    for (let r = 0; r < ROUNDS; r++) {
+      const order = r % 2 ? ["filtered", "plain"] as const : ["plain", "filtered"] as const;
+      for (const side of order) {
+        perEvent[side].push((await emitRound(side === "plain" ? plain.id : filtered.id)) * 1000 / EVENTS_PER_ROUND);
+      }
+    }
+    const events = ROUNDS * EVENTS_PER_ROUND;
+    const [records] = await ctx.sql<{ plain: number; filtered: number }[]>`
+      select count(*) filter (where company_id = ${plain.id})::int as plain,
+             count(*) filter (where company_id = ${filtered.id})::int as filtered
+      from webhook_deliveries`;
+    const plainUs = median(perEvent.plain);
+    const filteredUs = median(perEvent.filtered);
+    console.log(
+      `filters: ${evalUs.toFixed(2)} µs per evaluation, ${checkUs.toFixed(1)} µs per check, ` +
+        `${fanoutCpuUs.toFixed(1)} µs of fan-out work per event for ${ENDPOINTS} filters; emitEvent to ` +
+        `${ENDPOINTS} endpoints (median of ${ROUNDS} rounds) ${plainUs.toFixed(0)} µs without filters, ` +
+        `${filteredUs.toFixed(0)} µs with ` +
+        `(records ${records.plain} and ${records.filtered} for ${events + EVENTS_PER_ROUND} events each)`,
+    );
+    return {
+      filter_eval_us: round(evalUs, 2),
+      filter_evals_per_s: round(1e6 / evalUs, 0),
+      filter_check_us: round(checkUs, 1),
+      fanout_5_filters_cpu_us: round(fanoutCpuUs, 1),
+      fanout_5_endpoints_no_filter_us: round(plainUs, 0),
+      fanout_5_endpoints_filtered_us: round(filteredUs, 0),
+      fanout_filter_overhead_pct: round((100 * (filteredUs - plainUs)) / plainUs),
+    };
+  } finally {
+    await ctx.close();
+  }
+}
