@@ -237,6 +237,11 @@ Deno.test({
           );
           const [endpoint] = await rows(page, "endpoint-rows");
           assert.match(endpoint[3], new RegExp(`^1 pending, 1 retrying.*next attempt ${hhmm}`));
+          // its last 24 hours, from its stats read in the same refresh: the sandbox event's attempt, the failed one
+          assert.match(
+            endpoint[4],
+            /^50% of 2 attempts succeededp50 \d+ ms, p95 \d+ mslast failure \d{4}-\d\d-\d\d [\d:]{8} UTC: HTTP 500$/,
+          );
         },
       );
 
@@ -291,6 +296,20 @@ Deno.test({
           await click(page, "#attention", "Refresh");
           return await page.$eval("#attention-empty", (el) => !(el as HTMLElement).hidden);
         });
+      });
+
+      await t.step("a filter set in the endpoint's form shows under its URL; emptied, it goes", async () => {
+        const cel = 'event_type == "identified"';
+        await click(page, "#endpoint-rows", "Edit");
+        await page.type("#endpoint-filter", cel);
+        await click(page, "#endpoint-form", "Save endpoint");
+        const url = async () => (await rows(page, "endpoint-rows"))[0]?.[0];
+        await eventually("the filter under the URL", async () => await url() === `${rx.url}/consolefilter ${cel}`);
+        await click(page, "#endpoint-rows", "Edit");
+        assert.equal(await page.$eval("#endpoint-filter", (el) => (el as HTMLInputElement).value), cel);
+        await page.$eval("#endpoint-filter", (el) => (el as HTMLInputElement).value = "");
+        await click(page, "#endpoint-form", "Save endpoint");
+        await eventually("the URL alone again", async () => await url() === `${rx.url}/console`);
       });
 
       await t.step("readable at 360 px wide, and nothing was asked of another host", async () => {
