@@ -43,6 +43,11 @@ const SIGNATURE_HEADERS = z.object({
       'package as `new Webhook(secret, {format: "raw"})`',
     example: "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=",
   }),
+  traceparent: z.string().regex(/^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/).optional().openapi({
+    description: "W3C Trace Context, only when the service runs with tracing on: the trace id is that of the API " +
+      "request that caused the event, the same on every attempt; not signed (docs/webhooks.md, Tracing)",
+    example: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+  }),
 });
 
 /**
