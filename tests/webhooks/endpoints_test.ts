@@ -17,10 +17,14 @@ const ENDPOINT_KEYS = [
   "wrap_in_notification",
   "max_concurrency",
   "event_mapping",
+  "filter",
   "secret",
   "previous_secret",
   "previous_secret_expires_at",
   "previous_secrets",
+  "signature_scheme",
+  "public_key",
+  "previous_public_keys",
   "inserted_at",
   "updated_at",
 ].sort();
@@ -49,9 +53,13 @@ Deno.test("webhook endpoint management", async (t) => {
         wrap_in_notification: e.wrap_in_notification,
         max_concurrency: e.max_concurrency,
         event_mapping: e.event_mapping,
+        filter: e.filter,
         previous_secret: e.previous_secret,
         previous_secret_expires_at: e.previous_secret_expires_at,
         previous_secrets: e.previous_secrets,
+        signature_scheme: e.signature_scheme,
+        public_key: e.public_key,
+        previous_public_keys: e.previous_public_keys,
       },
       {
         url: "https://example.com/hooks",
@@ -63,9 +71,13 @@ Deno.test("webhook endpoint management", async (t) => {
         wrap_in_notification: false,
         max_concurrency: 10,
         event_mapping: null,
+        filter: null,
         previous_secret: null,
         previous_secret_expires_at: null,
         previous_secrets: [],
+        signature_scheme: "hmac-sha256",
+        public_key: null,
+        previous_public_keys: [],
       },
     );
     assert.match(e.secret, HEX64);
@@ -189,7 +201,16 @@ Deno.test("webhook endpoint management", async (t) => {
     const res = await company.post(`${BASE}/${created.id}/rotate_secret`);
     assert.equal(res.status, 200);
     const r = res.body.data;
-    assert.deepEqual(Object.keys(r).sort(), ["id", "previous_secret", "previous_secret_expires_at", "secret"]);
+    assert.deepEqual(Object.keys(r).sort(), [
+      "id",
+      "previous_public_keys",
+      "previous_secret",
+      "previous_secret_expires_at",
+      "public_key",
+      "secret",
+      "signature_scheme",
+    ]);
+    assert.deepEqual([r.signature_scheme, r.public_key, r.previous_public_keys], ["hmac-sha256", null, []]);
     assert.equal(r.id, created.id);
     assert.match(r.secret, HEX64);
     assert.notEqual(r.secret, created.secret);
