@@ -5,9 +5,10 @@ import type { SecretBox } from "../infra/secret_box.ts";
 import { renderBody } from "./body.ts";
 import { honoursRetryAfter } from "./delivery/decisions.ts";
 import type { ConnectionPool } from "./connections.ts";
-import { type EndpointRow, openSecrets } from "./endpoints.ts";
+import { type EndpointRow, openSecrets, openSigningKeys } from "./endpoints.ts";
 import { signPayload, standardWebhookHeaders } from "./signature.ts";
 import { BlockedDestination, checkedAddresses, isIpLiteral, type Resolver, systemResolver } from "./url_guard.ts";
+import { tracedAttempt } from "./attempt_trace.ts";
 
 /** Names the service to receivers (and in their logs). */
 export const USER_AGENT = "payments-api-webhooks/1.0";
@@ -92,23 +93,41 @@ export type SendOptions = {
 
 /**
  * Renders one delivery for its endpoint, signs it with the endpoint's current and previous secrets under both
- * schemes (`service-signature` and the Standard Webhooks headers, with one timestamp) and POSTs it.
+ * schemes (`service-signature` and the Standard Webhooks headers, with one timestamp) and POSTs it. Ed25519 keys
+ * (an ed25519 endpoint's, or those still signing after a switch) add `v1a` signatures to `webhook-signature`;
+ * `service-signature` is sent only while an HMAC secret signs, which an ed25519 endpoint has only in the 24 hours
+ * after a switch from hmac-sha256 (docs/webhooks.md, "Ed25519 signatures").
  * Only a secret that does not open (a wrong SECRET_ENCRYPTION_KEY) throws: the job fails and the delivery stays
  * pending until the key is fixed (docs/production.md).
  */
 export async function sendDelivery(
   box: SecretBox,
   endpoint: EndpointRow,
-  delivery: { id: string; type: string; data: Record<string, unknown> },
+  delivery: { id: string; type: string; data: Record<string, unknown>; traceparent?: string | null },
   opts: SendOptions,
 ): Promise<SendResult> {
   const { secret, previous } = await openSecrets(box, endpoint);
-  const body = renderBody({ ...endpoint, secret }, delivery);
-  const previousSecrets = previous.map((p) => p.secret);
+  const signingKeys = await openSigningKeys(box, endpoint);
+  // an ed25519 endpoint cannot inject a secret (checkSchemeSettings): its body never reads this one
+  const body = renderBody({ ...endpoint, secret: secret ?? "" }, delivery);
+  const secrets = [...(secret === null ? [] : [secret]), ...previous.map((p) => p.secret)];
   const timestamp = Math.floor(Date.now() / 1000);
-  const signature = await signPayload(body, secret, { previousSecrets, timestamp });
-  const standard = await standardWebhookHeaders(delivery.id, timestamp, body, [secret, ...previousSecrets]);
-  return await sendWebhook(endpoint.url, body, { "service-signature": signature, ...standard }, opts);
+  const standard = standardWebhookHeaders(delivery.id, timestamp, body, secrets, {
+    signingKeys,
+    asymmetricFirst: endpoint.signature_scheme === "ed25519",
+  });
+  const headers: Record<string, string> = secrets.length
+    ? {
+      "service-signature": signPayload(body, secrets[0], { previousSecrets: secrets.slice(1), timestamp }),
+      ...standard,
+    }
+    : standard;
+  // a span of its own, continuing the trace of the request that emitted the event (docs/webhooks.md, "Tracing")
+  return await tracedAttempt(
+    endpoint,
+    delivery,
+    (trace) => sendWebhook(endpoint.url, body, { ...headers, ...trace }, opts),
+  );
 }
 
 /**

@@ -121,7 +121,7 @@ const rotate = createRoute({
   method: "post",
   path: `${base}/{id}/rotate_secret`,
   tags,
-  summary: "New signing secret; each secret rotated away still signs (v0) and verifies for 24 hours",
+  summary: "New signing secret (ed25519: a new key pair); each one rotated away still signs and verifies for 24 hours",
   request: { params: IdParam },
   responses: { 200: jsonResponse("Secret rotated", z.object({ data: RotatedSecret })), ...bodyErrorResponses },
 });
@@ -142,7 +142,7 @@ const recover = createRoute({
   path: `${base}/{id}/recover`,
   tags,
   summary: "Retry every failed record of the endpoint inserted in [since, until), in event order, each with a " +
-    "fresh schedule",
+    "fresh schedule; with include_skipped, also send the events it missed while disabled",
   // a request without a body is one without `since`: it hears that (400), not that its JSON is malformed
   middleware: [emptyBodyAsObject] as const,
   request: { params: IdParam, body: jsonBody(RecoverBody, RECOVER_EXAMPLE) },
@@ -196,8 +196,9 @@ export function webhookEndpointRoutes({ sql, config }: Deps) {
     })
     .openapi(update, async (c) => {
       const { id } = c.req.valid("param");
-      const endpoint = await updateEndpoint(sql, c.get("companyId"), id, c.req.valid("json"), opts);
-      return c.json({ data: await presentEndpoint(await box(), endpoint) }, 200);
+      const b = await box();
+      const endpoint = await updateEndpoint(sql, c.get("companyId"), id, c.req.valid("json"), { ...opts, box: b });
+      return c.json({ data: await presentEndpoint(b, endpoint) }, 200);
     }, urlRule(EndpointUpdateBody))
     .openapi(disableOne, async (c) => {
       const endpoint = await disableEndpoint(sql, c.get("companyId"), c.req.valid("param").id);
@@ -217,9 +218,12 @@ export function webhookEndpointRoutes({ sql, config }: Deps) {
       return c.json({ data: await presentEndpoint(await box(), endpoint) }, 200);
     })
     .openapi(recover, async (c) => {
-      const { since, until } = c.req.valid("json");
+      const { since, until, include_skipped } = c.req.valid("json");
       const range = { since: since.at, until: until?.at };
-      const result = await recoverDeliveries(sql, c.get("companyId"), c.req.valid("param").id, range);
+      const result = await recoverDeliveries(sql, c.get("companyId"), c.req.valid("param").id, range, {
+        includeSkipped: include_skipped ?? false,
+        retentionDays: config.eventRetentionDays,
+      });
       return c.json({ data: result }, 202);
     })
     .openapi(sendTest, async (c) => {

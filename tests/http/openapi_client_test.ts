@@ -56,6 +56,12 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
     body: { event_mapping: { identified: "paid" }, max_concurrency: null },
   });
   if (!renamed.data) throw new Error(\`rename: \${renamed.response.status}\`);
+  const asymmetric = await client.POST("/api/v2/notifications/endpoints", {
+    // a type the flow below does not emit, so that the events listed are the first endpoint's
+    body: { url: "https://example.com/ed25519", signature_scheme: "ed25519", enabled_events: ["wire_created"] },
+  });
+  if (!asymmetric.data) throw new Error(\`ed25519 endpoint: \${asymmetric.response.status}\`);
+  const publicKey: string | null = asymmetric.data.data.public_key;
 
   const payin = await client.POST("/api/sandbox/payins", {
     body: { subject_id: subjectId, value: "100.00", currency: "BRL" },
@@ -76,7 +82,8 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
     subjectId,
     status,
     accountCurrency: account.data.data.currency,
-    secretLength: endpoint.data.data.secret.length,
+    secretLength: endpoint.data.data.secret?.length,
+    asymmetric: { secret: asymmetric.data.data.secret, publicKey, scheme: asymmetric.data.data.signature_scheme },
     mapping: renamed.data.data.event_mapping,
     payinValue: payin.data.data.value,
     events: events.data.data.map((e) => ({ type: e.type, endpoint: e.endpoint_id, status: e.status })),
@@ -98,6 +105,8 @@ export function mistakes(client: ReturnType<typeof createClient<paths>>) {
     client.POST("/api/sandbox/payins", { body: { subject_id: "x", value: "1", currency: "XYZ" } }),
     // @ts-expect-error an event type that does not exist
     client.POST("/api/v2/notifications/endpoints", { body: { url: "https://a.test", enabled_events: ["paid"] } }),
+    // @ts-expect-error a signature scheme that does not exist
+    client.POST("/api/v2/notifications/endpoints", { body: { url: "https://a.test", signature_scheme: "rsa" } }),
   ];
 }
 `;
@@ -127,6 +136,9 @@ Deno.test("a client generated from the document compiles an integrator flow and 
       assert.equal(result.status, "approved");
       assert.equal(result.accountCurrency, "BRL");
       assert.equal(result.secretLength, 64);
+      assert.equal(result.asymmetric.secret, null);
+      assert.equal(result.asymmetric.scheme, "ed25519");
+      assert.match(result.asymmetric.publicKey, /^whpk_[A-Za-z0-9+/]{43}=$/);
       assert.deepEqual(result.mapping, { identified: "paid" });
       assert.equal(result.payinValue, "100.00");
       assert.deepEqual(result.events, [{ type: "identified", endpoint: result.endpointId, status: "pending" }]);
