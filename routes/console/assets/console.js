@@ -195,8 +195,9 @@ async function loadEndpoints() {
           "Rotate secret",
           run(async () => {
             const { data } = await api("POST", `${ENDPOINTS}/${e.id}/rotate_secret`);
-            showSecret(data.secret);
-            const until = data.previous_secret_expires_at;
+            showSecret(data);
+            // an ed25519 endpoint rotates its key pair: the previous key is in previous_public_keys
+            const until = data.previous_secret_expires_at ?? data.previous_public_keys?.[0]?.expires_at;
             notice(`Secret rotated${until ? `: the previous one still signs until ${utc(until)} UTC` : ""}`);
           }),
         ),
@@ -349,10 +350,13 @@ async function showFailed(endpointId) {
   $("deliveries-title").scrollIntoView();
 }
 
-function showSecret(secret) {
+/** The new credential of an endpoint's answer: its secret, or for an ed25519 endpoint (no secret) its public key. */
+function showSecret(data) {
   const el = $("endpoint-secret");
   el.hidden = false;
-  el.replaceChildren("Signing secret (shown once, copy it now): ", text("code", secret));
+  if (data.secret === null) {
+    el.replaceChildren("Public key (verifies the v1a signatures; copy it now): ", text("code", data.public_key));
+  } else el.replaceChildren("Signing secret (shown once, copy it now): ", text("code", data.secret));
 }
 
 function editEndpoint(e) {
@@ -383,7 +387,7 @@ $("endpoint-form").addEventListener(
       filter: $("endpoint-filter").value.trim() || null,
     };
     const { data } = id ? await api("PUT", `${ENDPOINTS}/${id}`, body) : await api("POST", ENDPOINTS, body);
-    if (!id) showSecret(data.secret);
+    if (!id) showSecret(data);
     notice(id ? "Endpoint saved" : "Endpoint created");
     $("endpoint-form").reset();
     await loadEndpoints();
