@@ -6,10 +6,11 @@ import type { ErrorBag } from "../basics/errors.ts";
  * (`emitEvent`, events.ts); docs/webhooks.md, "Filters", is the integrator's view.
  *
  * CEL (cel.dev) because it is made for this: no loops but the macros over a list the event itself carries, no
- * recursion, no I/O, no clock, no variable but the two given here; an expression's cost is bounded by its size times
- * the event's. `@marcbachmann/cel-js` evaluates it (zero dependencies, a type checker that names positions, about
- * 0.5 µs per evaluation of a typical filter here; the bench's `filter_eval_us`). The one unbounded thing it has is
- * `matches()`, run on JavaScript's backtracking RegExp (a pattern can take exponential time): filters may not call it.
+ * recursion, no I/O, no clock, no variable but the two given here. With no list macro nested in another (refused
+ * below), an evaluation's work is bounded by the expression's size times the event's. `@marcbachmann/cel-js` evaluates
+ * it (zero dependencies, a type checker that names positions, about 1 µs per evaluation of a typical filter here; the
+ * bench's `filter_eval_us`). The one unbounded thing it has is `matches()`, run on JavaScript's backtracking RegExp (a
+ * pattern can take exponential time): filters may not call it.
  */
 
 /** Longest filter accepted, in characters; with MAX_AST_NODES, what bounds an evaluation's work. */
@@ -48,10 +49,19 @@ export function position(text: string, offset: number): string {
 /** A library error's first line (the rest is a source excerpt with a caret, which the position replaces). */
 const summaryOf = (err: Error) => err.message.split("\n")[0];
 
-function refusedCall(node: unknown): { at: number; message: string } | null {
+/** The macros that iterate over a list; one inside another's body multiplies the lists' sizes. */
+const LIST_MACROS = new Set(["all", "exists", "exists_one", "map", "filter"]);
+const NESTED_MACRO = "a list macro (all, exists, exists_one, map, filter) inside another is not allowed (its work " +
+  "grows with the product of the lists)";
+
+/**
+ * The first call a filter may not make, where it starts: a refused function, or a list macro in the body of another
+ * (`inMacro`), so that an evaluation's work stays linear in the event's size.
+ */
+function refusedCall(node: unknown, inMacro = false): { at: number; message: string } | null {
   if (Array.isArray(node)) {
     for (const n of node) {
-      const found = refusedCall(n);
+      const found = refusedCall(n, inMacro);
       if (found) return found;
     }
     return null;
@@ -61,8 +71,13 @@ function refusedCall(node: unknown): { at: number; message: string } | null {
   if ((op === "call" || op === "rcall") && Array.isArray(args) && typeof args[0] === "string") {
     const message = REFUSED_CALLS[args[0]];
     if (message) return { at: start, message };
+    if (op === "rcall" && LIST_MACROS.has(args[0])) {
+      if (inMacro) return { at: start, message: NESTED_MACRO };
+      // the receiver is evaluated once (chaining is linear); the body once per element
+      return refusedCall(args[1], inMacro) ?? refusedCall(args[2], true);
+    }
   }
-  return refusedCall(args);
+  return refusedCall(args, inMacro);
 }
 
 /**

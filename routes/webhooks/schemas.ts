@@ -38,8 +38,9 @@ const eventMapping = z.record(z.string(), z.string().trim().min(1, "is invalid")
 });
 
 /**
- * A CEL expression over `event_type` and `data`; its rules (it parses, type-checks, gives a bool, no `matches()`) are
- * domain/webhooks/filters.ts's, run by the routes with the URL's, so a 422 names the position of the fault.
+ * A CEL expression over `event_type` and `data`; its rules (it parses, type-checks, gives a bool, no `matches()`, no
+ * list macro nested in another) are domain/webhooks/filters.ts's, run by the routes with the URL's, so a 422 names the
+ * position of the fault.
  */
 const filter = z.string().nullable().openapi({
   type: ["string", "null"],

@@ -30,6 +30,9 @@ Deno.test("what a filter may not be, each with where", () => {
   assert.match(filterProblem('data.x.matches("a")')!, /^line 1, column 1: matches\(\) is not allowed/);
   assert.match(filterProblem('event_type == "a" || matches(data.x, "a")')!, /^line 1, column 22: matches\(\)/);
   assert.equal(filterProblem('"text"'), "line 1, column 1: must give a bool (true delivers), not string");
+  // one list macro inside another multiplies the lists' sizes: refused where the inner one starts; chained, allowed
+  assert.match(filterProblem("data.l.all(a, data.l.exists(b, a == b))")!, /^line 1, column 15: a list macro .* inside/);
+  assert.equal(filterProblem("data.l.filter(x, x > 1).exists(y, y == 2)"), null);
   // depth and size are bounded: a filter cannot be made arbitrarily expensive
   assert.notEqual(filterProblem(`${"(".repeat(60)}true${")".repeat(60)}`), null);
   assert.equal(filterProblem("x".repeat(1001)), "is too long (maximum is 1000 characters)");
