@@ -4,7 +4,8 @@ import { isoUtc, isoUtcOrNull, pgTimestamptz } from "../basics/time.ts";
 import { wakeEndpoints } from "./delivery/wake.ts";
 import { catalogueEntry } from "./catalogue.ts";
 import { eventData } from "./event_data.ts";
-import { emitEvent, EVENT_TYPES, type EventType } from "./events.ts";
+import { emitEvent, enables, EVENT_TYPES, type EventType } from "./events.ts";
+import { type ReplayEndpoint, replaySkipped } from "./replay.ts";
 
 export const DEFAULT_PER_PAGE = 20;
 
@@ -194,20 +195,33 @@ export async function retryDelivery(sql: Sql, companyId: string, id: string) {
   });
 }
 
+/** What a recover queued: failed records re-queued, skipped events replayed, and whether more skipped remain. */
+export type RecoverResult = {
+  endpoint_id: string;
+  deliveries: number;
+  failed: number;
+  skipped: number;
+  skipped_remaining: boolean;
+};
+
 /**
  * Recover: every `failed` record of the endpoint inserted in [since, until) is retried as by hand, in event order.
  * Records pending or succeeded are left alone, so a recover while deliveries are in flight sends each failed one
- * once more and nothing twice. Returns how many were re-queued.
+ * once more and nothing twice. With `includeSkipped`, the events it would have received while it was disabled in
+ * that range are queued too, at most REPLAY_LIMIT per call (replay.ts). Answers how many of each were queued.
  */
 export async function recoverDeliveries(
   sql: Sql,
   companyId: string,
   endpointId: string,
   range: { since: Date; until?: Date },
-): Promise<{ endpoint_id: string; deliveries: number }> {
+  opts: { includeSkipped?: boolean; retentionDays: number; replayLimit?: number },
+): Promise<RecoverResult> {
   return await sql.begin(async (tx) => {
-    const [endpoint] = await tx<{ status: string }[]>`
-      select status from webhook_endpoints where company_id = ${companyId} and id = ${endpointId}`;
+    // locked until commit: a second recover waits, then finds the replayed events with their records (nothing twice),
+    // and a disable waits too, then fails what this one queued
+    const [endpoint] = await tx<(ReplayEndpoint & { status: string })[]>`
+      select * from webhook_endpoints where company_id = ${companyId} and id = ${endpointId} for no key update`;
     if (!endpoint) throw notFound();
     refuseDisabled(endpoint.status);
     // as text: postgres.js would hand a timestamptz parameter to JavaScript's Date
@@ -219,7 +233,19 @@ export async function recoverDeliveries(
       order by id
       for update`;
     await requeue(tx, companyId, endpointId, rows.map((r) => r.id));
-    return { endpoint_id: endpointId, deliveries: rows.length };
+    const replay = opts.includeSkipped
+      ? await replaySkipped(tx, companyId, endpoint, { ...range, retentionDays: opts.retentionDays }, {
+        limit: opts.replayLimit,
+      })
+      : { skipped: 0, remaining: false };
+    if (replay.skipped) await wakeEndpoints(tx, [endpointId]);
+    return {
+      endpoint_id: endpointId,
+      deliveries: rows.length + replay.skipped,
+      failed: rows.length,
+      skipped: replay.skipped,
+      skipped_remaining: replay.remaining,
+    };
   });
 }
 
@@ -238,11 +264,17 @@ export async function sendTestEvent(sql: Sql, companyId: string, endpointId: str
     refuseDisabled(endpoint.status);
     const all = endpoint.enabled_events.includes("*");
     const chosen = type ?? (all ? EVENT_TYPES[0] : endpoint.enabled_events[0] as EventType);
-    if (!all && !endpoint.enabled_events.includes(chosen)) {
+    // `*` takes in every type but the operational ones (events.ts, `enables`)
+    if (!enables(endpoint.enabled_events, chosen)) {
       throw validationFailed({ type: ["is not enabled for this endpoint"] }, 422);
     }
     const example = catalogueEntry(chosen).example;
     const { id } = await emitEvent(tx, companyId, chosen, example.data, { onlyEndpointId: endpointId });
+    // for this endpoint alone: a replay to another endpoint of the company leaves it out (replay.ts); written with
+    // the event's instant, so one day's partition is touched
+    await tx`
+      update events set only_endpoint_id = ${endpointId}
+      where company_id = ${companyId} and id = ${id} and inserted_at = now()`;
     const [row] = await withEvents(
       tx,
       await tx<RecordRow[]>`

@@ -61,6 +61,8 @@ export async function pruneHistory(
         conn`delete from webhook_endpoint_stats where (endpoint_id, bucket) in (
                select endpoint_id, bucket from webhook_endpoint_stats where bucket < ${cutoff}
                order by bucket limit ${batch})`, batch);
+      // a disabled period that ended before the cutoff holds nothing a replay could still send (replay.ts)
+      await conn`delete from webhook_endpoint_disabled_periods where disabled_until < ${cutoff}`;
       for (const table of LOGS) {
         const days = await conn<{ name: string }[]>`
           select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid

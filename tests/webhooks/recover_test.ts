@@ -41,7 +41,9 @@ Deno.test("recover and enable: failed deliveries sent again, in order, once each
       const seen = rx.at("/seq").length;
       const res = await company.post(`${ENDPOINTS}/${endpoint.id}/recover`, { since });
       assert.equal(res.status, 202, JSON.stringify(res.body));
-      assert.deepEqual(res.body, { data: { endpoint_id: endpoint.id, deliveries: 3 } });
+      assert.deepEqual(res.body, {
+        data: { endpoint_id: endpoint.id, deliveries: 3, failed: 3, skipped: 0, skipped_remaining: false },
+      });
       await emit(company, 4);
       await eventually("four successes", async () => {
         const records = await recordsOf(company, endpoint.id);

@@ -1,0 +1,241 @@
+import assert from "node:assert/strict";
+import { recoverDeliveries } from "../../domain/webhooks/deliveries.ts";
+import { pruneHistory } from "../../domain/webhooks/retention.ts";
+import { verifySignature } from "../../domain/webhooks/signature.ts";
+import { type Company, eventually, newCompany, setup } from "../support/helpers.ts";
+import { createEndpoint, emit, ENDPOINTS, recordsOf } from "../support/endpoints.ts";
+import { seqId, seqOf, sleep, startReceiver } from "../support/webhook_receiver.ts";
+
+/** Replay after disable: recover with include_skipped (docs/webhooks.md, "Replay what a disabled endpoint missed"). */
+Deno.test("replay after disable: the events missed while disabled are sent once, in order", async (t) => {
+  const ctx = await setup("webhook_replay", { worker: true, env: { WEBHOOK_RETRY_SCHEDULE: "0.02" } });
+  const rx = startReceiver();
+  const identified = (company: Company, seq: number) =>
+    emit(ctx, company, "identified", { transaction_id: seqId(seq) });
+  const seqsAt = (path: string, from = 0) => rx.at(path).slice(from).map((a) => seqOf(a.body.data.transaction_id));
+  const allSucceeded = async (company: Company, endpointId: string, n: number) => {
+    const records = await recordsOf(company, endpointId);
+    return records.length === n && records.every((r) => r.status === "succeeded");
+  };
+  const since = new Date(Date.now() - 60_000).toISOString();
+
+  try {
+    await t.step("disabled, three events, enabled: recover with include_skipped sends those three", async () => {
+      const company = await newCompany(ctx);
+      const endpoint = await createEndpoint(company, `${rx.url}/story`, {
+        delivery_mode: "sequential",
+        enabled_events: ["identified", "wire_created"],
+      });
+      // another endpoint of the company, active throughout, and another company with an endpoint of its own
+      const neighbour = await createEndpoint(company, `${rx.url}/neighbour`);
+      const other = await newCompany(ctx);
+      await createEndpoint(other, `${rx.url}/other`);
+
+      await identified(company, 1);
+      await eventually("the first event delivered", () => allSucceeded(company, endpoint.id, 1));
+      assert.equal((await company.delete(`${ENDPOINTS}/${endpoint.id}`)).status, 200);
+
+      for (let seq = 2; seq <= 4; seq++) await identified(company, seq);
+      await emit(ctx, company, "payment_approved", { transaction_id: seqId(50) }); // a type it does not enable
+      await identified(other, 90); // another company's
+      const test = await company.post(`${ENDPOINTS}/${neighbour.id}/test`, { type: "identified" });
+      assert.equal(test.status, 202, JSON.stringify(test.body)); // sent to the neighbour alone
+      assert.equal((await recordsOf(company, endpoint.id)).length, 1, "no record while disabled");
+
+      const refused = await company.post(`${ENDPOINTS}/${endpoint.id}/recover`, { since, include_skipped: true });
+      assert.deepEqual([refused.status, refused.body], [422, { errors: { detail: "endpoint is disabled" } }]);
+      const enabled = await company.post(`${ENDPOINTS}/${endpoint.id}/enable`);
+      assert.equal(enabled.status, 200, JSON.stringify(enabled.body));
+      const seen = rx.at("/story").length;
+
+      const res = await company.post(`${ENDPOINTS}/${endpoint.id}/recover`, { since, include_skipped: true });
+      assert.equal(res.status, 202, JSON.stringify(res.body));
+      assert.deepEqual(res.body, {
+        data: { endpoint_id: endpoint.id, deliveries: 3, failed: 0, skipped: 3, skipped_remaining: false },
+      });
+      await identified(company, 5); // after the recover: a sequential endpoint takes it after the replayed ones
+      await eventually("five records succeeded", () => allSucceeded(company, endpoint.id, 5));
+      assert.deepEqual(seqsAt("/story", seen), [2, 3, 4, 5]);
+      for (const arrival of rx.at("/story")) {
+        assert.equal(await verifySignature(arrival.raw, arrival.signature!, endpoint.secret), true);
+      }
+      assert.equal(rx.maxInFlight("/story"), 1);
+
+      // each replayed record is listed at its event's instant, between the first event and the fifth
+      const records = await recordsOf(company, endpoint.id);
+      assert.deepEqual(records.map((r) => seqOf(r.payload.transaction_id)), [1, 2, 3, 4, 5]);
+      assert.ok(records.every((r) => r.event_created_at === r.inserted_at));
+
+      const again = await company.post(`${ENDPOINTS}/${endpoint.id}/recover`, { since, include_skipped: true });
+      assert.deepEqual(again.body.data, {
+        endpoint_id: endpoint.id,
+        deliveries: 0,
+        failed: 0,
+        skipped: 0,
+        skipped_remaining: false,
+      });
+      await sleep(200);
+      assert.deepEqual(seqsAt("/story", seen), [2, 3, 4, 5], "nothing sent twice");
+      assert.equal((await recordsOf(company, endpoint.id)).length, 5);
+      assert.deepEqual(seqsAt("/other"), [90], "another company's event went to its own endpoint only");
+    });
+
+    await t.step("without include_skipped only failed records come back", async () => {
+      const company = await newCompany(ctx);
+      const endpoint = await createEndpoint(company, `${rx.url}/plain`);
+      assert.equal((await company.delete(`${ENDPOINTS}/${endpoint.id}`)).status, 200);
+      await identified(company, 1);
+      assert.equal((await company.post(`${ENDPOINTS}/${endpoint.id}/enable`)).status, 200);
+      for (const body of [{ since }, { since, include_skipped: false }]) {
+        const res = await company.post(`${ENDPOINTS}/${endpoint.id}/recover`, body);
+        assert.deepEqual([res.status, res.body.data.skipped, res.body.data.deliveries], [202, 0, 0]);
+      }
+      assert.deepEqual(await recordsOf(company, endpoint.id), []);
+    });
+
+    await t.step("[since, until), the retention and the disabled periods bound what is replayed", async () => {
+      const company = await newCompany(ctx);
+      const endpoint = await createEndpoint(company, `${rx.url}/bounds`, { delivery_mode: "sequential" });
+      const path = (p: string) => `${ENDPOINTS}/${endpoint.id}/${p}`;
+      // two periods: 1 and 2 in the first, 4 and 5 in the second; 3 while enabled in between
+      assert.equal((await company.delete(`${ENDPOINTS}/${endpoint.id}`)).status, 200);
+      await identified(company, 1);
+      await sleep(5);
+      await identified(company, 2);
+      assert.equal((await company.post(path("enable"))).status, 200);
+      await identified(company, 3);
+      await eventually("3 delivered", () => allSucceeded(company, endpoint.id, 1));
+      assert.equal((await company.delete(`${ENDPOINTS}/${endpoint.id}`)).status, 200);
+      await identified(company, 4);
+      await sleep(5);
+      const [{ at }] = await ctx.sql<{ at: string }[]>`select now()::text as at`;
+      await sleep(5);
+      await identified(company, 5);
+      assert.equal((await company.post(path("enable"))).status, 200);
+
+      // within the retention only: events a second old are past a retention of half a second
+      await sleep(1_000);
+      const old = await recoverDeliveries(ctx.sql, company.id, endpoint.id, { since: new Date(since) }, {
+        includeSkipped: true,
+        retentionDays: 0.5 / 86_400,
+      });
+      assert.equal(old.skipped, 0);
+
+      // until is exclusive: 5 comes after it
+      const seen = rx.at("/bounds").length;
+      const res = await company.post(path("recover"), {
+        since,
+        until: new Date(at).toISOString(),
+        include_skipped: true,
+      });
+      assert.deepEqual([res.status, res.body.data.skipped], [202, 3], JSON.stringify(res.body));
+      await eventually("1, 2 and 4", () => rx.at("/bounds").length === seen + 3);
+      const rest = await company.post(path("recover"), { since, include_skipped: true });
+      assert.deepEqual([rest.status, rest.body.data.skipped], [202, 1]);
+      await eventually("all five", () => allSucceeded(company, endpoint.id, 5));
+      assert.deepEqual(seqsAt("/bounds", seen), [1, 2, 4, 5]);
+    });
+
+    await t.step("the endpoint's filter decides as the fan-out would have", async () => {
+      const company = await newCompany(ctx);
+      const endpoint = await createEndpoint(company, `${rx.url}/filtered`, {
+        delivery_mode: "sequential",
+        filter: `data.transaction_id != "${seqId(2)}"`,
+      });
+      assert.equal((await company.delete(`${ENDPOINTS}/${endpoint.id}`)).status, 200);
+      for (let seq = 1; seq <= 3; seq++) await identified(company, seq);
+      assert.equal((await company.post(`${ENDPOINTS}/${endpoint.id}/enable`)).status, 200);
+      const res = await company.post(`${ENDPOINTS}/${endpoint.id}/recover`, { since, include_skipped: true });
+      assert.deepEqual([res.status, res.body.data.skipped], [202, 2]);
+      await eventually("two delivered", () => allSucceeded(company, endpoint.id, 2));
+      assert.deepEqual(seqsAt("/filtered"), [1, 3]);
+    });
+
+    await t.step("operational events: those it names, never one about itself", async () => {
+      const company = await newCompany(ctx);
+      const endpoint = await createEndpoint(company, `${rx.url}/ops`, {
+        enabled_events: ["endpoint.disabled"],
+        delivery_mode: "sequential",
+      });
+      const watched = await createEndpoint(company, `${rx.url}/watched`);
+      const everything = await createEndpoint(company, `${rx.url}/everything`, { enabled_events: ["*"] });
+      // disabling it tells the others; disabling the watched one while it is off is what it missed
+      for (const e of [endpoint, everything, watched]) {
+        assert.equal((await company.delete(`${ENDPOINTS}/${e.id}`)).status, 200);
+      }
+      for (const e of [endpoint, everything]) {
+        assert.equal((await company.post(`${ENDPOINTS}/${e.id}/enable`)).status, 200);
+      }
+      const res = await company.post(`${ENDPOINTS}/${endpoint.id}/recover`, { since, include_skipped: true });
+      assert.deepEqual([res.status, res.body.data.skipped], [202, 2], JSON.stringify(res.body));
+      await eventually("two delivered", () => allSucceeded(company, endpoint.id, 2));
+      assert.deepEqual(rx.at("/ops").map((a) => a.body.data.endpoint_id), [everything.id, watched.id]);
+      // `*` does not take operational events in
+      const all = await company.post(`${ENDPOINTS}/${everything.id}/recover`, { since, include_skipped: true });
+      assert.deepEqual([all.status, all.body.data.skipped], [202, 0]);
+    });
+
+    await t.step("at most the limit per call; the next call goes on from where it stopped", async () => {
+      const company = await newCompany(ctx);
+      const endpoint = await createEndpoint(company, `${rx.url}/limit`, { delivery_mode: "sequential" });
+      assert.equal((await company.delete(`${ENDPOINTS}/${endpoint.id}`)).status, 200);
+      for (let seq = 1; seq <= 5; seq++) await identified(company, seq);
+      assert.equal((await company.post(`${ENDPOINTS}/${endpoint.id}/enable`)).status, 200);
+      const calls = [];
+      for (let i = 0; i < 4; i++) {
+        const r = await recoverDeliveries(ctx.sql, company.id, endpoint.id, { since: new Date(since) }, {
+          includeSkipped: true,
+          retentionDays: 30,
+          replayLimit: 2,
+        });
+        calls.push([r.skipped, r.skipped_remaining]);
+      }
+      assert.deepEqual(calls, [[2, true], [2, true], [1, false], [0, false]]);
+      await eventually("all five", () => allSucceeded(company, endpoint.id, 5));
+      assert.deepEqual(seqsAt("/limit"), [1, 2, 3, 4, 5]);
+    });
+
+    await t.step("two recovers at once queue each skipped event once", async () => {
+      const company = await newCompany(ctx);
+      const endpoint = await createEndpoint(company, `${rx.url}/race`);
+      assert.equal((await company.delete(`${ENDPOINTS}/${endpoint.id}`)).status, 200);
+      for (let seq = 1; seq <= 20; seq++) await identified(company, seq);
+      assert.equal((await company.post(`${ENDPOINTS}/${endpoint.id}/enable`)).status, 200);
+      const url = `${ENDPOINTS}/${endpoint.id}/recover`;
+      const both = await Promise.all([1, 2].map(() => company.post(url, { since, include_skipped: true })));
+      assert.deepEqual(both.map((r) => r.status), [202, 202]);
+      assert.deepEqual(both.map((r) => r.body.data.skipped).sort(), [0, 20]);
+      await eventually("twenty delivered", () => allSucceeded(company, endpoint.id, 20));
+      assert.deepEqual(seqsAt("/race").sort((a, b) => a - b), Array.from({ length: 20 }, (_, i) => i + 1));
+    });
+
+    await t.step("include_skipped must be a boolean, named in the error", async () => {
+      const company = await newCompany(ctx);
+      const endpoint = await createEndpoint(company, `${rx.url}/errors`);
+      for (const [value, status] of [["yes", 422], [1, 422], [null, 400]] as const) {
+        const res = await company.post(`${ENDPOINTS}/${endpoint.id}/recover`, { since, include_skipped: value });
+        assert.equal(res.status, status, JSON.stringify(res.body));
+        assert.deepEqual(Object.keys(res.body.errors), ["include_skipped"]);
+      }
+    });
+
+    await t.step("retention forgets the periods that ended before its cutoff, not one still open", async () => {
+      const company = await newCompany(ctx);
+      const open = await createEndpoint(company, `${rx.url}/still-off`);
+      assert.equal((await company.delete(`${ENDPOINTS}/${open.id}`)).status, 200);
+      const periods = async () => [
+        ...await ctx.sql<{ endpoint_id: string; open: boolean }[]>`
+          select endpoint_id, disabled_until is null as open from webhook_endpoint_disabled_periods
+          order by endpoint_id`,
+      ];
+      const before = await periods();
+      assert.ok(before.filter((p) => !p.open).length >= 8, "the steps above closed their periods");
+      assert.ok(before.some((p) => p.endpoint_id === open.id && p.open));
+      await pruneHistory(ctx.sql, { retentionDays: 1, now: new Date(Date.now() + 2 * 86_400_000) });
+      assert.deepEqual(await periods(), before.filter((p) => p.open));
+    });
+  } finally {
+    await rx.close();
+    await ctx.close();
+  }
+});
