@@ -319,14 +319,15 @@ const retiredSigningKey = (tx: Tx) =>
   tx`case when sealed_signing_key is null then null
     else jsonb_build_object('secret_key', sealed_signing_key, 'public_key', public_key) end`;
 
-/**
- * The SET list giving the endpoint a new credential of `scheme` (a rotation, or a switch of scheme): the current
- * credential, of either scheme, keeps signing for 24 hours among the previous ones of its scheme.
- */
+/** SET items: the current credential, of either scheme, keeps signing for 24 hours among the previous ones. */
+const retiringCurrent = (tx: Tx) =>
+  tx`sealed_previous_secrets = ${retiring(tx, retiredSecret(tx), tx`sealed_previous_secrets`)},
+    previous_signing_keys = ${retiring(tx, retiredSigningKey(tx), tx`previous_signing_keys`)}`;
+
+/** The SET list of a switch to `scheme`: a new credential of it, the current one retiring (`retiringCurrent`). */
 function newCredentialSet(tx: Tx, credential: Awaited<ReturnType<typeof newCredential>>, scheme: SignatureScheme) {
   return tx`
-    sealed_previous_secrets = ${retiring(tx, retiredSecret(tx), tx`sealed_previous_secrets`)},
-    previous_signing_keys = ${retiring(tx, retiredSigningKey(tx), tx`previous_signing_keys`)},
+    ${retiringCurrent(tx)},
     signature_scheme = ${scheme},
     sealed_secret = ${credential.sealed_secret},
     sealed_signing_key = ${credential.sealed_signing_key},
@@ -542,16 +543,19 @@ export async function failPendingDeliveries(tx: Tx, companyId: string, endpointI
  * new key pair instead, its current key signing for 24 hours the same way.
  */
 export async function rotateSecret(sql: Sql, box: SecretBox, companyId: string, id: string): Promise<EndpointRow> {
-  const [current] = await sql<Pick<EndpointRow, "signature_scheme">[]>`
-    select signature_scheme from webhook_endpoints where company_id = ${companyId} and id = ${id}`;
-  if (!current) throw notFound();
-  const scheme = current.signature_scheme;
-  const credential = await newCredential(box, id, scheme);
-  // the scheme is checked again in the statement: a switch in between rotates nothing rather than the wrong kind
+  // One of each kind is made, and the statement keeps the one of the scheme the row has when it is updated: an update
+  // changing the scheme at the same moment cannot make the rotation give it a credential of the other kind.
+  const secret = await newCredential(box, id, "hmac-sha256");
+  const key = await newCredential(box, id, "ed25519");
+  const ed25519 = sql`signature_scheme = 'ed25519'`;
   const [row] = await sql<EndpointRow[]>`
-    update webhook_endpoints set ${newCredentialSet(sql, credential, scheme)}, updated_at = now()
-    where company_id = ${companyId} and id = ${id} and signature_scheme = ${scheme} returning *`;
-  if (!row) throw conflict({ signature_scheme: ["changed during the rotation: rotate again"] });
+    update webhook_endpoints set ${retiringCurrent(sql)},
+      sealed_secret = case when ${ed25519} then null else ${secret.sealed_secret} end,
+      sealed_signing_key = case when ${ed25519} then ${key.sealed_signing_key} end,
+      public_key = case when ${ed25519} then ${key.public_key} end,
+      updated_at = now()
+    where company_id = ${companyId} and id = ${id} returning *`;
+  if (!row) throw notFound();
   return row;
 }
 
