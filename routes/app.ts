@@ -20,10 +20,12 @@ import { operationsRoutes } from "./operations.ts";
 import { docsRoutes } from "./docs.ts";
 import { consoleRoutes } from "./console/console.ts";
 import { metrics } from "../domain/infra/metrics.ts";
+import { nameRequestSpan } from "../domain/infra/tracing.ts";
 import { companyRoutes, peopleRoutes } from "./subjects/subjects.ts";
 import { REQUEST_ID_HEADER } from "./openapi/schemas.ts";
 import { API_DESCRIPTION, TAGS } from "./openapi/document.ts";
 import { webhookEndpointRoutes } from "./webhooks/endpoints.ts";
+import { webhookEndpointStatsRoutes } from "./webhooks/endpoint_stats.ts";
 import { webhookEventRoutes } from "./webhooks/events.ts";
 import { documentEventCatalogue, webhookEventTypeRoutes } from "./webhooks/event_types.ts";
 import { bankAccountRoutes } from "./bank_accounts/bank_accounts.ts";
@@ -52,6 +54,7 @@ export function createApp(deps: Deps) {
     const seconds = (performance.now() - started) / 1000;
     const unmatched = (c.res.status === 404 || c.res.status === 405) && c.req.routePath.endsWith("*");
     const route = unmatched ? "unmatched" : c.req.routePath;
+    nameRequestSpan(c.req.method, route);
     metrics.httpRequests.inc({ method: c.req.method, route, status: String(c.res.status) });
     metrics.httpDuration.observe({ method: c.req.method, route }, seconds);
     log.info("request", {
@@ -100,6 +103,7 @@ export function createApp(deps: Deps) {
   app.route("/", peopleRoutes(deps));
   app.route("/", companyRoutes(deps));
   app.route("/", webhookEndpointRoutes(deps));
+  app.route("/", webhookEndpointStatsRoutes(deps));
   app.route("/", webhookEventRoutes(deps));
   app.route("/", webhookEventTypeRoutes(deps));
   app.route("/", documentRoutes(deps));

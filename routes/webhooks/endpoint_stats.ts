@@ -1,0 +1,25 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { endpointStats } from "../../domain/webhooks/endpoint_stats.ts";
+import type { Deps } from "../../domain/infra/deps.ts";
+import { newRouter } from "../openapi/router.ts";
+import { errorResponses, IdParam, jsonResponse } from "../openapi/schemas.ts";
+import { EndpointStats, EndpointStatsQuery } from "./schemas.ts";
+
+const stats = createRoute({
+  operationId: "getWebhookEndpointStats",
+  method: "get",
+  path: "/api/v2/notifications/endpoints/{id}/stats",
+  tags: ["Webhook endpoints"],
+  summary: "The endpoint's health since an instant: attempts by outcome, success rate, p50/p95 duration, and its " +
+    "last success and failure",
+  request: { params: IdParam, query: EndpointStatsQuery },
+  responses: { 200: jsonResponse("The endpoint's stats", z.object({ data: EndpointStats })), ...errorResponses },
+});
+
+export function webhookEndpointStatsRoutes({ sql }: Deps) {
+  return newRouter().openapi(stats, async (c) => {
+    const { since } = c.req.valid("query");
+    const data = await endpointStats(sql, c.get("companyId"), c.req.valid("param").id, since?.at);
+    return c.json({ data }, 200);
+  });
+}
