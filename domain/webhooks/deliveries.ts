@@ -221,7 +221,9 @@ export async function recoverDeliveries(
     // locked until commit: a second recover waits, then finds the replayed events with their records (nothing twice),
     // and a disable waits too, then fails what this one queued
     const [endpoint] = await tx<(ReplayEndpoint & { status: string })[]>`
-      select * from webhook_endpoints where company_id = ${companyId} and id = ${endpointId} for no key update`;
+      select id, status, enabled_events, filter from webhook_endpoints
+      where company_id = ${companyId} and id = ${endpointId}
+      for no key update`;
     if (!endpoint) throw notFound();
     refuseDisabled(endpoint.status);
     // as text: postgres.js would hand a timestamptz parameter to JavaScript's Date
