@@ -73,6 +73,13 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
   });
   if (!events.data) throw new Error(\`events: \${events.response.status}\`);
 
+  const recovered = await client.POST("/api/v2/notifications/endpoints/{id}/recover", {
+    params: { path: { id: endpoint.data.data.id } },
+    body: { since: "2026-01-01T00:00:00Z", include_skipped: true },
+  });
+  if (!recovered.data) throw new Error(\`recover: \${recovered.response.status}\`);
+  const skippedRemaining: boolean = recovered.data.data.skipped_remaining;
+
   const refused = await client.POST("/api/v1/subject/people", {
     body: { person: { document_number: "123", document_type: "cpf", social_name: "Ana", fiscal_country: "BRA" } },
   });
@@ -90,6 +97,7 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
     endpointId: endpoint.data.data.id,
     requestId: events.response.headers.get("x-request-id"),
     refused: { status: refused.response.status, errors },
+    recovered: { failed: recovered.data.data.failed, skipped: recovered.data.data.skipped, skippedRemaining },
   };
 }
 
@@ -107,6 +115,11 @@ export function mistakes(client: ReturnType<typeof createClient<paths>>) {
     client.POST("/api/v2/notifications/endpoints", { body: { url: "https://a.test", enabled_events: ["paid"] } }),
     // @ts-expect-error a signature scheme that does not exist
     client.POST("/api/v2/notifications/endpoints", { body: { url: "https://a.test", signature_scheme: "rsa" } }),
+    client.POST("/api/v2/notifications/endpoints/{id}/recover", {
+      params: { path: { id: "x" } },
+      // @ts-expect-error include_skipped is a boolean
+      body: { since: "2026-01-01", include_skipped: "yes" },
+    }),
   ];
 }
 `;
@@ -145,6 +158,8 @@ Deno.test("a client generated from the document compiles an integrator flow and 
       assert.match(result.requestId ?? "", /^[0-9a-f-]{36}$/);
       assert.equal(result.refused.status, 422);
       assert.deepEqual(result.refused.errors, { document_number: ["must have 11 digits"] });
+      // never disabled: nothing failed, nothing skipped
+      assert.deepEqual(result.recovered, { failed: 0, skipped: 0, skippedRemaining: false });
     });
   } finally {
     await Deno.remove(dir, { recursive: true });
