@@ -136,6 +136,12 @@ const Endpoints = () => (
         <Field id="recover-since" label="Failed since (UTC)">
           <input id="recover-since" name="since" type="datetime-local" required />
         </Field>
+        <Field id="recover-skipped" label="Events it missed while disabled">
+          <select id="recover-skipped" name="include_skipped">
+            <option value="">Leave them</option>
+            <option value="true">Send them too, in order</option>
+          </select>
+        </Field>
       </div>
       <button type="submit" class="primary">Recover</button>
     </form>

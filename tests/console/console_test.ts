@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import puppeteer, { type Page } from "puppeteer-core";
 import axe from "axe-core";
 import { createUser } from "../../domain/integrators/users.ts";
+import { emitEvent } from "../../domain/webhooks/events.ts";
 import { freePort } from "../support/free_port.ts";
 import { signToken } from "../../domain/integrators/tokens.ts";
 import { eventually, setup, TEST_TOKENS } from "../support/helpers.ts";
@@ -265,12 +266,15 @@ Deno.test({
         assert.match(await page.$eval("#endpoint-secret", (el) => el.textContent!), /shown once.*: [0-9a-f]{64}$/);
       });
 
-      await t.step("disabled, enabled and recovered from the page: what failed meanwhile arrives", async () => {
+      await t.step("disabled, enabled and recovered from the page: what failed and what it missed arrive", async () => {
         failing = true;
         await click(page, "#endpoint-rows", "Send test event");
         await eventually("the failed attempt", () => rx.at("/console").length === 4);
         await click(page, "#endpoint-rows", "Disable");
         await eventually("listed as disabled", async () => (await rows(page, "endpoint-rows"))[0]?.[2] === "disabled");
+        // an event while it is disabled: no record for it, until a recover sends what it missed
+        const missed = crypto.randomUUID();
+        await ctx.sql.begin((tx) => emitEvent(tx, companyId, "identified", { transaction_id: missed }));
         failing = false;
         await click(page, "#endpoint-rows", "Enable");
         await eventually("listed as active", async () => (await rows(page, "endpoint-rows"))[0]?.[2] === "active");
@@ -285,8 +289,10 @@ Deno.test({
         });
         const anHourAgo = new Date(Date.now() - 3600_000).toISOString().slice(0, 16);
         await page.$eval("#recover-since", (el, v) => (el as HTMLInputElement).value = v, anHourAgo);
+        await page.select("#recover-skipped", "true");
         await click(page, "#recover-form", "Recover");
-        await eventually("the failed delivery sent again", () => rx.at("/console").length === 5);
+        await eventually("the failed delivery sent again, and the missed event", () => rx.at("/console").length === 6);
+        assert.equal(rx.at("/console").filter((a) => a.body.data?.transaction_id === missed).length, 1);
         await eventually("and listed as succeeded", async () => {
           await page.select("#filter-status", "failed");
           await filter(page);

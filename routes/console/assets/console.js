@@ -397,9 +397,18 @@ $("recover-form").addEventListener(
   "submit",
   run(async () => {
     const since = new Date(`${$("recover-since").value}Z`).toISOString();
-    const { data } = await api("POST", `${ENDPOINTS}/${$("recover-endpoint").value}/recover`, { since });
+    const skipped = $("recover-skipped").value === "true";
+    const { data } = await api("POST", `${ENDPOINTS}/${$("recover-endpoint").value}/recover`, {
+      since,
+      include_skipped: skipped,
+    });
     const url = endpoints.find((e) => e.id === data.endpoint_id)?.url ?? data.endpoint_id;
-    notice(`${data.deliveries} failed ${data.deliveries === 1 ? "delivery" : "deliveries"} sent again to ${url}`);
+    // docs/webhooks.md, "Replay what a disabled endpoint missed": a call queues at most 10,000 of them
+    const missed = skipped
+      ? ` and ${data.skipped} ${data.skipped === 1 ? "event" : "events"} it missed while disabled` +
+        (data.skipped_remaining ? " (more remain: recover again)" : "")
+      : "";
+    notice(`Sent to ${url}: ${data.failed} failed ${data.failed === 1 ? "delivery" : "deliveries"} again${missed}`);
     await refreshDeliveries();
   }),
 );
