@@ -28,6 +28,8 @@ export function webhookDrainers({ sql, config, processId }: Deps): Companion {
     ...lease,
     retrySchedule: config.retrySchedule,
     disableAfterSeconds: config.webhookDisableAfterSeconds,
+    failingAfterAttempts: config.webhookFailingAfterAttempts,
+    failingAfterSeconds: config.webhookFailingAfterSeconds,
   });
   const connections = new ConnectionPool();
   const sending = { timeoutMs: config.webhookTimeoutMs, allowPrivateUrls: config.allowPrivateUrls, connections };

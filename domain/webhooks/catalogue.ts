@@ -48,9 +48,16 @@ const ids = {
   subscription: "0195f3a0-7c1e-7a41-9d2b-5c8e1f0a3b09",
   invoice: "0195f3a0-7c1e-7a41-9d2b-5c8e1f0a3b0a",
   dedicatedAccount: "0195f3a0-7c1e-7a41-9d2b-5c8e1f0a3b0b",
+  endpoint: "0195f3a0-7c1e-7a41-9d2b-5c8e1f0a3b0c",
+  event: "0195f3a0-7c1e-7a41-9d2b-5c8e1f0a3b0d",
+  failedDelivery: "0195f3a0-7c1e-7a41-9d2b-5c8e1f0a3b0e",
 };
 
 const transactionData = object({ transaction_id: uuid });
+/** An instant as webhooks write it (`isoUtc`). */
+const instant: JsonSchema = { type: "string", pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$" };
+/** The endpoint an operational event is about (never the endpoint that receives it). */
+const aboutEndpoint = { endpoint_id: uuid, url: text };
 const subscription = (status: string, extra: Record<string, JsonSchema> = {}) =>
   object({ subscription: object({ id: uuid, status: { const: status }, subject_id: uuid, ...extra }) });
 
@@ -215,6 +222,58 @@ const DATA: Record<EventType, { description: string; data: JsonSchema; example: 
     data: object({ invoice: object({ id: uuid, status: { const: "paid" }, subject_id: uuid, subscription_id: uuid }) }),
     example: {
       invoice: { id: ids.invoice, status: "paid", subject_id: ids.subject, subscription_id: ids.subscription },
+    },
+  },
+  "endpoint.failing": {
+    description: "Operational: another endpoint of the company has failed WEBHOOK_FAILING_AFTER_ATTEMPTS attempts " +
+      "in a row, or every attempt for WEBHOOK_FAILING_AFTER_SECONDS; sent once per failing streak, before the " +
+      "endpoint is disabled. Only to endpoints that name this type (not `*`).",
+    data: object({
+      ...aboutEndpoint,
+      failing_since: instant,
+      consecutive_failures: { type: "integer", minimum: 1 },
+      last_error: text,
+    }),
+    example: {
+      endpoint_id: ids.endpoint,
+      url: "https://hooks.example.com/payments",
+      failing_since: "2026-11-21T07:00:00.123Z",
+      consecutive_failures: 10,
+      last_error: "HTTP 500",
+    },
+  },
+  "endpoint.disabled": {
+    description: "Operational: another endpoint of the company was disabled: by hand (`manual`), by a 410 answer " +
+      "(`gone`) or after failing for WEBHOOK_DISABLE_AFTER_SECONDS (`failing`). Only to endpoints that name this " +
+      "type (not `*`).",
+    data: object({ ...aboutEndpoint, reason: { enum: ["manual", "gone", "failing"] }, disabled_at: instant }),
+    example: {
+      endpoint_id: ids.endpoint,
+      url: "https://hooks.example.com/payments",
+      reason: "failing",
+      disabled_at: "2026-11-26T07:00:00.123Z",
+    },
+  },
+  "delivery.exhausted": {
+    description: "Operational: a delivery record to another endpoint of the company failed the last attempt of its " +
+      "schedule and will not be sent again unless retried or recovered. Not sent for records of operational " +
+      "events. Only to endpoints that name this type (not `*`).",
+    data: object({
+      delivery_id: uuid,
+      ...aboutEndpoint,
+      event_id: uuid,
+      event_type: text,
+      attempts: { type: "integer", minimum: 1 },
+      last_error: text,
+    }),
+    example: {
+      delivery_id: ids.failedDelivery,
+      endpoint_id: ids.endpoint,
+      url: "https://hooks.example.com/payments",
+      event_id: ids.event,
+      event_type: "identified",
+      attempts: 10,
+      last_error: "HTTP 500",
     },
   },
 };

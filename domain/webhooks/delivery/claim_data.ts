@@ -12,6 +12,11 @@ export type ClaimedDelivery = {
   token: string;
   /** The trace of the request that emitted the event, which the attempt continues (null when none was traced). */
   traceparent?: string | null;
+  /**
+   * Attempts of its schedule made before this one (the record's `schedule_attempts` when claimed): whether this one
+   * is the last, so whether its failure may exhaust the record (`delivery.exhausted`). Absent: unknown.
+   */
+  scheduleAttempts?: number;
 };
 
 /** The endpoint as a claim saw it, and the record leased (null when nothing may start now). */
@@ -30,7 +35,16 @@ export async function toClaims(sql: Sql, rows: ClaimRow[], until: number): Promi
   );
   const events = keys.length ? await whileUnreachable(() => eventRows(sql, keys), until) : new Map();
   return rows.map((row) => {
-    const { delivery_id, delivery_type, event_id, event_inserted_at: _at, slot, lease_token, ...endpoint } = row;
+    const {
+      delivery_id,
+      delivery_type,
+      event_id,
+      event_inserted_at: _at,
+      slot,
+      lease_token,
+      delivery_schedule_attempts,
+      ...endpoint
+    } = row;
     const event = event_id ? events.get(event_id) : undefined;
     return {
       endpoint,
@@ -42,6 +56,7 @@ export async function toClaims(sql: Sql, rows: ClaimRow[], until: number): Promi
           slot,
           token: lease_token,
           traceparent: event?.traceparent ?? null,
+          scheduleAttempts: delivery_schedule_attempts ?? undefined,
         }
         : null,
     };

@@ -78,3 +78,20 @@ export function endpointHealth(
     ? { disable: "failing", failing: "keep" }
     : { disable: null, failing: "keep" };
 }
+
+/**
+ * When an endpoint is found failing (`endpoint.failing`, docs/webhooks.md "Operational events"): once per streak,
+ * by the first failed attempt that makes `failingAfterAttempts` failures in a row, or that comes
+ * `failingAfterSeconds` after the streak's first failure. The record statement checks it against the endpoint's
+ * counters as it leaves them (record.ts); announcing it marks the streak under the row's lock (operational.ts), so
+ * concurrent batches announce it once.
+ */
+export type FailingAlert = { failingAfterAttempts: number; failingAfterSeconds: number };
+
+/**
+ * What attempts of one endpoint finishing together add to its failures in a row: each failure, or none when any
+ * succeeded (the success ends the streak; failures beside it in the batch are not counted against it).
+ */
+export function failuresInARow(results: { ok: boolean }[]): number {
+  return results.some((r) => r.ok) ? 0 : results.length;
+}

@@ -9,7 +9,7 @@ import { leaseFree } from "./lease.ts";
  * still_pending): one row per slot held and to be filled, `attempted` being the record the slot just carried (null
  * on a first claim; still pending in this statement's snapshot) and `still_pending` whether it stays pending after
  * this attempt. They end in `paired` (idx, next_id) and `taken` (idx, id, type, event_id, company_id, lease_token,
- * inserted_at).
+ * inserted_at, schedule_attempts).
  *
  * - parallel: the pending records due first that nobody holds, one per slot, skipping those another drainer is
  *   locking right now;
@@ -48,13 +48,14 @@ export function fillSlots(sql: Tx, lease: postgres.Fragment, owner: string): pos
     ), taken as (
       update webhook_deliveries d set lease_token = gen_random_uuid(), leased_until = ${lease}, leased_by = ${owner}
       from paired p where d.id = p.next_id
-      returning p.idx, d.id, d.type, d.event_id, d.company_id, d.lease_token, d.inserted_at
+      returning p.idx, d.id, d.type, d.event_id, d.company_id, d.lease_token, d.inserted_at, d.schedule_attempts
     )`;
 }
 
 /** The columns of a claimed record, from the `taken` of `fillSlots` as `t`. */
 export const claimedColumns = (sql: Tx): postgres.Fragment =>
-  sql`t.id as delivery_id, t.type as delivery_type, t.event_id, t.inserted_at as event_inserted_at, t.lease_token`;
+  sql`t.id as delivery_id, t.type as delivery_type, t.event_id, t.inserted_at as event_inserted_at, t.lease_token,
+    t.schedule_attempts as delivery_schedule_attempts`;
 
 /** A row of a statement that claims: the endpoint as it is now, and the record leased with one of its slots. */
 export type ClaimRow = EndpointRow & {
@@ -65,4 +66,6 @@ export type ClaimRow = EndpointRow & {
   event_inserted_at: Date | null;
   slot: number | null;
   lease_token: string | null;
+  /** The record's `schedule_attempts` when leased (claim_data.ts, `scheduleAttempts`). */
+  delivery_schedule_attempts: number | null;
 };

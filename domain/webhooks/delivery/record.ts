@@ -2,9 +2,10 @@ import type { Sql } from "../../infra/db.ts";
 import { type DisabledReason, disabling } from "../endpoints.ts";
 import type { SendResult } from "../sender.ts";
 import type { ClaimedDelivery } from "./claim_data.ts";
-import { failureReason, type Health } from "./decisions.ts";
+import { type FailingAlert, failureReason, type Health } from "./decisions.ts";
 import { claimedColumns, type ClaimRow, fillSlots } from "./fill_slots.ts";
 import { type Lease, leaseUntil, slotLimit } from "./lease.ts";
+import { recordStats } from "./record_stats.ts";
 
 /** One attempt to record, with what its answer decided (decisions.ts). */
 export type RecordItem = {
@@ -16,8 +17,16 @@ export type RecordItem = {
   plan: number[];
 };
 
-/** What attempts of one endpoint recorded together do to it (`endpointHealth`), and the failing clock it saw. */
-export type EndpointVerdict = { endpointId: string; health: Health; seenFailingSince: Date | null };
+/**
+ * What attempts of one endpoint recorded together do to it (`endpointHealth`), and the failing clock it saw.
+ * `failedAttempts`: how many failed, 0 when any succeeded (`failuresInARow`).
+ */
+export type EndpointVerdict = {
+  endpointId: string;
+  health: Health;
+  seenFailingSince: Date | null;
+  failedAttempts: number;
+};
 
 export type RecordRow = ClaimRow & {
   idx: number;
@@ -25,6 +34,10 @@ export type RecordRow = ClaimRow & {
   delivery_next_attempt_at: Date | null;
   endpoint_disabled: DisabledReason | null;
   attempt_number: number | null;
+  /** This attempt was the last of the record's schedule and failed (`delivery.exhausted`). */
+  exhausted: boolean | null;
+  /** The endpoint's failing streak has crossed `FailingAlert` and is not announced yet (`endpoint.failing`). */
+  endpoint_failing: boolean | null;
 };
 
 /**
@@ -42,6 +55,10 @@ export type RecordRow = ClaimRow & {
  * moved it since): `gone` applies to any active endpoint. A disabled endpoint leases nothing more: the drain loop's
  * next claim fails what is still pending. A freed slot obliges the caller to claim once more (drain.ts).
  *
+ * What it changes that an operator hears about (a record `exhausted`, an endpoint disabled) the recorder emits in the
+ * same transaction, and an endpoint found failing (`endpoint_failing`) in one of its own that marks the streak
+ * announced (domain/webhooks/operational.ts).
+ *
  * `again`: made again after a lost connection, when the first may have committed before its answer was lost.
  *
  * It commits synchronously, unlike the claim (lease.ts, `asyncCommit`): an attempt the receiver acknowledged and this
@@ -53,7 +70,7 @@ export async function recordAttempts(
   sql: Sql,
   items: RecordItem[],
   verdicts: EndpointVerdict[],
-  lease: Lease,
+  lease: Lease & FailingAlert,
   again = false,
 ): Promise<RecordRow[]> {
   const until = leaseUntil(sql, lease.leaseMs);
@@ -83,8 +100,9 @@ export async function recordAttempts(
         ${verdicts.map((v) => v.endpointId)}::uuid[],
         ${verdicts.map((v) => v.health.disable)}::text[],
         ${verdicts.map((v) => v.health.failing)}::text[],
-        ${verdicts.map((v) => v.seenFailingSince?.toISOString() ?? null)}::text[]::timestamptz[]
-      ) as v(endpoint_id, disable, failing, seen_failing_since)
+        ${verdicts.map((v) => v.seenFailingSince?.toISOString() ?? null)}::text[]::timestamptz[],
+        ${verdicts.map((v) => v.failedAttempts)}::int[]
+      ) as v(endpoint_id, disable, failing, seen_failing_since, failed)
     ), attempt as (
       insert into webhook_attempts (id, delivery_id, company_id, attempt_number, http_status, response_body, duration_ms,
         response_headers)
@@ -96,17 +114,27 @@ export async function recordAttempts(
       ? sql`where not exists (select 1 from webhook_attempts a where a.delivery_id = r.delivery_id and a.id = r.attempt_id)`
       : sql``
   }
-    ), disabled as (
+    )${recordStats(sql, items, again)}, disabled as (
       update webhook_endpoints e set ${disabling(sql, sql`v.disable`)}
       from v
       where e.id = v.endpoint_id and v.disable is not null and e.status = 'active'
         and (v.disable = 'gone' or ${sameClock})
       returning e.id, v.disable
     ), clock as (
-      update webhook_endpoints e set failing_since = case when v.failing = 'start' then now() end
+      -- The failing clock moves only from the value its verdict saw; the failures in a row always count, and a
+      -- success ends the streak. A healthy endpoint's success writes nothing. alerted: the streak has crossed
+      -- FailingAlert and was not announced yet (the announcement marks it: operational.ts).
+      update webhook_endpoints e set
+        failing_since = case when v.failing = 'keep' or not ${sameClock} then e.failing_since
+          when v.failing = 'start' then now() end,
+        consecutive_failures = case when v.failed = 0 then 0 else e.consecutive_failures + v.failed end,
+        failing_alerted_at = case when v.failed = 0 then null else e.failing_alerted_at end
       from v
-      where e.id = v.endpoint_id and v.disable is null and v.failing <> 'keep' and e.status = 'active'
-        and ${sameClock}
+      where e.id = v.endpoint_id and v.disable is null and e.status = 'active'
+        and (v.failed > 0 or e.consecutive_failures > 0 or v.failing <> 'keep' and ${sameClock})
+      returning e.id, v.failed > 0 and e.failing_alerted_at is null
+        and (e.consecutive_failures >= ${lease.failingAfterAttempts}
+          or e.failing_since <= now() - ${lease.failingAfterSeconds}::float8 * interval '1 second') as alerted
     ), updated as (
       update webhook_deliveries d set
         attempts = d.attempts + 1,
@@ -122,7 +150,9 @@ export async function recordAttempts(
         updated_at = now()
       from r left join disabled x on x.id = r.endpoint_id
       where d.id = r.delivery_id and d.lease_token = r.token
-      returning r.idx, d.status, d.next_attempt_at, d.endpoint_id, d.attempts
+      returning r.idx, d.status, d.next_attempt_at, d.endpoint_id, d.attempts,
+        -- failed by the end of its plan (d.schedule_attempts is the count after this attempt)
+        d.status = 'failed' and not r.ok and x.id is null and r.plan ->> (d.schedule_attempts - 1) is null as exhausted
     ), ep as (
       select * from webhook_endpoints where id in (select endpoint_id from r)
     ), gate as (
@@ -140,10 +170,12 @@ export async function recordAttempts(
       where s.endpoint_id = r.endpoint_id and s.slot = r.slot and s.delivery_id = r.delivery_id
     )
     select ep.*, r.idx, u.status as delivery_status, u.next_attempt_at as delivery_next_attempt_at,
-      u.attempts as attempt_number, x.disable as endpoint_disabled, ${claimedColumns(sql)}, r.slot
+      u.attempts as attempt_number, x.disable as endpoint_disabled, u.exhausted, c.alerted as endpoint_failing,
+      ${claimedColumns(sql)}, r.slot
     from r
     left join updated u on u.idx = r.idx
     left join ep on ep.id = r.endpoint_id
     left join disabled x on x.id = r.endpoint_id
+    left join clock c on c.id = r.endpoint_id
     left join taken t on t.idx = r.idx`;
 }

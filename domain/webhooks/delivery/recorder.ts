@@ -1,13 +1,22 @@
 import { Batcher } from "../../basics/batcher.ts";
+import { log } from "../../basics/log.ts";
 import { newId } from "../../basics/ids.ts";
 import { type Sql, whileUnreachable } from "../../infra/db.ts";
 import type { DisabledReason, EndpointRow } from "../endpoints.ts";
 import type { SendResult } from "../sender.ts";
 import { type Claim, type ClaimedDelivery, toClaims } from "./claim_data.ts";
-import { disablesAtOnce, endpointHealth, retryPlan } from "./decisions.ts";
+import {
+  disablesAtOnce,
+  endpointHealth,
+  type FailingAlert,
+  failureReason,
+  failuresInARow,
+  retryPlan,
+} from "./decisions.ts";
 import type { ClaimRow } from "./fill_slots.ts";
 import { type Lease, LEASE_SLACK_MS } from "./lease.ts";
 import { type EndpointVerdict, recordAttempts, type RecordItem, type RecordRow } from "./record.ts";
+import { type AttemptTransitions, emitAttemptEvents, noTransitions } from "../operational.ts";
 
 export type Recorded = {
   /** The record's status after this attempt; null when its lease had been lost (the attempt is still stored). */
@@ -22,7 +31,7 @@ export type Recorded = {
   attempt: number | null;
 };
 
-export type RecorderOptions = Lease & { retrySchedule: number[]; disableAfterSeconds: number };
+export type RecorderOptions = Lease & FailingAlert & { retrySchedule: number[]; disableAfterSeconds: number };
 
 /** What the drain loop's record step needs: the attempt, the endpoint its claim saw. */
 type Submitted = RecordItem & { seen: Pick<EndpointRow, "status" | "failing_since"> };
@@ -59,15 +68,19 @@ export function attemptRecorder(sql: Sql, opts: RecorderOptions) {
 
 /** The verdict of each endpoint of a batch, from all its attempts in the batch. */
 function verdictsOf(items: Submitted[], opts: RecorderOptions): EndpointVerdict[] {
-  const byEndpoint = new Map<string, { seen: Submitted["seen"]; anyOk: boolean; gone: boolean }>();
+  const byEndpoint = new Map<
+    string,
+    { seen: Submitted["seen"]; anyOk: boolean; gone: boolean; results: SendResult[] }
+  >();
   for (const item of items) {
-    const outcome = byEndpoint.get(item.endpointId) ?? { seen: item.seen, anyOk: false, gone: false };
+    const outcome = byEndpoint.get(item.endpointId) ?? { seen: item.seen, anyOk: false, gone: false, results: [] };
     outcome.anyOk ||= item.result.ok;
     outcome.gone ||= disablesAtOnce(item.result.httpStatus);
+    outcome.results.push(item.result);
     byEndpoint.set(item.endpointId, outcome);
   }
   const nowMs = Date.now();
-  return [...byEndpoint].map(([endpointId, { seen, anyOk, gone }]) => ({
+  return [...byEndpoint].map(([endpointId, { seen, anyOk, gone, results }]) => ({
     endpointId,
     health: endpointHealth(
       { status: seen.status, failingSince: seen.failing_since ?? null },
@@ -75,6 +88,7 @@ function verdictsOf(items: Submitted[], opts: RecorderOptions): EndpointVerdict[
       { nowMs, disableAfterSeconds: opts.disableAfterSeconds },
     ),
     seenFailingSince: seen.failing_since ?? null,
+    failedAttempts: failuresInARow(results),
   }));
 }
 
@@ -86,8 +100,75 @@ async function writeBatch(sql: Sql, items: Submitted[], opts: RecorderOptions): 
   let tries = 0;
   const verdicts = verdictsOf(items, opts);
   const until = Date.now() + LEASE_SLACK_MS * 0.8;
-  const rows = await whileUnreachable(() => recordAttempts(sql, items, verdicts, opts, tries++ > 0), until);
+  // A batch that may disable an endpoint or exhaust a record is written in a transaction with the operational events
+  // it causes (operational.ts); any other batch, successes and most failures alike, stays one statement.
+  const inTransaction = mayDisableOrExhaust(items, verdicts);
+  const write = inTransaction
+    ? (again: boolean) =>
+      sql.begin(async (tx) => {
+        const rows = await recordAttempts(tx as unknown as Sql, items, verdicts, opts, again);
+        await emitAttemptEvents(tx, transitionsOf(items, rows));
+        return rows;
+      }) as Promise<RecordRow[]>
+    : (again: boolean) => recordAttempts(sql, items, verdicts, opts, again);
+  const rows = await whileUnreachable(() => afterDeadlock(() => write(tries++ > 0)), until);
+  const later = transitionsOf(items, rows);
+  if (!inTransaction && !noTransitions(later)) await announceApart(sql, later, until);
   return await toRecorded(sql, items.length, rows, until);
+}
+
+/**
+ * Whether a batch may disable an endpoint (its verdict says so before the statement) or exhaust a record (a failed
+ * attempt that is the last of its record's schedule, as claimed; a manual retry meanwhile only lowers the count).
+ */
+function mayDisableOrExhaust(items: Submitted[], verdicts: EndpointVerdict[]): boolean {
+  return verdicts.some((v) => v.health.disable !== null) ||
+    items.some((i) => !i.result.ok && (i.delivery.scheduleAttempts ?? Infinity) >= i.plan.length);
+}
+
+/**
+ * A failing streak found by a batch written as one statement is announced in a transaction of its own, which marks
+ * it (operational.ts). Should that fail, the streak stays unannounced and the endpoint's next failure finds it again:
+ * the attempts are recorded either way.
+ */
+async function announceApart(sql: Sql, t: AttemptTransitions, until: number) {
+  try {
+    await whileUnreachable(() => afterDeadlock(() => sql.begin((tx) => emitAttemptEvents(tx, t))), until);
+  } catch (err) {
+    log.warn("operational events not emitted", { error: err instanceof Error ? err.message : String(err) });
+  }
+}
+
+/**
+ * Made again when Postgres chose it as a deadlock's victim (it rolled back whole): its events' fan-out takes key-share
+ * locks on companies and endpoints that a request (an endpoint's update under its company's lock) may hold.
+ */
+async function afterDeadlock<T>(write: () => Promise<T>): Promise<T> {
+  for (let tries = 1;; tries++) {
+    try {
+      return await write();
+    } catch (err) {
+      if ((err as { code?: string }).code !== "40P01" || tries >= 3) throw err;
+    }
+  }
+}
+
+/** What a statement changed that operational events report, by the rows it answered. */
+function transitionsOf(items: Submitted[], rows: RecordRow[]): AttemptTransitions {
+  const t: AttemptTransitions = { failing: [], disabled: [], exhausted: [] };
+  const failing = new Map<string, { companyId: string; endpointId: string; lastError: string }>();
+  const disabled = new Map<string, { companyId: string; endpointId: string }>();
+  for (const row of rows) {
+    const item = items[row.idx];
+    const key = { companyId: row.company_id, endpointId: item.endpointId };
+    const reason = failureReason(item.result);
+    if (row.endpoint_failing && reason !== null) failing.set(item.endpointId, { ...key, lastError: reason });
+    if (row.endpoint_disabled) disabled.set(item.endpointId, key);
+    if (row.exhausted) t.exhausted.push({ companyId: row.company_id, deliveryId: item.delivery.id });
+  }
+  t.failing = [...failing.values()];
+  t.disabled = [...disabled.values()];
+  return t;
 }
 
 /**
@@ -110,6 +191,8 @@ async function toRecorded(sql: Sql, count: number, rows: RecordRow[], until: num
       delivery_next_attempt_at,
       endpoint_disabled,
       attempt_number,
+      exhausted: _exhausted,
+      endpoint_failing: _failing,
       ...claim
     } = row;
     results[idx] = {
