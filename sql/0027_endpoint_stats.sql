@@ -3,8 +3,9 @@
 -- rows whatever the number of attempts behind them, never by scanning the attempts.
 --
 -- One row per endpoint and UTC minute in which it had attempts: counts by outcome (domain/webhooks/attempt_stats.ts,
--- `OUTCOMES`) and a histogram of durations in fixed logarithmic buckets (`DURATION_BUCKETS` there), from which p50 and
--- p95 over any span of minutes are computed by summing the rows. A batch of attempts adds to its endpoint's row once
+-- `OUTCOMES`) and a histogram of durations in fixed logarithmic buckets, `d0` to `d49` (`DURATION_BUCKETS` there), from
+-- which p50 and p95 over any span of minutes are computed by summing the rows. The buckets are columns, not an array:
+-- summing 50 subscripts of an array over the 43,200 minutes of 30 days took 105 ms here, 50 columns about 20. A batch of attempts adds to its endpoint's row once
 -- (the recorder tallies the batch first), so concurrent batches meet on a row at most once each. Rows past the history
 -- retention are deleted with the rest of the history (domain/webhooks/retention.ts).
 create table webhook_endpoint_stats (
@@ -18,18 +19,19 @@ create table webhook_endpoint_stats (
   timeout integer not null default 0,
   network integer not null default 0,
   refused integer not null default 0,
-  durations integer[] not null,
   primary key (endpoint_id, bucket)
 ) with (fillfactor = 80); -- room for the row's next versions on its page: updates stay HOT (no index changes)
 
+do $$
+begin
+  for k in 0..49 loop
+    execute format('alter table webhook_endpoint_stats add column %I integer not null default 0', 'd' || k);
+  end loop;
+end
+$$;
+
 -- retention: the oldest minutes first
 create index webhook_endpoint_stats_bucket_idx on webhook_endpoint_stats (bucket);
-
--- The element-wise sum of two histograms of the same length.
-create function webhook_histogram_add(a integer[], b integer[]) returns integer[] language sql immutable strict
-parallel safe as $$
-  select array_agg(x + y order by i) from unnest(a, b) with ordinality as u(x, y, i)
-$$;
 
 -- When the endpoint last had an attempt succeed and one fail, and why the last failure failed (the record's
 -- `last_error`, `failureReason` of domain/webhooks/delivery/decisions.ts): one small row per endpoint, kept for the

@@ -24,6 +24,8 @@ export function outcomeOf(result: { ok: boolean; httpStatus: number; responseBod
 const PER_DOUBLING = 3;
 /** Bucket 0 holds attempts under 1 ms; bucket k, 2^((k-1)/3) ms up to 2^(k/3); the last, 2^16 ms (65.5 s) and more. */
 export const DURATION_BUCKETS = 16 * PER_DOUBLING + 2;
+/** The aggregate's column of each bucket (sql/0027). */
+export const DURATION_COLUMNS: readonly string[] = Array.from({ length: DURATION_BUCKETS }, (_, k) => `d${k}`);
 
 /** The histogram bucket of a duration in ms. */
 export function durationBucket(ms: number): number {

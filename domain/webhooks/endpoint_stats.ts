@@ -1,7 +1,7 @@
 import type { Sql } from "../infra/db.ts";
 import { notFound } from "../basics/errors.ts";
 import { isoUtc, isoUtcOrNull, pgTimestamptz } from "../basics/time.ts";
-import { DURATION_BUCKETS, durationQuantile, type Outcome, OUTCOMES } from "./attempt_stats.ts";
+import { DURATION_COLUMNS, durationQuantile, type Outcome, OUTCOMES } from "./attempt_stats.ts";
 
 /**
  * An endpoint's health since an instant (docs/webhooks.md, "Endpoint health"), read from the aggregate the record
@@ -42,10 +42,8 @@ export async function endpointStats(
   since: Date = new Date(Date.now() - DEFAULT_STATS_HOURS * 3_600_000),
 ): Promise<EndpointStats> {
   const from = minuteOf(since);
-  // the histogram's buckets summed one by one: a column each, so the rows are read once and never unnested
-  const histogram = sql.unsafe(
-    Array.from({ length: DURATION_BUCKETS }, (_, k) => `coalesce(sum(s.durations[${k + 1}]), 0)`).join(", "),
-  );
+  // the histogram's buckets summed column by column (named by code, never by input)
+  const histogram = sql.unsafe(DURATION_COLUMNS.map((c) => `coalesce(sum(s.${c}), 0)`).join(", "));
   const [row] = await sql<StatsRow[]>`
     select h.last_success_at, h.last_failure_at, h.last_failure_reason, m.*
     from webhook_endpoints e

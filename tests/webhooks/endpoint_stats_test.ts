@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import {
   bucketRange,
   DURATION_BUCKETS,
+  DURATION_COLUMNS,
   durationBucket,
   durationQuantile,
   outcomeOf,
@@ -196,6 +197,10 @@ Deno.test("an integrator reads an endpoint's health from GET .../stats", async (
         select count(*)::int as rows from webhook_endpoint_stats where endpoint_id = ${endpoint.id}`;
       const minutes = Math.floor(Date.now() / 60_000) - Math.floor(before.getTime() / 60_000) + 1;
       assert.ok(rows >= 1 && rows <= minutes, `${rows} rows over ${minutes} minute(s)`);
+      const columns = await ctx.sql<{ name: string }[]>`
+        select column_name as name from information_schema.columns
+        where table_name = 'webhook_endpoint_stats' and column_name ~ '^d[0-9]+$' order by ordinal_position`;
+      assert.deepEqual(columns.map((c) => c.name), DURATION_COLUMNS, "a column per duration bucket (sql/0027)");
     });
 
     await t.step("since: later attempts only; the last success and failure stay whenever they were", async () => {

@@ -1,7 +1,7 @@
 import type postgres from "postgres";
 import type { Tx } from "../../infra/db.ts";
 import type { SendResult } from "../sender.ts";
-import { tallyAttempts } from "../attempt_stats.ts";
+import { DURATION_COLUMNS, tallyAttempts } from "../attempt_stats.ts";
 
 /** What of an attempt of record.ts's batch the aggregate needs. */
 type Recorded = { endpointId: string; delivery: { id: string }; attemptId: string; result: SendResult };
@@ -25,8 +25,12 @@ export function recordStats(sql: Tx, items: readonly Recorded[], again: boolean)
         and a.id = ${first.attemptId})`
     : sql``;
   const count = (o: keyof typeof tallies[number]["counts"]) => tallies.map((t) => t.counts[o]);
+  // the histogram's columns, named by code (attempt_stats.ts), never by input
+  const buckets = sql.unsafe(DURATION_COLUMNS.join(", "));
+  const fromArray = sql.unsafe(DURATION_COLUMNS.map((_, k) => `durations[${k + 1}]`).join(", "));
+  const added = sql.unsafe(DURATION_COLUMNS.map((c) => `${c} = s.${c} + excluded.${c}`).join(", "));
   return sql`, tally as (
-      select t.*, e.company_id from unnest(
+      select t.*, t.histogram::int[] as durations, e.company_id from unnest(
         ${tallies.map((t) => t.endpointId)}::uuid[],
         ${count("succeeded")}::int[],
         ${count("http_3xx")}::int[],
@@ -39,14 +43,14 @@ export function recordStats(sql: Tx, items: readonly Recorded[], again: boolean)
         ${tallies.map((t) => String(t.anySucceeded))}::text[]::bool[],
         ${tallies.map((t) => t.lastFailure)}::text[]
       ) with ordinality as t(endpoint_id, succeeded, http_3xx, http_4xx, http_5xx, timeout, network, refused,
-        durations, any_succeeded, last_failure, n)
+        histogram, any_succeeded, last_failure, n)
       join webhook_endpoints e on e.id = t.endpoint_id
       ${fresh}
     ), minute_stats as (
       insert into webhook_endpoint_stats as s (endpoint_id, bucket, company_id, succeeded, http_3xx, http_4xx,
-        http_5xx, timeout, network, refused, durations)
+        http_5xx, timeout, network, refused, ${buckets})
       select endpoint_id, date_trunc('minute', now()), company_id, succeeded, http_3xx, http_4xx, http_5xx, timeout,
-        network, refused, durations::int[]
+        network, refused, ${fromArray}
       from tally order by n
       on conflict (endpoint_id, bucket) do update set
         succeeded = s.succeeded + excluded.succeeded,
@@ -56,7 +60,7 @@ export function recordStats(sql: Tx, items: readonly Recorded[], again: boolean)
         timeout = s.timeout + excluded.timeout,
         network = s.network + excluded.network,
         refused = s.refused + excluded.refused,
-        durations = webhook_histogram_add(s.durations, excluded.durations)
+        ${added}
     ), last_outcomes as (
       insert into webhook_endpoint_health as h (endpoint_id, company_id, last_success_at, last_failure_at,
         last_failure_reason)
