@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { Ajv2020 } from "ajv/dist/2020.js";
+import { loadConfig } from "../../domain/infra/config.ts";
 import { failuresInARow } from "../../domain/webhooks/delivery/decisions.ts";
 import { enables, OPERATIONAL_EVENT_TYPES } from "../../domain/webhooks/events.ts";
 import { type Company, eventually, newCompany, setup } from "../support/helpers.ts";
@@ -12,6 +13,17 @@ Deno.test("failures in a row: every failure of a batch, none when any attempt of
   assert.equal(failuresInARow([{ ok: false }, { ok: false }]), 2);
   assert.equal(failuresInARow([{ ok: false }, { ok: true }, { ok: false }]), 0);
   assert.equal(failuresInARow([]), 0);
+});
+
+Deno.test("when an endpoint is found failing is configured, and a count of 0 or a time of 0 is refused", () => {
+  const base = { JWT_SECRET: "x".repeat(32) };
+  const defaults = loadConfig(base);
+  assert.deepEqual([defaults.webhookFailingAfterAttempts, defaults.webhookFailingAfterSeconds], [10, 3600]);
+  const set = loadConfig({ ...base, WEBHOOK_FAILING_AFTER_ATTEMPTS: "3", WEBHOOK_FAILING_AFTER_SECONDS: "90.5" });
+  assert.deepEqual([set.webhookFailingAfterAttempts, set.webhookFailingAfterSeconds], [3, 90.5]);
+  assert.throws(() => loadConfig({ ...base, WEBHOOK_FAILING_AFTER_ATTEMPTS: "0" }), /WEBHOOK_FAILING_AFTER_ATTEMPTS/);
+  assert.throws(() => loadConfig({ ...base, WEBHOOK_FAILING_AFTER_ATTEMPTS: "2.5" }), /WEBHOOK_FAILING_AFTER_ATTEMPTS/);
+  assert.throws(() => loadConfig({ ...base, WEBHOOK_FAILING_AFTER_SECONDS: "0" }), /WEBHOOK_FAILING_AFTER_SECONDS/);
 });
 
 Deno.test("operational types go only to endpoints that name them: `*` does not take them in", () => {
@@ -27,6 +39,7 @@ Deno.test("an operator hears that an endpoint is failing before its customer doe
     env: {
       WEBHOOK_RETRY_SCHEDULE: "0.05",
       WEBHOOK_FAILING_AFTER_ATTEMPTS: "3",
+      WEBHOOK_FAILING_AFTER_SECONDS: "1.5",
       WEBHOOK_DISABLE_AFTER_SECONDS: "3",
     },
   });
@@ -149,6 +162,26 @@ Deno.test("an operator hears that an endpoint is failing before its customer doe
       const [first, second] = heard.map((h) => Date.parse(h.body.data.failing_since));
       assert.ok(second > first, "each streak has its own start");
       assert.equal((await shown(company, flaky.id)).status, "active");
+    });
+
+    await t.step("failing for WEBHOOK_FAILING_AFTER_SECONDS is announced before the count is reached", async () => {
+      // two failures 2 s apart (Retry-After), then a success: fewer than 3 in a row, but failing for over 1.5 s
+      answers.set(
+        "/slow",
+        (n) => n <= 2 ? new Response("busy", { status: 503, headers: { "retry-after": "2" } }) : new Response("ok"),
+      );
+      const slow = await createEndpoint(company, `${rx.url}/slow`);
+      await emit(ctx, company, "identified", { transaction_id: seqId(21) });
+      await eventually("the third attempt", () => rx.at("/slow").length === 3, 10_000);
+      await eventually("announced", () => about("/ops", slow.id).length === 1);
+      const [heard] = about("/ops", slow.id);
+      valid(heard);
+      assert.deepEqual(
+        [heard.body.type, heard.body.data.consecutive_failures, heard.body.data.last_error],
+        ["endpoint.failing", 2, "HTTP 503"],
+      );
+      const [first, second] = rx.at("/slow");
+      assert.ok(second.receivedAt - first.receivedAt >= 1_500, "the second failure came after the 1.5 s");
     });
 
     await t.step("disabling by hand is announced once, to the other endpoints", async () => {
