@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { EVENT_TYPES } from "../../domain/webhooks/events.ts";
+import { EVENT_TYPES, OPERATIONAL_EVENT_TYPES } from "../../domain/webhooks/events.ts";
 import { MAX_PREVIOUS_SECRETS, SIGNATURE_SCHEMES } from "../../domain/webhooks/endpoints.ts";
 import { MAX_FILTER_LENGTH } from "../../domain/webhooks/filters.ts";
 import type { TimeBound } from "../../domain/webhooks/deliveries.ts";
@@ -22,7 +22,8 @@ const enabledEvents = z.array(z.unknown()).superRefine((list, ctx) => {
     items: { type: "string", enum: ["*", ...EVENT_TYPES] },
     minItems: 1,
     example: ["*"],
-    description: '`["*"]` (every type, the default) or a list of event types',
+    description: `\`["*"]\` (every type, the default) or a list of event types. \`"*"\` does not take in the ` +
+      `operational types (${OPERATIONAL_EVENT_TYPES.join(", ")}): name them to receive them`,
   });
 
 /** Outbound renames: keys are known event types, values the names the receiver expects. */
