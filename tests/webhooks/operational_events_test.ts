@@ -1,7 +1,10 @@
 import assert from "node:assert/strict";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { loadConfig } from "../../domain/infra/config.ts";
+import { newId } from "../../domain/basics/ids.ts";
+import { claimNext } from "../../domain/webhooks/delivery/claim.ts";
 import { failuresInARow } from "../../domain/webhooks/delivery/decisions.ts";
+import { recordAttempts } from "../../domain/webhooks/delivery/record.ts";
 import { enables, OPERATIONAL_EVENT_TYPES } from "../../domain/webhooks/events.ts";
 import { type Company, eventually, newCompany, setup } from "../support/helpers.ts";
 import { createEndpoint, emit, ENDPOINTS, recordsOf } from "../support/endpoints.ts";
@@ -211,6 +214,46 @@ Deno.test("an operator hears that an endpoint is failing before its customer doe
     });
   } finally {
     await rx.close();
+    await ctx.close();
+  }
+});
+
+Deno.test("a batch recorded again after a lost connection counts its failures once", async () => {
+  const ctx = await setup("operational_events_again"); // no worker: this test makes the drain's steps itself
+  try {
+    const company = await newCompany(ctx);
+    const endpoint = await createEndpoint(company, "http://127.0.0.1:9/unused", { max_concurrency: 2 });
+    await emit(ctx, company, "identified", { transaction_id: seqId(1) });
+    await emit(ctx, company, "identified", { transaction_id: seqId(2) });
+    const lease = { leaseMs: 30_000, owner: crypto.randomUUID(), failingAfterAttempts: 100, failingAfterSeconds: 1e6 };
+    const attemptOf = async () => {
+      const claim = await claimNext(ctx.sql, endpoint.id, lease);
+      assert.ok(claim?.delivery, "a record leased");
+      const result = { ok: false, httpStatus: 500, responseBody: "broken", durationMs: 3 };
+      return { endpointId: endpoint.id, delivery: claim.delivery, result, attemptId: newId(), plan: [60] };
+    };
+    const verdicts = [{
+      endpointId: endpoint.id,
+      health: { disable: null, failing: "keep" as const },
+      seenFailingSince: null,
+      failedAttempts: 1,
+    }];
+    const count = async () =>
+      (await ctx.sql<{ n: number }[]>`
+        select consecutive_failures as n from webhook_endpoints where company_id = ${company.id} and id = ${endpoint.id}`)[
+        0
+      ].n;
+
+    const first = [await attemptOf()];
+    const second = [await attemptOf()];
+    await recordAttempts(ctx.sql, first, verdicts, lease);
+    // the same batch again, as when the first try committed but its answer was lost
+    await recordAttempts(ctx.sql, first, verdicts, lease, true);
+    assert.equal(await count(), 1, "the committed batch counts once");
+    // a batch whose first try never reached the database counts when made again
+    await recordAttempts(ctx.sql, second, verdicts, lease, true);
+    assert.equal(await count(), 2);
+  } finally {
     await ctx.close();
   }
 });

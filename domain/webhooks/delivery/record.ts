@@ -74,6 +74,12 @@ export async function recordAttempts(
   again = false,
 ): Promise<RecordRow[]> {
   const until = leaseUntil(sql, lease.leaseMs);
+  // Made again: the failures are counted only when the first try did not commit (the batch commits whole or not at
+  // all), by the test the attempts' insert makes.
+  const firstTry = again
+    ? sql`and not exists (select 1 from webhook_attempts a where a.delivery_id = ${items[0].delivery.id}
+        and a.id = ${items[0].attemptId})`
+    : sql``;
   // The clock as the verdict saw it, to the millisecond a JavaScript Date keeps of Postgres' microseconds.
   const sameClock = sql`(e.failing_since is null and v.seen_failing_since is null
     or abs(extract(epoch from e.failing_since - v.seen_failing_since)) < 0.001)`;
@@ -131,7 +137,7 @@ export async function recordAttempts(
         failing_alerted_at = case when v.failed = 0 then null else e.failing_alerted_at end
       from v
       where e.id = v.endpoint_id and v.disable is null and e.status = 'active'
-        and (v.failed > 0 or e.consecutive_failures > 0 or v.failing <> 'keep' and ${sameClock})
+        and (v.failed > 0 or e.consecutive_failures > 0 or v.failing <> 'keep' and ${sameClock}) ${firstTry}
       returning e.id, v.failed > 0 and e.failing_alerted_at is null
         and (e.consecutive_failures >= ${lease.failingAfterAttempts}
           or e.failing_since <= now() - ${lease.failingAfterSeconds}::float8 * interval '1 second') as alerted
