@@ -74,8 +74,13 @@ class FakeEndpoint {
       wrap_in_notification: false,
       max_concurrency: maxConcurrency,
       event_mapping: null,
+      filter: null,
+      signature_scheme: "hmac-sha256",
       sealed_secret: "sealed",
       sealed_previous_secrets: [],
+      sealed_signing_key: null,
+      public_key: null,
+      previous_signing_keys: [],
       inserted_at: now,
       updated_at: now,
     };
