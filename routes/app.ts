@@ -1,6 +1,5 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
-import { except } from "hono/combine";
 import { TokenGuard } from "../domain/integrators/token_guard.ts";
 import { sharedRateLimiter } from "./policy/rate_limit_buckets.ts";
 import { requireCompany } from "./policy/auth.ts";
@@ -49,8 +48,11 @@ export function createApp(deps: Deps) {
     const given = c.req.header("x-request-id");
     const requestId = given && REQUEST_ID_RE.test(given) ? given : crypto.randomUUID();
     c.set("requestId", requestId);
-    await next();
+    // set before the handler runs, so the answer is built with it: a header set after `next` makes Hono copy the
+    // whole Response again (docs/performance.md, The path every request takes)
     c.header("x-request-id", requestId);
+    await next();
+    if (!c.res.headers.has("x-request-id")) c.header("x-request-id", requestId);
     const seconds = (performance.now() - started) / 1000;
     const unmatched = (c.res.status === 404 || c.res.status === 405) && c.req.routePath.endsWith("*");
     const route = unmatched ? "unmatched" : c.req.routePath;
@@ -71,16 +73,15 @@ export function createApp(deps: Deps) {
   // the token is checked before a byte of the body is read: an anonymous client cannot make us receive 22 MB
   // sign-in is how a token is obtained: it has no company yet, and its own throttle (routes/integrators/sign_in.ts)
   const guard = new TokenGuard(deps.sql);
-  app.use(
-    "/api/*",
-    except(
-      SIGN_IN_PATH,
-      requireCompany(deps.config, guard),
-      limitPerCompany(
-        sharedRateLimiter(deps.sql, "api", { perSecond: limits.requestsPerSecond, burst: limits.requestBurst }),
-      ),
-    ),
+  const authenticate = requireCompany(deps.config, guard);
+  const limitApi = limitPerCompany(
+    sharedRateLimiter(deps.sql, "api", { perSecond: limits.requestsPerSecond, burst: limits.requestBurst }),
   );
+  // one closure, not hono/combine's `except`, which builds a router match and a composed chain on every request
+  app.use("/api/*", async (c: Context, next) => {
+    if (c.req.path === SIGN_IN_PATH) return await next();
+    await authenticate(c, async () => void await limitApi(c, next));
+  });
   if (deps.config.sandbox) {
     app.use(
       "/api/sandbox/*",

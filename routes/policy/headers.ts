@@ -6,7 +6,13 @@ import type { MiddlewareHandler } from "hono";
  * an answer that belongs to one company or carries a signing secret.
  */
 export const securityHeaders: MiddlewareHandler = async (c, next) => {
+  // Set before the handler, so the answer is built with them (a route's own Cache-Control replaces the default):
+  // set after `next`, each header would make Hono copy the whole Response again. An answer built without the
+  // context (a `Response` returned as is) gets them afterwards.
+  c.header("x-content-type-options", "nosniff");
+  c.header("cache-control", "no-store");
   await next();
+  if (c.res.headers.has("x-content-type-options")) return;
   c.header("x-content-type-options", "nosniff");
   if (!c.res.headers.has("cache-control")) c.header("cache-control", "no-store");
 };
