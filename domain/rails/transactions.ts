@@ -2,7 +2,7 @@ import type { Sql, TransactionSql } from "../infra/db.ts";
 import { newId } from "../basics/ids.ts";
 import { naiveUtc } from "../basics/time.ts";
 import { applyClearance, type Clearance, decideClearance, movedThisYear, TRANSACTED_STATUSES } from "./clearance.ts";
-import { emitEvent, type EventType } from "../webhooks/events.ts";
+import { emitEvent, type EventType, subscribersOf } from "../webhooks/events.ts";
 import { attachToExchange } from "./exchanges.ts";
 import { assertPerson } from "../subjects/people.ts";
 import { approveSubject } from "../subjects/status.ts";
@@ -116,11 +116,13 @@ export async function moveMoney(tx: TransactionSql, companyId: string, movement:
   // a refund gives back money counted when it came in: it is judged like money that does not move
   const judged = counts(movement.status) && movement.kind !== "refund";
   const id = movement.id ?? newId();
-  // one round trip for the rate, one for the decision under the subject's lock, one for the row and its event
-  // (docs/performance.md, "What changed")
+  // one round trip for the decision under the subject's lock, the rate and the endpoints the event goes to, one for
+  // the row and its event (docs/performance.md, "What changed")
+  const subscribers = movement.event ? subscribersOf(tx, companyId, movement.event) : null;
   const [[{ usd_value }], clearance] = await Promise.all([
     tx<{ usd_value: string }[]>`select ${usdValue} as usd_value`,
     decideClearance(tx, companyId, movement.subjectId, judged ? usdValue : null),
+    subscribers,
   ]);
   const inserted = tx<TransactionRow[]>`
     insert into transactions ${
@@ -149,7 +151,9 @@ export async function moveMoney(tx: TransactionSql, companyId: string, movement:
   // receiver's order, as settle would emit it (docs/webhooks.md, Ordering)
   const [[row]] = await Promise.all([
     inserted,
-    movement.event ? emitEvent(tx, companyId, movement.event, { transaction_id: id }) : null,
+    movement.event && subscribers
+      ? emitEvent(tx, companyId, movement.event, { transaction_id: id }, { subscribers })
+      : null,
   ]);
   return await settle(tx, companyId, row, clearance, null, movement.wireError);
 }

@@ -47,6 +47,26 @@ export function enables(enabledEvents: readonly string[], type: EventType): bool
   return enabledEvents.includes(type) || (enabledEvents.includes("*") && !isOperational(type));
 }
 
+/** Which endpoints an event may go to besides its type: one only (a test event), or all but one (operational). */
+type FanOut = { onlyEndpointId?: string; exceptEndpointId?: string };
+/** An endpoint that takes an event's type, with its filter (filters.ts): emitEvent evaluates it. */
+export type Subscriber = { id: string; filter: string | null };
+
+/**
+ * The active endpoints of the company that take events of `type`. The statement is sent when the answer is first
+ * awaited: a caller that knows the event it will emit can send it with its own earlier statements, in one pipelined
+ * round trip, and hand it to `emitEvent` as `subscribers` (the pay-in does: docs/performance.md, "What changed").
+ */
+export function subscribersOf(tx: TransactionSql, companyId: string, type: EventType, opts: FanOut = {}) {
+  const only = opts.onlyEndpointId ? tx`and id = ${opts.onlyEndpointId}` : tx``;
+  const except = opts.exceptEndpointId ? tx`and id <> ${opts.exceptEndpointId}` : tx``;
+  const wanted = isOperational(type) ? tx`array[${type}]::text[]` : tx`array['*', ${type}]::text[]`;
+  return tx<Subscriber[]>`
+    select id, filter from webhook_endpoints
+    where company_id = ${companyId} and status = 'active' and enabled_events && ${wanted} ${only} ${except}
+    order by id`;
+}
+
 /**
  * The one way to emit an event. Call it with the transaction of the state change that caused it:
  * the event, its delivery records and their wake-ups commit or roll back together with that change.
@@ -67,16 +87,10 @@ export async function emitEvent(
   companyId: string,
   type: EventType,
   data: Record<string, unknown>,
-  opts: { onlyEndpointId?: string; exceptEndpointId?: string } = {},
+  opts: FanOut & { subscribers?: PromiseLike<Subscriber[]> } = {},
 ): Promise<{ id: string }> {
   const id = newId();
-  const only = opts.onlyEndpointId ? tx`and id = ${opts.onlyEndpointId}` : tx``;
-  const except = opts.exceptEndpointId ? tx`and id <> ${opts.exceptEndpointId}` : tx``;
-  const wanted = isOperational(type) ? tx`array[${type}]::text[]` : tx`array['*', ${type}]::text[]`;
-  const selected = await tx<{ id: string; filter: string | null }[]>`
-    select id, filter from webhook_endpoints
-    where company_id = ${companyId} and status = 'active' and enabled_events && ${wanted} ${only} ${except}
-    order by id`;
+  const selected = await (opts.subscribers ?? subscribersOf(tx, companyId, type, opts));
   const endpoints = opts.onlyEndpointId ? selected : filtered(selected, type, data);
   const json = tx.json(data as never);
   // the request's trace, which the deliveries continue (null when tracing is off: docs/webhooks.md, "Tracing")
