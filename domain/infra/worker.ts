@@ -155,6 +155,11 @@ class Liveness {
   }
 }
 
+/** graphile-worker's jobs run at most this many at a time in one process. */
+const MAX_TASK_CONCURRENCY = 4;
+/** How soon an idle graphile-worker finds a job whose `run_at` came (a job added now is announced at once). */
+const POLL_INTERVAL_MS = 1000;
+
 /**
  * Starts the graphile-worker runner inside this process, registered as `processId`. It needs a `pg` pool of its
  * own (postgres.js pools are not supported). A separate session stays open for the life of the process: it is how
@@ -181,9 +186,14 @@ export async function startWorker(
   };
   await sweep();
 
+  // graphile-worker runs only the few tasks left to it (a wire's retry); the webhook drainers, its companions, have
+  // their own concurrency. Each of its workers polls on its own when idle: 32 of them every 200 ms made 160 queries a
+  // second of an idle service, a few percent of the CPU every request shares (docs/performance.md, "What changed").
+  // New jobs are announced by NOTIFY; the poll only finds jobs scheduled for later, within POLL_INTERVAL_MS.
+  const taskConcurrency = Math.min(concurrency, MAX_TASK_CONCURRENCY);
   // Tasks run their own queries through postgres.js; this pool only serves graphile-worker's fetch and complete
   // queries, so it need not grow with the concurrency (every connection counts against max_connections).
-  const pool = new pg.Pool({ connectionString, max: Math.min(concurrency, 10) + 2 });
+  const pool = new pg.Pool({ connectionString, max: taskConcurrency + 2 });
   pool.on("error", (err) => log.error("worker pool error", { error: err.message }));
   pool.on("connect", (client) => client.on("error", (err) => log.error("worker client error", { error: err.message })));
 
@@ -196,8 +206,8 @@ export async function startWorker(
   const runner = await run({
     pgPool: pool,
     taskList,
-    concurrency,
-    pollInterval: 200,
+    concurrency: taskConcurrency,
+    pollInterval: POLL_INTERVAL_MS,
     parsedCronItems: [],
     noHandleSignals: true,
     logger: workerLogger(),
