@@ -58,7 +58,8 @@ export function idempotentPosts(
     checkKey(key);
 
     const url = new URL(c.req.url);
-    const body = c.req.raw.body ? new Uint8Array(await c.req.raw.clone().arrayBuffer()) : new Uint8Array();
+    // through c.req: read_body.ts keeps the bytes read there
+    const body = c.req.raw.body ? new Uint8Array(await c.req.arrayBuffer()) : new Uint8Array();
     const fingerprint = await requestFingerprint(c.req.method, url.pathname + url.search, body);
     const box = await opts.box();
     const claim = await claimIdempotencyKey(sql, box, companyId, key, fingerprint);

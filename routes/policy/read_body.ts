@@ -19,9 +19,26 @@ export function readBody(
       throw payloadTooLarge();
     }
     const bytes = await readAll(body, opts.maxBytes, opts.timeoutMs);
-    c.req.raw = new Request(c.req.raw, { body: bytes });
+    keepBody(c, bytes);
     await next();
   };
+}
+
+const decoder = new TextDecoder();
+
+/**
+ * Puts the bytes read where Hono's body readers (`c.req.json()`, `text()`, `arrayBuffer()`, `parseBody()`) look first:
+ * no second Request is built around them, and a JSON body is decoded once. Hono 4.13 keeps a promise per form in
+ * `bodyCache` and derives the other forms from the first one cached. Read the body through `c.req` from here on:
+ * `c.req.raw`'s own stream is spent (docs/performance.md, "What changed").
+ */
+function keepBody(c: Context, bytes: Uint8Array<ArrayBuffer>) {
+  const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : bytes.slice();
+  const cache = c.req.bodyCache as Record<string, Promise<unknown>>;
+  cache.arrayBuffer = Promise.resolve(whole.buffer);
+  if (/^application\/json/i.test(c.req.header("content-type") ?? "")) {
+    cache.text = Promise.resolve(decoder.decode(whole));
+  }
 }
 
 async function readAll(
