@@ -6,7 +6,7 @@ import { DURATION_COLUMNS, durationQuantile, type Outcome, OUTCOMES } from "./at
 /**
  * An endpoint's health since an instant (docs/webhooks.md, "Endpoint health"), read from the aggregate the record
  * statement keeps (sql/0027, delivery/record_stats.ts): its minute rows from `since` on, summed, and its last success
- * and failure. At most one row per minute of the span is read, however many attempts it counts.
+ * and failure. At most `STATS_SHARDS` rows per minute of the span are read, however many attempts they count.
  */
 
 /** How far back the stats go when the caller names no instant. */
@@ -45,9 +45,14 @@ export async function endpointStats(
   // the histogram's buckets summed column by column (named by code, never by input)
   const histogram = sql.unsafe(DURATION_COLUMNS.map((c) => `coalesce(sum(s.${c}), 0)`).join(", "));
   const [row] = await sql<StatsRow[]>`
-    select h.last_success_at, h.last_failure_at, h.last_failure_reason, m.*
+    select h.*, m.*
     from webhook_endpoints e
-    left join webhook_endpoint_health h on h.endpoint_id = e.id and h.company_id = e.company_id
+    cross join lateral (
+      -- the latest of the endpoint's last-outcome rows (one per shard, sql/0027)
+      select max(h.last_success_at) as last_success_at, max(h.last_failure_at) as last_failure_at,
+        (array_agg(h.last_failure_reason order by h.last_failure_at desc nulls last))[1] as last_failure_reason
+      from webhook_endpoint_health h where h.endpoint_id = e.id and h.company_id = e.company_id
+    ) h
     cross join lateral (
       select coalesce(sum(s.succeeded), 0) as succeeded, coalesce(sum(s.http_3xx), 0) as http_3xx,
         coalesce(sum(s.http_4xx), 0) as http_4xx, coalesce(sum(s.http_5xx), 0) as http_5xx,

@@ -19,6 +19,7 @@ import { connect, type Sql } from "../../domain/infra/db.ts";
 import { migrate } from "../../domain/infra/migrate.ts";
 import { DURATION_BUCKETS, DURATION_COLUMNS } from "../../domain/webhooks/attempt_stats.ts";
 import { endpointStats, minuteOf } from "../../domain/webhooks/endpoint_stats.ts";
+import { STATS_SHARDS } from "../../domain/webhooks/delivery/record_stats.ts";
 import { dropDatabase, freshDatabase } from "../support/helpers.ts";
 import { type Figures, round } from "./figures.ts";
 import { A_MONTH, partitionPastDays } from "./partitions.ts";
@@ -68,21 +69,24 @@ async function fillAggregate(sql: Sql) {
   const fromArray = sql.unsafe(DURATION_COLUMNS.map((_, k) => `h.durations[${k + 1}]`).join(", "));
   await sql`
     with a as (
-      select d.endpoint_id, d.company_id, date_trunc('minute', a.inserted_at) as minute, a.http_status, a.response_body,
+      -- a busy minute holds several batches, spread over the shards (record_stats.ts): here, all of them
+      select d.endpoint_id, d.company_id, date_trunc('minute', a.inserted_at) as minute,
+        abs(hashtext(a.id::text)) % ${STATS_SHARDS} as shard, a.http_status, a.response_body,
         case when a.duration_ms < 1 then 0
              else least(${DURATION_BUCKETS - 1}, floor(3 * log(2, a.duration_ms::numeric) + 1e-9)::int + 1) end as k
       from webhook_attempts a join webhook_deliveries d on d.id = a.delivery_id
       where d.company_id = ${COMPANY} and d.endpoint_id = ${ENDPOINT}
     ), per_bucket as (
-      select endpoint_id, minute, k, count(*)::int as n from a group by 1, 2, 3
+      select endpoint_id, minute, shard, k, count(*)::int as n from a group by 1, 2, 3, 4
     ), histograms as (
-      select m.endpoint_id, m.minute, array_agg(coalesce(p.n, 0) order by k.k) as durations
-      from (select distinct endpoint_id, minute from per_bucket) m
+      select m.endpoint_id, m.minute, m.shard, array_agg(coalesce(p.n, 0) order by k.k) as durations
+      from (select distinct endpoint_id, minute, shard from per_bucket) m
       cross join generate_series(0, ${DURATION_BUCKETS - 1}) as k(k)
-      left join per_bucket p on p.endpoint_id = m.endpoint_id and p.minute = m.minute and p.k = k.k
-      group by 1, 2
+      left join per_bucket p on p.endpoint_id = m.endpoint_id and p.minute = m.minute and p.shard = m.shard
+        and p.k = k.k
+      group by 1, 2, 3
     ), counts as (
-      select endpoint_id, company_id, minute,
+      select endpoint_id, company_id, minute, shard,
         count(*) filter (where http_status between 200 and 299) as succeeded,
         count(*) filter (where http_status between 1 and 399 and http_status not between 200 and 299) as http_3xx,
         count(*) filter (where http_status between 400 and 499) as http_4xx,
@@ -91,23 +95,23 @@ async function fillAggregate(sql: Sql) {
         count(*) filter (where http_status = 0 and response_body not like 'timeout%'
                            and response_body not like 'refused%') as network,
         count(*) filter (where http_status = 0 and response_body like 'refused%') as refused
-      from a group by 1, 2, 3
+      from a group by 1, 2, 3, 4
     )
-    insert into webhook_endpoint_stats (endpoint_id, bucket, company_id, succeeded, http_3xx, http_4xx, http_5xx,
-                                        timeout, network, refused, ${buckets})
-    select c.endpoint_id, c.minute, c.company_id, c.succeeded, c.http_3xx, c.http_4xx, c.http_5xx, c.timeout,
+    insert into webhook_endpoint_stats (endpoint_id, bucket, shard, company_id, succeeded, http_3xx, http_4xx,
+                                        http_5xx, timeout, network, refused, ${buckets})
+    select c.endpoint_id, c.minute, c.shard, c.company_id, c.succeeded, c.http_3xx, c.http_4xx, c.http_5xx, c.timeout,
       c.network, c.refused, ${fromArray}
-    from counts c join histograms h using (endpoint_id, minute)`;
-  // the 29 days before: a few attempts a minute, aggregate only
+    from counts c join histograms h using (endpoint_id, minute, shard)`;
+  // the 29 days before: a few attempts a minute (a batch, one row), aggregate only
   await sql`
-    insert into webhook_endpoint_stats (endpoint_id, bucket, company_id, succeeded, http_5xx, d15, d25)
-    select ${ENDPOINT}, m, ${COMPANY}, 9, 1, 8, 2
+    insert into webhook_endpoint_stats (endpoint_id, bucket, shard, company_id, succeeded, http_5xx, d15, d25)
+    select ${ENDPOINT}, m, 0, ${COMPANY}, 9, 1, 8, 2
     from generate_series(date_trunc('minute', now() - interval '30 days'),
                          (select min(bucket) from webhook_endpoint_stats) - interval '1 minute',
                          interval '1 minute') as m`;
-  await sql`insert into webhook_endpoint_health (endpoint_id, company_id, last_success_at, last_failure_at,
+  await sql`insert into webhook_endpoint_health (endpoint_id, shard, company_id, last_success_at, last_failure_at,
                                                  last_failure_reason)
-            values (${ENDPOINT}, ${COMPANY}, now(), now() - interval '1 second', 'HTTP 503')`;
+            values (${ENDPOINT}, 0, ${COMPANY}, now(), now() - interval '1 second', 'HTTP 503')`;
   await sql`vacuum analyze webhook_endpoint_stats`;
   await sql`checkpoint`.catch(() => {});
 }
@@ -183,7 +187,7 @@ export async function benchEndpointStats(): Promise<Figures> {
     const read = Object.fromEntries(Object.entries(times).map(([span, list]) => [span, percentiles(list)]));
     const scan = percentiles(scans);
     console.log(
-      `\nEndpoint stats, ${day.attempts.total} attempts in the last 24 h (${rows} minute rows over 30 days); ` +
+      `\nEndpoint stats, ${day.attempts.total} attempts in the last 24 h (${rows} rows over 30 days); ` +
         `p50 / p99 of ${RUNS} reads (${LONG_RUNS} since 30 days ago), ms:`,
     );
     for (const [span, p] of Object.entries(read)) {
