@@ -171,7 +171,9 @@ const DESCRIPTIONS: Record<string, Description> = {
   },
   stats_seed_s: { meaning: "seconds seeding their records and attempts took (set-based SQL)" },
   stats_fill_s: { meaning: "seconds filling the health aggregate from that log took (one statement)" },
-  stats_rows: { meaning: "the endpoint's minute rows in the aggregate: 24 hours of the log, then 29 days more" },
+  stats_rows: {
+    meaning: "the endpoint's rows in the aggregate: 4 a minute over 24 hours, then 1 a minute for 29 days",
+  },
   stats_read_1h_p50_ms: { meaning: "median read of the endpoint's stats since an hour ago (endpointStats, ms)" },
   stats_read_1h_p99_ms: { meaning: "99th percentile of that read (ms)" },
   stats_read_24h_p50_ms: { meaning: "median read of the stats since 24 hours ago, the default (ms)" },

@@ -209,7 +209,7 @@ if (!only || only === "signing") {
   for (const line of describe(figures)) console.log(line);
   all = { ...all, ...figures };
 }
-if (only === "stats") {
+if (!only || only === "stats") {
   const { benchEndpointStats } = await import("./endpoint_stats.ts");
   const figures = await benchEndpointStats();
   for (const line of describe(figures)) console.log(line);

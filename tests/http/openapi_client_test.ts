@@ -80,6 +80,13 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
   if (!recovered.data) throw new Error(\`recover: \${recovered.response.status}\`);
   const skippedRemaining: boolean = recovered.data.data.skipped_remaining;
 
+  const stats = await client.GET("/api/v2/notifications/endpoints/{id}/stats", {
+    params: { path: { id: endpoint.data.data.id }, query: { since: "2026-01-01T00:00:00Z" } },
+  });
+  if (!stats.data) throw new Error(\`stats: \${stats.response.status}\`);
+  const successRate: number | null = stats.data.data.success_rate;
+  const lastFailure: string | null | undefined = stats.data.data.last_failure?.reason;
+
   const refused = await client.POST("/api/v1/subject/people", {
     body: { person: { document_number: "123", document_type: "cpf", social_name: "Ana", fiscal_country: "BRA" } },
   });
@@ -98,6 +105,12 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
     requestId: events.response.headers.get("x-request-id"),
     refused: { status: refused.response.status, errors },
     recovered: { failed: recovered.data.data.failed, skipped: recovered.data.data.skipped, skippedRemaining },
+    stats: {
+      total: stats.data.data.attempts.total,
+      http5xx: stats.data.data.attempts.http_5xx,
+      successRate,
+      lastFailure,
+    },
   };
 }
 
@@ -119,6 +132,10 @@ export function mistakes(client: ReturnType<typeof createClient<paths>>) {
       params: { path: { id: "x" } },
       // @ts-expect-error include_skipped is a boolean
       body: { since: "2026-01-01", include_skipped: "yes" },
+    }),
+    client.GET("/api/v2/notifications/endpoints/{id}/stats", {
+      // @ts-expect-error since is an instant in a string, not a number
+      params: { path: { id: "x" }, query: { since: 1767225600 } },
     }),
   ];
 }
@@ -160,6 +177,8 @@ Deno.test("a client generated from the document compiles an integrator flow and 
       assert.deepEqual(result.refused.errors, { document_number: ["must have 11 digits"] });
       // never disabled: nothing failed, nothing skipped
       assert.deepEqual(result.recovered, { failed: 0, skipped: 0, skippedRemaining: false });
+      // no worker runs here: nothing was attempted yet
+      assert.deepEqual(result.stats, { total: 0, http5xx: 0, successRate: null, lastFailure: undefined });
     });
   } finally {
     await Deno.remove(dir, { recursive: true });
