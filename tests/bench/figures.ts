@@ -15,7 +15,10 @@ const below = (max: number, unit = "") => ({ text: `< ${max}${unit}`, met: (v: n
 
 const DESCRIPTIONS: Record<string, Description> = {
   http_load_tool: { meaning: "what generated the HTTP load (wrk when installed, else a fetch loop in Deno)" },
-  http_healthz_rps: { meaning: "GET /healthz requests/s: the ceiling of the HTTP stack with no database work" },
+  http_healthz_rps: {
+    meaning:
+      "GET /healthz requests/s: the ceiling of the HTTP stack and the middleware every route shares, with one `select 1`",
+  },
   http_healthz_p99_ms: { meaning: "99th percentile latency of GET /healthz (ms)" },
   http_post_person_rps: { meaning: "POST /api/v1/subject/people requests/s, a new person each time" },
   http_post_person_vs_healthz_pct: {
