@@ -9,11 +9,9 @@ import {
   tallyAttempts,
 } from "../../domain/webhooks/attempt_stats.ts";
 import { pruneHistory } from "../../domain/webhooks/retention.ts";
-import { claimNext } from "../../domain/webhooks/delivery/claim.ts";
-import { recordAttempts } from "../../domain/webhooks/delivery/record.ts";
 import { STATS_SHARDS } from "../../domain/webhooks/delivery/record_stats.ts";
-import { newId } from "../../domain/basics/ids.ts";
 import { eventually, newCompany, setup } from "../support/helpers.ts";
+import { recordedAgain } from "../support/recorded_again.ts";
 import { createEndpoint, emit, ENDPOINTS, EVENTS, recordsOf } from "../support/endpoints.ts";
 import { seqId, seqOf, sleep, startReceiver } from "../support/webhook_receiver.ts";
 
@@ -266,39 +264,12 @@ Deno.test("an integrator reads an endpoint's health from GET .../stats", async (
 });
 
 Deno.test("a batch recorded again after a lost connection is counted once", async () => {
-  const ctx = await setup("endpoint_stats_again"); // no worker: this test makes the drain's steps itself
-  try {
-    const company = await newCompany(ctx);
-    const endpoint = await createEndpoint(company, "http://127.0.0.1:9/unused", { max_concurrency: 2 });
-    await emit(ctx, company, "identified", { transaction_id: seqId(1) });
-    await emit(ctx, company, "identified", { transaction_id: seqId(2) });
-    const lease = { leaseMs: 30_000, owner: crypto.randomUUID(), failingAfterAttempts: 100, failingAfterSeconds: 1e6 };
-    const attemptOf = async () => {
-      const claim = await claimNext(ctx.sql, endpoint.id, lease);
-      assert.ok(claim?.delivery, "a record leased");
-      const result = { ok: false, httpStatus: 503, responseBody: "busy", durationMs: 12 };
-      return { endpointId: endpoint.id, delivery: claim.delivery, result, attemptId: newId(), plan: [60] };
-    };
-    const verdicts = [{
-      endpointId: endpoint.id,
-      health: { disable: null, failing: "keep" as const },
-      seenFailingSince: null,
-      failedAttempts: 1,
-    }];
-    const total = async () => (await company.get(`${ENDPOINTS}/${endpoint.id}/stats`)).body.data.attempts;
-
-    // both records leased first (one slot each): recording one hands its slot to the next record due
-    const first = [await attemptOf()];
-    const second = [await attemptOf()];
-    await recordAttempts(ctx.sql, first, verdicts, lease);
-    // the same batch again, as when the first try committed but its answer was lost
-    await recordAttempts(ctx.sql, first, verdicts, lease, true);
-    assert.deepEqual([(await total()).total, (await total()).http_5xx], [1, 1], "the committed batch counts once");
-
-    // a batch whose first try never reached the database is counted when made again
-    await recordAttempts(ctx.sql, second, verdicts, lease, true);
-    assert.equal((await total()).total, 2);
-  } finally {
-    await ctx.close();
-  }
+  const seen = await recordedAgain(
+    "endpoint_stats_again",
+    { httpStatus: 503, responseBody: "busy", durationMs: 12 },
+    (_ctx, company, endpointId) => company.get(`${ENDPOINTS}/${endpointId}/stats`).then((r) => r.body.data.attempts),
+  );
+  assert.deepEqual([seen.recorded.total, seen.recorded.http_5xx], [1, 1]);
+  assert.deepEqual([seen.madeAgain.total, seen.madeAgain.http_5xx], [1, 1], "the committed batch counts once");
+  assert.equal(seen.firstTryLost.total, 2, "a batch whose first try never reached the database counts when made again");
 });

@@ -1,12 +1,10 @@
 import assert from "node:assert/strict";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { loadConfig } from "../../domain/infra/config.ts";
-import { newId } from "../../domain/basics/ids.ts";
-import { claimNext } from "../../domain/webhooks/delivery/claim.ts";
 import { failuresInARow } from "../../domain/webhooks/delivery/decisions.ts";
-import { recordAttempts } from "../../domain/webhooks/delivery/record.ts";
 import { enables, OPERATIONAL_EVENT_TYPES } from "../../domain/webhooks/events.ts";
-import { type Company, eventually, newCompany, setup } from "../support/helpers.ts";
+import { type Company, eventually, newCompany, setup, type TestContext } from "../support/helpers.ts";
+import { recordedAgain } from "../support/recorded_again.ts";
 import { createEndpoint, emit, ENDPOINTS, recordsOf } from "../support/endpoints.ts";
 import { type Arrival, seqId, startReceiver } from "../support/webhook_receiver.ts";
 
@@ -219,41 +217,18 @@ Deno.test("an operator hears that an endpoint is failing before its customer doe
 });
 
 Deno.test("a batch recorded again after a lost connection counts its failures once", async () => {
-  const ctx = await setup("operational_events_again"); // no worker: this test makes the drain's steps itself
-  try {
-    const company = await newCompany(ctx);
-    const endpoint = await createEndpoint(company, "http://127.0.0.1:9/unused", { max_concurrency: 2 });
-    await emit(ctx, company, "identified", { transaction_id: seqId(1) });
-    await emit(ctx, company, "identified", { transaction_id: seqId(2) });
-    const lease = { leaseMs: 30_000, owner: crypto.randomUUID(), failingAfterAttempts: 100, failingAfterSeconds: 1e6 };
-    const attemptOf = async () => {
-      const claim = await claimNext(ctx.sql, endpoint.id, lease);
-      assert.ok(claim?.delivery, "a record leased");
-      const result = { ok: false, httpStatus: 500, responseBody: "broken", durationMs: 3 };
-      return { endpointId: endpoint.id, delivery: claim.delivery, result, attemptId: newId(), plan: [60] };
-    };
-    const verdicts = [{
-      endpointId: endpoint.id,
-      health: { disable: null, failing: "keep" as const },
-      seenFailingSince: null,
-      failedAttempts: 1,
-    }];
-    const count = async () =>
-      (await ctx.sql<{ n: number }[]>`
-        select consecutive_failures as n from webhook_endpoints where company_id = ${company.id} and id = ${endpoint.id}`)[
-        0
-      ].n;
-
-    const first = [await attemptOf()];
-    const second = [await attemptOf()];
-    await recordAttempts(ctx.sql, first, verdicts, lease);
-    // the same batch again, as when the first try committed but its answer was lost
-    await recordAttempts(ctx.sql, first, verdicts, lease, true);
-    assert.equal(await count(), 1, "the committed batch counts once");
-    // a batch whose first try never reached the database counts when made again
-    await recordAttempts(ctx.sql, second, verdicts, lease, true);
-    assert.equal(await count(), 2);
-  } finally {
-    await ctx.close();
-  }
+  const inARow = async (ctx: TestContext, company: Company, endpointId: string) =>
+    (await ctx.sql<{ n: number }[]>`
+      select consecutive_failures as n from webhook_endpoints where company_id = ${company.id} and id = ${endpointId}`)[
+      0
+    ]
+      .n;
+  const seen = await recordedAgain(
+    "operational_events_again",
+    { httpStatus: 500, responseBody: "broken", durationMs: 3 },
+    inARow,
+  );
+  assert.equal(seen.recorded, 1);
+  assert.equal(seen.madeAgain, 1, "the committed batch counts once");
+  assert.equal(seen.firstTryLost, 2, "a batch whose first try never reached the database counts when made again");
 });
