@@ -103,13 +103,14 @@ export async function replaySkipped(
   }
   if (chosen.length === 0) return { skipped: 0, remaining: false };
 
-  // Set-based, each record at its event's instant. Its id keeps the first 10 bytes of the event's (the UUIDv7's
-  // milliseconds and counter) and takes the rest at random: the replayed records sort among the endpoint's others by
-  // event, which is the order both delivery modes take records due at the same instant in.
+  // Set-based, each record at its event's instant. Its id keeps the first 11 bytes of the event's (the UUIDv7's
+  // milliseconds and the whole counter that orders ids made in the same millisecond: its last 6 bits are in the 11th
+  // byte) and takes the rest at random: the replayed records sort among the endpoint's others by event, which is the
+  // order both delivery modes take records due at the same instant in.
   const [{ queued }] = await tx<{ queued: number }[]>`
     with queued as (
       insert into webhook_deliveries (id, company_id, event_id, endpoint_id, type, next_attempt_at, inserted_at)
-      select encode(overlay(uuid_send(gen_random_uuid()) placing substring(uuid_send(e.id) from 1 for 10) from 1 for 10),
+      select encode(overlay(uuid_send(gen_random_uuid()) placing substring(uuid_send(e.id) from 1 for 11) from 1 for 11),
           'hex')::uuid,
         ${companyId}, e.id, ${endpoint.id}, e.type, now(), e.inserted_at
       from events e

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { v7 } from "uuid";
 import { recoverDeliveries } from "../../domain/webhooks/deliveries.ts";
 import { pruneHistory } from "../../domain/webhooks/retention.ts";
 import { verifySignature } from "../../domain/webhooks/signature.ts";
@@ -236,6 +237,35 @@ Deno.test("replay after disable: the events missed while disabled are sent once,
     });
   } finally {
     await rx.close();
+    await ctx.close();
+  }
+});
+
+Deno.test("events made in the same millisecond are replayed in the order they were made", async () => {
+  const ctx = await setup("webhook_replay_same_ms"); // no worker: the records' order is read, not delivered
+  try {
+    const company = await newCompany(ctx);
+    const endpoint = await createEndpoint(company, "http://127.0.0.1:9/unused", { delivery_mode: "sequential" });
+    assert.equal((await company.delete(`${ENDPOINTS}/${endpoint.id}`)).status, 200);
+    // ids as one process makes them within one millisecond: the same time, the counter going up by one, so that
+    // most neighbours differ only in the counter's last bits
+    const msecs = Date.now();
+    const ids = Array.from({ length: 64 }, (_, i) => v7({ msecs, seq: 0x1234_5600 + i }));
+    for (const [i, id] of ids.entries()) {
+      await ctx.sql`insert into events (id, company_id, type, data)
+        values (${id}, ${company.id}, 'identified', ${ctx.sql.json({ transaction_id: seqId(i + 1) })})`;
+    }
+    assert.equal((await company.post(`${ENDPOINTS}/${endpoint.id}/enable`)).status, 200);
+    const r = await recoverDeliveries(ctx.sql, company.id, endpoint.id, { since: new Date(msecs - 60_000) }, {
+      includeSkipped: true,
+      retentionDays: 30,
+    });
+    assert.equal(r.skipped, ids.length);
+    const queued = await ctx.sql<{ event_id: string }[]>`
+      select event_id from webhook_deliveries where company_id = ${company.id} and endpoint_id = ${endpoint.id}
+      order by id`;
+    assert.deepEqual(queued.map((q) => q.event_id), ids);
+  } finally {
     await ctx.close();
   }
 });
