@@ -76,6 +76,10 @@ export const metrics = {
     "Webhook delivery attempts by outcome (succeeded, failed_attempt, failed)",
   ),
   deliveryDuration: new Histogram("webhook_delivery_duration_seconds", "Duration of one webhook delivery attempt"),
+  filterErrors: new Counter(
+    "webhook_filter_errors_total",
+    "Evaluations of an endpoint's filter that failed (a key the event lacks, a value of another type): no delivery",
+  ),
   deliveryLatency: new Histogram(
     "webhook_event_to_delivery_seconds",
     "Time from the event to its successful delivery",

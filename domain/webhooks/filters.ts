@@ -1,5 +1,6 @@
 import { Environment, EvaluationError, ParseError } from "@marcbachmann/cel-js";
 import type { ErrorBag } from "../basics/errors.ts";
+import { metrics } from "../infra/metrics.ts";
 
 /**
  * Payload filters: an endpoint's CEL expression over an event, evaluated once per event and endpoint at fan-out
@@ -135,12 +136,15 @@ function compiled(text: string): Compiled {
 /**
  * Whether an event passes a filter: only when the expression gives `true`. An error (a key the event lacks, a
  * value of another type, a filter stored before a rule here changed) or any other value means no delivery: a
- * filter is a condition the integrator asked to see true (docs/webhooks.md, "Filters").
+ * filter is a condition the integrator asked to see true (docs/webhooks.md, "Filters"). Errors are counted in
+ * `webhook_filter_errors_total`.
  */
 export function passesFilter(text: string, eventType: string, data: Record<string, unknown>): boolean {
   try {
     return compiled(text)({ event_type: eventType, data }) === true;
   } catch {
+    // counted, so that an operator sees filters that never deliver for want of a field (GET /metrics)
+    metrics.filterErrors.inc();
     return false;
   }
 }

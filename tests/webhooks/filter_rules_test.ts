@@ -1,5 +1,6 @@
 /** The filter rules on their own (no database): what is refused and where, what passes, and the cache's bound. */
 import assert from "node:assert/strict";
+import { renderMetrics } from "../../domain/infra/metrics.ts";
 import {
   cachedFilters,
   FILTER_CACHE_SIZE,
@@ -50,6 +51,15 @@ Deno.test("an event passes only when the filter gives exactly true; an error is 
   assert.equal(pass("data.flag"), false, "a value that is not a bool does not deliver");
   assert.equal(pass('data.items.exists(i, i.sku == "b")'), true);
   assert.equal(pass('data.missing == "x" || true'), true, "CEL's || is true when either side is");
+});
+
+Deno.test("a filter that fails at evaluation is counted for the operator; one that gives false is not", () => {
+  const errors = () => Number(/^webhook_filter_errors_total (\d+)$/m.exec(renderMetrics())?.[1] ?? 0);
+  const before = errors();
+  assert.equal(passesFilter('data.missing == "x"', "identified", {}), false);
+  assert.equal(errors(), before + 1);
+  assert.equal(passesFilter('event_type == "wire_created"', "identified", {}), false);
+  assert.equal(errors(), before + 1);
 });
 
 Deno.test("the compiled filters are cached by text, within a bound", () => {
