@@ -112,6 +112,12 @@ const Endpoints = () => (
             <option value="sequential">sequential</option>
           </select>
         </Field>
+        <Field id="endpoint-scheme" label="Signatures">
+          <select id="endpoint-scheme" name="signature_scheme">
+            <option value="hmac-sha256">hmac-sha256 (shared secret)</option>
+            <option value="ed25519">ed25519 (public key)</option>
+          </select>
+        </Field>
         <Field id="endpoint-events" label="Event types" hint="Comma separated; * for all">
           <input id="endpoint-events" name="enabled_events" value="*" aria-describedby="endpoint-events-hint" />
         </Field>

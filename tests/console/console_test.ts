@@ -318,6 +318,24 @@ Deno.test({
         await eventually("the URL alone again", async () => await url() === `${rx.url}/console`);
       });
 
+      await t.step(
+        "an ed25519 endpoint chosen in the form shows its public key, the one the API publishes",
+        async () => {
+          await page.type("#endpoint-url", `${rx.url}/console-ed25519`);
+          await page.select("#endpoint-scheme", "ed25519");
+          await click(page, "#endpoint-form", "Create endpoint");
+          await page.waitForFunction(() => document.querySelectorAll("#endpoint-rows tr").length === 2);
+          const shown = await page.$eval("#endpoint-secret", (el) => el.textContent!);
+          const key = /Public key .*: (whpk_\S+)$/.exec(shown)?.[1];
+          assert.ok(key, shown);
+          const listed = await ctx.sql<{ public_key: string; signature_scheme: string }[]>`
+          select public_key, signature_scheme from webhook_endpoints
+          where company_id = ${companyId} and url = ${`${rx.url}/console-ed25519`}`;
+          assert.deepEqual([...listed], [{ public_key: key, signature_scheme: "ed25519" }]);
+          assert.equal(await page.$eval("#endpoint-scheme", (el) => (el as HTMLSelectElement).value), "hmac-sha256");
+        },
+      );
+
       await t.step("readable at 360 px wide, and nothing was asked of another host", async () => {
         await page.setViewport({ width: 360, height: 740 });
         const overflow = await page.evaluate(() => document.documentElement.scrollWidth - globalThis.innerWidth);

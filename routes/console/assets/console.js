@@ -359,8 +359,13 @@ function showSecret(data) {
   } else el.replaceChildren("Signing secret (shown once, copy it now): ", text("code", data.secret));
 }
 
+/** The scheme of the endpoint being edited: a save that changes it shows the new credential. */
+let editedScheme = null;
+
 function editEndpoint(e) {
   $("endpoint-id").value = e.id;
+  $("endpoint-scheme").value = e.signature_scheme ?? "hmac-sha256";
+  editedScheme = $("endpoint-scheme").value;
   $("endpoint-url").value = e.url;
   $("endpoint-mode").value = e.delivery_mode;
   $("endpoint-events").value = e.enabled_events.join(",");
@@ -372,6 +377,7 @@ function editEndpoint(e) {
 
 $("endpoint-form").addEventListener("reset", () => {
   $("endpoint-id").value = "";
+  editedScheme = null;
   $("endpoint-save").textContent = "Create endpoint";
   $("endpoint-form-title").textContent = "Add an endpoint";
 });
@@ -385,9 +391,10 @@ $("endpoint-form").addEventListener(
       enabled_events: $("endpoint-events").value.split(",").map((t) => t.trim()).filter(Boolean),
       // empty: no filter (null removes one on a save)
       filter: $("endpoint-filter").value.trim() || null,
+      signature_scheme: $("endpoint-scheme").value,
     };
     const { data } = id ? await api("PUT", `${ENDPOINTS}/${id}`, body) : await api("POST", ENDPOINTS, body);
-    if (!id) showSecret(data);
+    if (!id || body.signature_scheme !== editedScheme) showSecret(data);
     notice(id ? "Endpoint saved" : "Endpoint created");
     $("endpoint-form").reset();
     await loadEndpoints();
