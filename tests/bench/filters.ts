@@ -7,6 +7,7 @@
 import { emitEvent } from "../../domain/webhooks/events.ts";
 import { filterProblem, passesFilter } from "../../domain/webhooks/filters.ts";
 import { newCompany, setup } from "../support/helpers.ts";
+import { bankTransactionData } from "../support/rails.ts";
 import { type Figures, round } from "./figures.ts";
 
 const TYPICAL = 'data.bank_transaction.currency == "BRL" && double(data.bank_transaction.value) > 1000.0';
@@ -15,23 +16,8 @@ const ENDPOINTS = 5;
 const ROUNDS = 10;
 const EVENTS_PER_ROUND = 200;
 
-/** A non-identified bank transaction's data as the catalogue shapes it, passing TYPICAL or not. */
-const eventData = (passes: boolean) => ({
-  bank_transaction: {
-    id: crypto.randomUUID(),
-    value: passes ? "1500.00" : "80.10",
-    currency: "BRL",
-    movement_date: "2026-11-25",
-    bank_account_id: "0193a1b2-0000-7000-8000-000000000001",
-    paid_at: "2026-11-25T22:00:00.000Z",
-    subject: {
-      document_number: "52998224725",
-      document_type: "cpf",
-      name: "Payer",
-      bank_account: { bank: "341", branch_number: "1", account_number: "2", account_type: "checking" },
-    },
-  },
-});
+/** A non-identified bank transaction's data, passing TYPICAL or not. */
+const eventData = (passes: boolean) => bankTransactionData(passes ? "1500.00" : "80.10", "BRL");
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 

@@ -73,3 +73,24 @@ export function assertCreated(res: { status: number; body: unknown }) {
   assert.equal(res.status, 201, JSON.stringify(res.body));
   return (res.body as { data: Record<string, unknown> }).data;
 }
+
+/**
+ * A non-identified bank transaction's data as the catalogue shapes it (`non_identified_bank_transaction`), with the
+ * two fields payload filters usually read given.
+ */
+export const bankTransactionData = (value: string, currency: string) => ({
+  bank_transaction: {
+    id: crypto.randomUUID(),
+    value,
+    currency,
+    movement_date: "2026-11-25",
+    bank_account_id: crypto.randomUUID(),
+    paid_at: "2026-11-25T22:00:00.000Z",
+    subject: {
+      document_number: "52998224725",
+      document_type: "cpf",
+      name: "Payer",
+      bank_account: { bank: "341", branch_number: "1", account_number: "2", account_type: "checking" },
+    },
+  },
+});

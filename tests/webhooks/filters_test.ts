@@ -7,26 +7,9 @@ import assert from "node:assert/strict";
 import { eventually, newCompany, setup } from "../support/helpers.ts";
 import { createEndpoint, emit, ENDPOINTS, recordsOf } from "../support/endpoints.ts";
 import { startReceiver } from "../support/webhook_receiver.ts";
+import { bankTransactionData } from "../support/rails.ts";
 
 const BIG_BRL = 'data.bank_transaction.currency == "BRL" && double(data.bank_transaction.value) > 1000.0';
-
-/** A non-identified bank transaction's data, as the catalogue describes it (only the fields the filters read vary). */
-const arrival = (value: string, currency: string) => ({
-  bank_transaction: {
-    id: crypto.randomUUID(),
-    value,
-    currency,
-    movement_date: "2026-11-25",
-    bank_account_id: crypto.randomUUID(),
-    paid_at: "2026-11-25T22:00:00.000Z",
-    subject: {
-      document_number: "52998224725",
-      document_type: "cpf",
-      name: "Payer",
-      bank_account: { bank: "341", branch_number: "1", account_number: "2", account_type: "checking" },
-    },
-  },
-});
 
 Deno.test("payload filters: refused with a position, shown on the endpoint, applied once per event", async (t) => {
   const ctx = await setup("webhook_filters", { worker: true });
@@ -63,9 +46,9 @@ Deno.test("payload filters: refused with a position, shown on the endpoint, appl
       const all = await createEndpoint(company, `${rx.url}/all`);
       assert.equal(all.filter, null);
 
-      await emit(ctx, company, "non_identified_bank_transaction", arrival("1500.00", "BRL"));
-      await emit(ctx, company, "non_identified_bank_transaction", arrival("1000.00", "BRL"));
-      await emit(ctx, company, "non_identified_bank_transaction", arrival("5000.00", "MXN"));
+      await emit(ctx, company, "non_identified_bank_transaction", bankTransactionData("1500.00", "BRL"));
+      await emit(ctx, company, "non_identified_bank_transaction", bankTransactionData("1000.00", "BRL"));
+      await emit(ctx, company, "non_identified_bank_transaction", bankTransactionData("5000.00", "MXN"));
       // no bank_transaction key: the filter errors, and the event is not delivered to that endpoint
       await emit(ctx, company, "identified", { transaction_id: crypto.randomUUID() });
 
@@ -113,13 +96,13 @@ Deno.test("payload filters: refused with a position, shown on the endpoint, appl
       assert.deepEqual(wrong.body, { errors: { filter: ["line 1, column 34: Unexpected token: EOF"] } });
       assert.equal((await company.get(`${ENDPOINTS}/${endpoint.id}`)).body.data.filter, mxn, "left as it was");
 
-      await emit(ctx, company, "non_identified_bank_transaction", arrival("9.00", "MXN"));
-      await emit(ctx, company, "non_identified_bank_transaction", arrival("9.00", "BRL"));
+      await emit(ctx, company, "non_identified_bank_transaction", bankTransactionData("9.00", "MXN"));
+      await emit(ctx, company, "non_identified_bank_transaction", bankTransactionData("9.00", "BRL"));
       assert.equal((await recordsOf(company, endpoint.id)).length, 1);
 
       const cleared = await company.put(`${ENDPOINTS}/${endpoint.id}`, { filter: null });
       assert.deepEqual([cleared.status, cleared.body.data.filter], [200, null]);
-      await emit(ctx, company, "non_identified_bank_transaction", arrival("9.00", "BRL"));
+      await emit(ctx, company, "non_identified_bank_transaction", bankTransactionData("9.00", "BRL"));
       assert.equal((await recordsOf(company, endpoint.id)).length, 2, "no filter: every enabled event again");
     });
 
