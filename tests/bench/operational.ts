@@ -13,12 +13,12 @@ import { attemptRecorder } from "../../domain/webhooks/delivery/recorder.ts";
 import { createEndpoint } from "../../domain/webhooks/endpoints.ts";
 import { emitEvent, OPERATIONAL_EVENT_TYPES } from "../../domain/webhooks/events.ts";
 import type { SendResult } from "../../domain/webhooks/sender.ts";
-import { loadConfig } from "../../domain/infra/config.ts";
 import { connect, type Sql } from "../../domain/infra/db.ts";
 import { setLogLevel } from "../../domain/basics/log.ts";
 import { migrate } from "../../domain/infra/migrate.ts";
 import { secretBoxFor } from "../../domain/infra/secret_box.ts";
 import { dropDatabase, freshDatabase } from "../support/helpers.ts";
+import { benchConfig } from "./service.ts";
 import { type Figures, round } from "./figures.ts";
 
 const LOOPS = 16;
@@ -30,13 +30,7 @@ type Phase = { ok: boolean; subscribed: boolean; records: number };
 export async function benchOperational(): Promise<Figures> {
   setLogLevel("silent");
   const url = await freshDatabase("bench_operational");
-  const config = loadConfig({
-    DATABASE_URL: url,
-    JWT_SECRET: "bench-secret-0123456789abcdef0123456789",
-    SECRET_ENCRYPTION_KEY: "5c".repeat(32),
-    WEBHOOK_ALLOW_PRIVATE_URLS: "true",
-    LOG_LEVEL: "silent",
-  });
+  const config = benchConfig(url);
   const sql = connect(url, { max: 10 });
   try {
     await migrate(sql, url);

@@ -9,12 +9,12 @@
 import { recoverDeliveries } from "../../domain/webhooks/deliveries.ts";
 import { createEndpoint, disableEndpoint, enableEndpoint } from "../../domain/webhooks/endpoints.ts";
 import { REPLAY_LIMIT } from "../../domain/webhooks/replay.ts";
-import { loadConfig } from "../../domain/infra/config.ts";
 import { connect, type Sql } from "../../domain/infra/db.ts";
 import { setLogLevel } from "../../domain/basics/log.ts";
 import { migrate } from "../../domain/infra/migrate.ts";
 import { secretBoxFor } from "../../domain/infra/secret_box.ts";
 import { dropDatabase, freshDatabase } from "../support/helpers.ts";
+import { benchConfig } from "./service.ts";
 import { type Figures, round } from "./figures.ts";
 
 const EVENTS = 10_000;
@@ -31,13 +31,7 @@ async function seed(sql: Sql, companyId: string, type: string, count: number) {
 export async function benchReplay(): Promise<Figures> {
   setLogLevel("silent");
   const url = await freshDatabase("bench_replay");
-  const config = loadConfig({
-    DATABASE_URL: url,
-    JWT_SECRET: "bench-secret-0123456789abcdef0123456789",
-    SECRET_ENCRYPTION_KEY: "5b".repeat(32),
-    WEBHOOK_ALLOW_PRIVATE_URLS: "true",
-    LOG_LEVEL: "silent",
-  });
+  const config = benchConfig(url);
   const sql = connect(url, { max: 4 });
   try {
     await migrate(sql, url);

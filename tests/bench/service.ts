@@ -1,6 +1,22 @@
 import { type ServiceProcess, startService as startServiceProcess } from "../support/service_process.ts";
+import { type Config, loadConfig } from "../../domain/infra/config.ts";
 
 export const BENCH_JWT_SECRET = "bench-secret-0123456789abcdef0123456789";
+
+/**
+ * The configuration of a bench that runs the service's parts in its own process on `databaseUrl`: loopback receivers
+ * allowed, secrets sealed with a fixed key, logs silent unless `env` says otherwise.
+ */
+export function benchConfig(databaseUrl: string, env: Record<string, string> = {}): Config {
+  return loadConfig({
+    DATABASE_URL: databaseUrl,
+    JWT_SECRET: BENCH_JWT_SECRET,
+    SECRET_ENCRYPTION_KEY: "5b".repeat(32),
+    WEBHOOK_ALLOW_PRIVATE_URLS: "true",
+    LOG_LEVEL: "silent",
+    ...env,
+  });
+}
 
 const root = new URL("../..", import.meta.url).pathname;
 

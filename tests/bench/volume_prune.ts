@@ -10,7 +10,6 @@ import { emitEvent } from "../../domain/webhooks/events.ts";
 import { createEndpoint } from "../../domain/webhooks/endpoints.ts";
 import { pruneHistory } from "../../domain/webhooks/retention.ts";
 import { taskList } from "../../jobs/index.ts";
-import { loadConfig } from "../../domain/infra/config.ts";
 import { connect, type Sql } from "../../domain/infra/db.ts";
 import type { Deps } from "../../domain/infra/deps.ts";
 import { setLogLevel } from "../../domain/basics/log.ts";
@@ -18,6 +17,7 @@ import { migrate } from "../../domain/infra/migrate.ts";
 import { secretBoxFor } from "../../domain/infra/secret_box.ts";
 import { startWorker, stopWorker } from "../../domain/infra/worker.ts";
 import { dropDatabase, freshDatabase } from "../support/helpers.ts";
+import { benchConfig } from "./service.ts";
 import { type Figures, round } from "./figures.ts";
 import { partitionPastDays } from "./partitions.ts";
 import { percentile, startReceiver } from "./webhooks.ts";
@@ -62,13 +62,7 @@ async function historyRows(sql: Sql, before: Date): Promise<number> {
 export async function benchVolumePrune(): Promise<Figures> {
   setLogLevel("silent");
   const url = await freshDatabase("bench_volume_prune");
-  const config = loadConfig({
-    DATABASE_URL: url,
-    JWT_SECRET: "bench-secret-0123456789abcdef0123456789",
-    SECRET_ENCRYPTION_KEY: "5b".repeat(32),
-    WEBHOOK_ALLOW_PRIVATE_URLS: "true",
-    LOG_LEVEL: "silent",
-  });
+  const config = benchConfig(url);
   const sql = connect(url, { max: 10 });
   const receiver = await startReceiver();
   let worker: Awaited<ReturnType<typeof startWorker>> | null = null;

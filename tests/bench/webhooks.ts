@@ -30,6 +30,7 @@ import { dropDatabase } from "../support/databases.ts";
 import { describe, round, summary } from "./figures.ts";
 import { atFixedRate } from "./http.ts";
 import { A_MONTH, partitionPastDays } from "./partitions.ts";
+import { BENCH_JWT_SECRET as JWT_SECRET, benchConfig } from "./service.ts";
 
 const EVENTS = Number(Deno.env.get("BENCH_WEBHOOK_EVENTS") ?? 20_000);
 const PRODUCERS = 8;
@@ -40,7 +41,6 @@ const SEQUENTIAL_EVENTS = Number(Deno.env.get("BENCH_SEQUENTIAL_EVENTS") ?? 1_00
 const DAYS_OF_PARTITIONS = Number(Deno.env.get("BENCH_PARTITION_DAYS") ?? A_MONTH);
 /** BENCH_LOG_LEVEL=warn shows what went wrong in a run that failed. */
 const LOG_LEVEL = (Deno.env.get("BENCH_LOG_LEVEL") ?? "silent") as LogLevel;
-const JWT_SECRET = "bench-secret-0123456789abcdef0123456789";
 
 /** A database of this run's own, so two people benchmarking on one server never drop each other's. */
 async function freshBenchDatabase(): Promise<string> {
@@ -168,13 +168,7 @@ async function waitForNoJobs(sql: Sql, task: string, timeoutMs = 300_000) {
 export async function benchWebhooks(): Promise<Record<string, number | string>> {
   setLogLevel(LOG_LEVEL);
   const url = await freshBenchDatabase();
-  const config = loadConfig({
-    DATABASE_URL: url,
-    JWT_SECRET,
-    SECRET_ENCRYPTION_KEY: "5b".repeat(32),
-    WEBHOOK_ALLOW_PRIVATE_URLS: "true",
-    LOG_LEVEL,
-  });
+  const config = benchConfig(url, { LOG_LEVEL });
   const sql = connect(url, { max: 10 });
   await migrate(sql, url);
   await partitionPastDays(sql, DAYS_OF_PARTITIONS);
