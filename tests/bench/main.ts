@@ -174,44 +174,31 @@ if (!only || only === "webhooks") {
     console.error("webhook benchmark unavailable:", err instanceof Error ? err.message : err);
   }
 }
-if (!only || only === "filters") {
-  const { benchFilters } = await import("./filters.ts");
-  console.log("\nPayload filters");
-  const figures = await benchFilters();
-  for (const line of describe(figures)) console.log(line);
-  all = { ...all, ...figures };
-}
-if (!only || only === "replay") {
-  const { benchReplay } = await import("./replay.ts");
-  console.log("\nReplay after disable");
-  const figures = await benchReplay();
-  for (const line of describe(figures)) console.log(line);
-  all = { ...all, ...figures };
-}
-if (!only || only === "tracing") {
-  const { benchTracing } = await import("./tracing.ts");
-  console.log("\nTracing: POST person, off and on");
-  const figures = await benchTracing();
-  for (const line of describe(figures)) console.log(line);
-  all = { ...all, ...figures };
-}
-if (!only || only === "operational") {
-  const { benchOperational } = await import("./operational.ts");
-  console.log("\nOperational events: recording attempts");
-  const figures = await benchOperational();
-  for (const line of describe(figures)) console.log(line);
-  all = { ...all, ...figures };
-}
-if (!only || only === "signing") {
-  const { benchSigning } = await import("./signing.ts");
-  console.log("\nSigning per delivery: HMAC and Ed25519");
-  const figures = await benchSigning();
-  for (const line of describe(figures)) console.log(line);
-  all = { ...all, ...figures };
-}
-if (!only || only === "stats") {
-  const { benchEndpointStats } = await import("./endpoint_stats.ts");
-  const figures = await benchEndpointStats();
+/** The phases of the webhook platform's features: each selected by its BENCH_ONLY name, run in its own module. */
+const FEATURE_PHASES: { only: string; title?: string; run: () => Promise<Figures> }[] = [
+  { only: "filters", title: "Payload filters", run: async () => (await import("./filters.ts")).benchFilters() },
+  { only: "replay", title: "Replay after disable", run: async () => (await import("./replay.ts")).benchReplay() },
+  {
+    only: "tracing",
+    title: "Tracing: POST person, off and on",
+    run: async () => (await import("./tracing.ts")).benchTracing(),
+  },
+  {
+    only: "operational",
+    title: "Operational events: recording attempts",
+    run: async () => (await import("./operational.ts")).benchOperational(),
+  },
+  {
+    only: "signing",
+    title: "Signing per delivery: HMAC and Ed25519",
+    run: async () => (await import("./signing.ts")).benchSigning(),
+  },
+  { only: "stats", run: async () => (await import("./endpoint_stats.ts")).benchEndpointStats() },
+];
+for (const phase of FEATURE_PHASES) {
+  if (only && only !== phase.only) continue;
+  if (phase.title) console.log(`\n${phase.title}`);
+  const figures = await phase.run();
   for (const line of describe(figures)) console.log(line);
   all = { ...all, ...figures };
 }
