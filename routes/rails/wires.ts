@@ -1,3 +1,4 @@
+import { transaction } from "../../domain/infra/db.ts";
 import { createRoute, type z } from "@hono/zod-openapi";
 import { checkWireCorrection, correctWire, presentWire } from "../../domain/rails/wires.ts";
 import type { Deps } from "../../domain/infra/deps.ts";
@@ -23,7 +24,7 @@ export function wireRoutes({ sql }: Deps) {
     async (c) => {
       const { id } = c.req.valid("param");
       const body = c.req.valid("json");
-      const wire = await sql.begin((tx) => correctWire(tx, c.get("companyId"), id, body.bank_account));
+      const wire = await transaction(sql, (tx) => correctWire(tx, c.get("companyId"), id, body.bank_account));
       return c.json(presentWire(wire) as z.infer<typeof Wire>, 200);
     },
     alsoCheck(
