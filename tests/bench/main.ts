@@ -11,6 +11,7 @@ import { dropDatabase, freshDatabase } from "../support/helpers.ts";
 import { cpf } from "../support/check_digits.ts";
 import { BENCH_JWT_SECRET as JWT_SECRET, startService } from "./service.ts";
 import { eventToReceipt, payinsAcrossSubjects } from "./money_path.ts";
+import { type CpuPerRequest, cpuPerRequest } from "./cpu.ts";
 
 const SECONDS = Number(Deno.env.get("BENCH_SECONDS") ?? 10);
 const CONNECTIONS = 32;
@@ -66,6 +67,7 @@ async function benchService(name: string, env: Record<string, string> = {}) {
     base,
     auth,
     wrkDir,
+    pid: child.pid,
     post: () => phase("post_person.lua", newPersonRequest(base, auth)),
     get: () =>
       phase("get_person.lua", () => new Request(`${base}/api/v1/subject/people/${personId}`, { headers: auth })),
@@ -93,18 +95,26 @@ async function benchHttp(): Promise<Figures> {
     RATE_LIMIT_BURST: LIMITED_BURST,
   });
   try {
-    const health = await load({
-      url: `${open.base}/healthz`,
-      connections: CONNECTIONS,
-      seconds: SECONDS,
-      request: () => new Request(`${open.base}/healthz`),
-    });
-    const post = await open.post();
+    // each phase of the open service with the CPU it cost the service and Postgres per request (tests/bench/cpu.ts)
+    const cpu: Record<string, CpuPerRequest> = {};
+    const measured = async (name: string, phase: () => Promise<LoadResult>) => {
+      const { result, cpu: spent } = await cpuPerRequest(open.pid, phase, (r) => r.requestsPerSecond * SECONDS);
+      cpu[name] = spent;
+      return result;
+    };
+    const health = await measured("healthz", () =>
+      load({
+        url: `${open.base}/healthz`,
+        connections: CONNECTIONS,
+        seconds: SECONDS,
+        request: () => new Request(`${open.base}/healthz`),
+      }));
+    const post = await measured("post_person", open.post);
     const postLimited = await limited.post();
-    const get = await open.get();
+    const get = await measured("get_person", open.get);
     const getLimited = await limited.get();
     const money = { base: open.base, auth: open.auth };
-    const payins = await payinsAcrossSubjects(money, SECONDS, open.wrkDir);
+    const payins = await measured("payins_16_subjects", () => payinsAcrossSubjects(money, SECONDS, open.wrkDir));
     const at50 = await eventToReceipt(money, 50, RECEIPT_SECONDS);
     const at100 = await eventToReceipt(money, 100, RECEIPT_SECONDS);
 
@@ -123,7 +133,14 @@ async function benchHttp(): Promise<Figures> {
       );
     }
     const pct = (r: LoadResult, of = health) => round((100 * r.requestsPerSecond) / of.requestsPerSecond);
+    const cpuFigures = Object.fromEntries(
+      Object.entries(cpu).flatMap(([name, c]) => [
+        [`http_${name}_service_cpu_us`, c.serviceUs ?? "n/a"],
+        [`http_${name}_postgres_cpu_us`, c.postgresUs ?? "n/a"],
+      ]),
+    );
     return {
+      ...cpuFigures,
       http_load_tool: health.tool,
       http_healthz_rps: round(health.requestsPerSecond, 0),
       http_healthz_p99_ms: round(health.p99Ms, 2),

@@ -1,0 +1,58 @@
+/**
+ * CPU time spent per request during a load phase, by the service's process and by Postgres (every process named
+ * `postgres` on the machine: the bench's server; the bench runs nothing else of Postgres meanwhile), read from
+ * /proc. Throughput on a shared 2-core machine moves from run to run; what a request costs each side moves much less,
+ * and says where a ratio's missing share goes (docs/performance.md, "Where the targets stand"). Linux only: elsewhere
+ * the figures are null.
+ */
+
+/** Clock ticks per second of /proc's utime and stime (USER_HZ, 100 on Linux). */
+const TICKS_PER_SECOND = 100;
+
+async function ticksOf(pid: number): Promise<number> {
+  const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
+  // the command may contain spaces and parentheses: fields are counted from the last ')'
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return Number(fields[11]) + Number(fields[12]);
+}
+
+async function postgresTicks(): Promise<number> {
+  let total = 0;
+  for await (const entry of Deno.readDir("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const comm = (await Deno.readTextFile(`/proc/${entry.name}/comm`)).trim();
+      if (comm === "postgres") total += await ticksOf(Number(entry.name));
+    } catch {
+      // the process ended while it was read
+    }
+  }
+  return total;
+}
+
+export type CpuPerRequest = { serviceUs: number | null; postgresUs: number | null };
+
+/** Runs `phase` and divides the CPU both sides spent meanwhile by the requests it answered (`requests` of its result). */
+export async function cpuPerRequest<T>(
+  servicePid: number,
+  phase: () => Promise<T>,
+  requests: (result: T) => number,
+): Promise<{ result: T; cpu: CpuPerRequest }> {
+  let before: [number, number] | null = null;
+  try {
+    before = [await ticksOf(servicePid), await postgresTicks()];
+  } catch {
+    // no /proc
+  }
+  const result = await phase();
+  if (!before) return { result, cpu: { serviceUs: null, postgresUs: null } };
+  const n = Math.max(1, requests(result));
+  const us = (ticks: number) => Math.round((ticks * 1_000_000) / TICKS_PER_SECOND / n);
+  return {
+    result,
+    cpu: {
+      serviceUs: us((await ticksOf(servicePid)) - before[0]),
+      postgresUs: us((await postgresTicks()) - before[1]),
+    },
+  };
+}
