@@ -1,4 +1,6 @@
-import swaggerUi from "swagger-ui-dist";
+// the path of the assets only: the package's main module evaluates the whole browser bundle (1.7 MB), which cost the
+// service about 12 MB and a fifth of a second of every start for nothing it runs (docs/performance.md, "What changed")
+import getAbsoluteFSPath from "swagger-ui-dist/absolute-path.js";
 import { Hono } from "hono";
 import { notFound } from "../domain/basics/errors.ts";
 import { HTML_CSP } from "./policy/headers.ts";
@@ -44,7 +46,7 @@ const PAGE = `<!doctype html>
  * so the page works on a machine without internet access.
  */
 export function docsRoutes() {
-  const dir = swaggerUi.getAbsoluteFSPath();
+  const dir = getAbsoluteFSPath();
   const cache = new Map<string, Uint8Array>();
   return new Hono()
     .get("/docs", (c) => c.html(PAGE, 200, { "content-security-policy": HTML_CSP }))

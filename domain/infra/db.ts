@@ -4,8 +4,9 @@ import { log } from "../basics/log.ts";
 /** The pool: each statement commits on its own; `sql.begin` opens a transaction. */
 export type Sql = postgres.Sql;
 /**
- * Inside `sql.begin` or `transaction`. A function that must commit together with its caller's change (one that writes an event, or
- * calls something that does) takes this, so passing the pool is a compile error rather than a half-done write.
+ * Inside `sql.begin` or `transaction`. A function that must commit together with its caller's change (one that writes
+ * an event, or calls something that does) takes this, so passing the pool is a compile error rather than a half-done
+ * write.
  */
 export type TransactionSql = postgres.TransactionSql;
 /** Either: for reads and single statements that are whole on their own but may also join a caller's transaction. */
