@@ -1,3 +1,6 @@
+// VENDORED (docs/database-driver.md, "Vendored"): Node's globals and modules imported by name, as Deno needs them
+// outside node_modules
+import { Buffer } from 'node:buffer'
 const size = 256
 let buffer = Buffer.allocUnsafe(size)
 

@@ -1,8 +1,12 @@
-import net from 'net'
-import tls from 'tls'
-import crypto from 'crypto'
-import Stream from 'stream'
-import { performance } from 'perf_hooks'
+// VENDORED (docs/database-driver.md, "Vendored"): Node's globals and modules imported by name, as Deno needs them
+// outside node_modules
+import { Buffer } from 'node:buffer'
+import { setImmediate, clearImmediate } from 'node:timers'
+import net from 'node:net'
+import tls from 'node:tls'
+import crypto from 'node:crypto'
+import Stream from 'node:stream'
+import { performance } from 'node:perf_hooks'
 
 import { stringify, handleValue, arrayParser, arraySerializer } from './types.js'
 import { Errors } from './errors.js'

@@ -1,5 +1,9 @@
-import os from 'os'
-import fs from 'fs'
+/* @ts-self-types="../types/index.d.ts" */
+// VENDORED (docs/database-driver.md, "Vendored"): Node's globals and modules imported by name, as Deno needs them
+// outside node_modules
+import process from 'node:process'
+import os from 'node:os'
+import fs from 'node:fs'
 
 import {
   mergeUserTypes,

@@ -1,4 +1,6 @@
-import Stream from 'stream'
+// VENDORED (docs/database-driver.md, "Vendored"): Node's modules imported by name, as Deno needs them outside
+// node_modules
+import Stream from 'node:stream'
 
 export default function largeObject(sql, oid, mode = 0x00020000 | 0x00040000) {
   return new Promise(async(resolve, reject) => {

@@ -732,4 +732,5 @@ declare namespace postgres {
   }
 }
 
-export = postgres;
+// VENDORED (docs/database-driver.md, "Vendored"): an ES module's default export, as the source above is one
+export default postgres;
