@@ -4,9 +4,8 @@ import { log } from "../basics/log.ts";
 /** The pool: each statement commits on its own; `sql.begin` opens a transaction. */
 export type Sql = postgres.Sql;
 /**
- * Inside `sql.begin` or `transaction`. A function that must commit together with its caller's change (one that writes
- * an event, or calls something that does) takes this, so passing the pool is a compile error rather than a half-done
- * write.
+ * Inside `sql.begin`. A function that must commit together with its caller's change (one that writes an event, or
+ * calls something that does) takes this, so passing the pool is a compile error rather than a half-done write.
  */
 export type TransactionSql = postgres.TransactionSql;
 /** Either: for reads and single statements that are whole on their own but may also join a caller's transaction. */
@@ -25,40 +24,6 @@ export function connect(url: string, options: { max?: number } = {}): Sql {
       date: { to: 1082, from: [1082], serialize: (x: string) => x, parse: (x: string) => x },
     },
   });
-}
-
-/**
- * A transaction like `sql.begin`, one round trip shorter: `sql.begin` waits for the answer to BEGIN before `work` sends
- * anything, so BEGIN is a round trip of its own; here it is queued on a reserved connection and goes out in the same
- * write as the first statements `work` sends (postgres.js gathers what a connection sends in one tick). Postgres runs
- * them in order, and when any fails the transaction is rolled back, so nothing differs but the round trip, which on the
- * money path is about a sixth of the CPU a pay-in costs the service (docs/performance.md, "What changed"). `work`
- * must not use savepoints (a reserved connection has none of `sql.begin`'s helpers).
- *
- * A connection lost under it (a failover) fails every statement sent after the loss, and is not handed back to the
- * pool, which reconnects it: the driver's patch does both (docs/database-driver.md).
- */
-export async function transaction<T>(sql: Sql, work: (tx: TransactionSql) => Promise<T>): Promise<T> {
-  const conn = await sql.reserve();
-  let open = true;
-  try {
-    // its failure fails the statements queued behind it, which `work` awaits
-    conn`begin`.execute().catch(() => {});
-    const result = await work(conn as unknown as TransactionSql);
-    open = false;
-    const done = await conn`commit`;
-    // a statement that failed unawaited leaves Postgres nothing to commit: it answers COMMIT with ROLLBACK
-    if (done.command !== "COMMIT") {
-      throw new Error(`the transaction ended in ${done.command}: a statement in it failed`);
-    }
-    return result;
-  } catch (err) {
-    // after a failed COMMIT there is nothing to roll back; a lost connection fails this at once
-    if (open) await conn`rollback`.catch(() => {});
-    throw err;
-  } finally {
-    conn.release();
-  }
 }
 
 /** Creates the database named in `url` when the server answers but the database does not exist yet. */

@@ -1,4 +1,3 @@
-import { transaction } from "../../domain/infra/db.ts";
 import { createRoute, z } from "@hono/zod-openapi";
 import {
   accountBalance,
@@ -140,7 +139,7 @@ export function paymentRoutes({ sql }: Deps) {
     .openapi(create, async (c) => {
       const companyId = c.get("companyId");
       const input = c.req.valid("json").transaction;
-      const made = await transaction(sql, (tx) => createPayment(tx, companyId, input));
+      const made = await sql.begin((tx) => createPayment(tx, companyId, input));
       return c.json({ data: await presentPayment(sql, companyId, made) }, 201);
     })
     .openapi(list, async (c) => {
@@ -155,12 +154,12 @@ export function paymentRoutes({ sql }: Deps) {
     })
     .openapi(cancel, async (c) => {
       const companyId = c.get("companyId");
-      const row = await transaction(sql, (tx) => voidPayment(tx, companyId, c.req.valid("param").id));
+      const row = await sql.begin((tx) => voidPayment(tx, companyId, c.req.valid("param").id));
       return c.json({ data: await presentVoid(sql, companyId, row) }, 200);
     })
     .openapi(refund, async (c) => {
       const companyId = c.get("companyId");
-      const made = await transaction(sql, (tx) => refundPayment(tx, companyId, c.req.valid("param").id));
+      const made = await sql.begin((tx) => refundPayment(tx, companyId, c.req.valid("param").id));
       return c.json({ data: await presentPayment(sql, companyId, made) }, 200);
     })
     .openapi(refundShow, async (c) => {

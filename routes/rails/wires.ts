@@ -1,4 +1,3 @@
-import { transaction } from "../../domain/infra/db.ts";
 import { createRoute, type z } from "@hono/zod-openapi";
 import { checkWireCorrection, correctWire, presentWire } from "../../domain/rails/wires.ts";
 import type { Deps } from "../../domain/infra/deps.ts";
@@ -24,7 +23,7 @@ export function wireRoutes({ sql }: Deps) {
     async (c) => {
       const { id } = c.req.valid("param");
       const body = c.req.valid("json");
-      const wire = await transaction(sql, (tx) => correctWire(tx, c.get("companyId"), id, body.bank_account));
+      const wire = await sql.begin((tx) => correctWire(tx, c.get("companyId"), id, body.bank_account));
       return c.json(presentWire(wire) as z.infer<typeof Wire>, 200);
     },
     alsoCheck(

@@ -1,4 +1,3 @@
-import { transaction } from "../../domain/infra/db.ts";
 import { createRoute, z } from "@hono/zod-openapi";
 import {
   checkBankTransaction,
@@ -115,34 +114,34 @@ const bankTransaction = post(
 export function sandboxPaymentRoutes({ sql }: Deps) {
   return newRouter()
     .openapi(payin, async (c) => {
-      const row = await transaction(sql, (tx) => receivePayin(tx, c.get("companyId"), c.req.valid("json")));
+      const row = await sql.begin((tx) => receivePayin(tx, c.get("companyId"), c.req.valid("json")));
       return c.json({ data: presentTransaction(row) }, 201);
     })
     .openapi(payout, async (c) => {
-      const row = await transaction(sql, (tx) => sendPayout(tx, c.get("companyId"), c.req.valid("json")));
+      const row = await sql.begin((tx) => sendPayout(tx, c.get("companyId"), c.req.valid("json")));
       return c.json({ data: presentTransaction(row) }, 201);
     }, alsoCheck(PayoutBody, (body, c) => checkPayout(sql, c.get("companyId"), body)))
     .openapi(cardPayment, async (c) => {
-      const row = await transaction(sql, (tx) => recordCardPayment(tx, c.get("companyId"), c.req.valid("json")));
+      const row = await sql.begin((tx) => recordCardPayment(tx, c.get("companyId"), c.req.valid("json")));
       return c.json({ data: presentTransaction(row) }, 201);
     })
     .openapi(pixCharge, async (c) => {
-      const row = await transaction(sql, (tx) => createPixCharge(tx, c.get("companyId"), c.req.valid("json")));
+      const row = await sql.begin((tx) => createPixCharge(tx, c.get("companyId"), c.req.valid("json")));
       return c.json({ data: presentPixCharge(row) }, 201);
     })
     .openapi(payCharge, async (c) => {
       const { id } = c.req.valid("param");
       const input = c.req.valid("json") ?? {};
-      const row = await transaction(sql, (tx) => payPixCharge(tx, c.get("companyId"), id, input));
+      const row = await sql.begin((tx) => payPixCharge(tx, c.get("companyId"), id, input));
       return c.json({ data: presentTransaction(row) }, 201);
     })
     .openapi(expireCharge, async (c) => {
       const { id } = c.req.valid("param");
-      const row = await transaction(sql, (tx) => expirePixCharge(tx, c.get("companyId"), id));
+      const row = await sql.begin((tx) => expirePixCharge(tx, c.get("companyId"), id));
       return c.json({ data: presentPixCharge(row) }, 201);
     })
     .openapi(bankTransaction, async (c) => {
-      const row = await transaction(sql, (tx) => receiveBankTransaction(tx, c.get("companyId"), c.req.valid("json")));
+      const row = await sql.begin((tx) => receiveBankTransaction(tx, c.get("companyId"), c.req.valid("json")));
       return c.json({
         data: { ...presentBankTransaction(row), status: row.status, transaction_id: row.transaction_id },
       }, 201);

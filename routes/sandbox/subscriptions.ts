@@ -1,4 +1,3 @@
-import { transaction } from "../../domain/infra/db.ts";
 import { createRoute, z } from "@hono/zod-openapi";
 import {
   cancelSubscription,
@@ -52,18 +51,18 @@ const cancel = createRoute({
 export function sandboxSubscriptionRoutes({ sql }: Deps) {
   return newRouter()
     .openapi(create, async (c) => {
-      const row = await transaction(sql, (tx) => createSubscription(tx, c.get("companyId"), c.req.valid("json")));
+      const row = await sql.begin((tx) => createSubscription(tx, c.get("companyId"), c.req.valid("json")));
       return c.json({ data: presentSubscription(row) }, 201);
     })
     .openapi(pay, async (c) => {
       const { id } = c.req.valid("param");
-      const { subscription, invoice } = await transaction(sql, (tx) => payInvoice(tx, c.get("companyId"), id));
+      const { subscription, invoice } = await sql.begin((tx) => payInvoice(tx, c.get("companyId"), id));
       return c.json({ data: presentSubscription(subscription, invoice) }, 201);
     })
     .openapi(cancel, async (c) => {
       const { id } = c.req.valid("param");
       const input = c.req.valid("json") ?? {};
-      const row = await transaction(sql, (tx) => cancelSubscription(tx, c.get("companyId"), id, input));
+      const row = await sql.begin((tx) => cancelSubscription(tx, c.get("companyId"), id, input));
       return c.json({ data: presentSubscription(row) }, 201);
     });
 }

@@ -1,4 +1,3 @@
-import { transaction } from "../../domain/infra/db.ts";
 import { createRoute, z } from "@hono/zod-openapi";
 import { expirePayment, payPayment, presentPayment } from "../../domain/rails/payments.ts";
 import type { Deps } from "../../domain/infra/deps.ts";
@@ -37,12 +36,12 @@ export function sandboxTransactionRoutes({ sql }: Deps) {
     .openapi(sandboxPay, async (c) => {
       const companyId = c.get("companyId");
       const { id } = c.req.valid("param");
-      const paid = await transaction(sql, (tx) => payPayment(tx, companyId, id, c.req.valid("json")));
+      const paid = await sql.begin((tx) => payPayment(tx, companyId, id, c.req.valid("json")));
       return c.json({ data: await presentPayment(sql, companyId, paid) }, 200);
     })
     .openapi(sandboxExpire, async (c) => {
       const companyId = c.get("companyId");
-      const expired = await transaction(sql, (tx) => expirePayment(tx, companyId, c.req.valid("param").id));
+      const expired = await sql.begin((tx) => expirePayment(tx, companyId, c.req.valid("param").id));
       return c.json({ data: await presentPayment(sql, companyId, expired) }, 200);
     });
 }
