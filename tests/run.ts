@@ -9,10 +9,6 @@
  *   directory and a port nothing listens on, so it touches neither the `.data/postgres` of `deno task start` nor a
  *   service running at the same time; stopped and removed at the end.
  *
- * Four test files run at once unless DENO_JOBS says otherwise: most of a file's time is spent waiting (for a service
- * to start, a retry to come due, a receiver to answer), so on a 2-core machine four at once keep the cores busy where
- * `deno test`'s default of one per core leaves them idle (README, "Two commands", has what it measured).
- *
  * At the end it also drops the databases of this run that a failed or killed test file left behind.
  * Arguments go to `deno test` (files, folders, `--filter ...`); without a file or folder it runs tests/.
  */
@@ -142,7 +138,6 @@ async function runTests(url: string, runId: string, template: URL, args: string[
     args: ["test", ...PERMISSIONS, "--parallel", ...args, ...paths],
     cwd: root,
     env: {
-      DENO_JOBS: Deno.env.get("DENO_JOBS") ?? "4",
       TEST_DATABASE_URL: url,
       TEST_RUN_ID: runId,
       TEST_TEMPLATE_DATABASE: decodeURIComponent(template.pathname.slice(1)),
