@@ -13,6 +13,16 @@ type Description = { meaning: string; target?: { text: string; met: (value: numb
 const atLeast = (min: number, unit = "") => ({ text: `>= ${min}${unit}`, met: (v: number) => v >= min });
 const below = (max: number, unit = "") => ({ text: `< ${max}${unit}`, met: (v: number) => v < max });
 
+/** The two CPU figures of each HTTP phase (tests/bench/cpu.ts): the service's process and Postgres, per request. */
+function cpuDescriptions(phases: Record<string, string>): Record<string, Description> {
+  return Object.fromEntries(
+    Object.entries(phases).flatMap(([name, request]) => [
+      [`http_${name}_service_cpu_us`, { meaning: `CPU time of the service's process per ${request} (µs), from /proc` }],
+      [`http_${name}_postgres_cpu_us`, { meaning: `CPU time of Postgres per ${request} (µs), from /proc` }],
+    ]),
+  );
+}
+
 const DESCRIPTIONS: Record<string, Description> = {
   http_load_tool: { meaning: "what generated the HTTP load (wrk when installed, else a fetch loop in Deno)" },
   http_healthz_rps: {
@@ -20,14 +30,12 @@ const DESCRIPTIONS: Record<string, Description> = {
       "GET /healthz requests/s: the ceiling of the HTTP stack and the middleware every route shares, with one `select 1`",
   },
   http_healthz_p99_ms: { meaning: "99th percentile latency of GET /healthz (ms)" },
-  http_healthz_service_cpu_us: { meaning: "CPU time of the service's process per /healthz (µs), from /proc" },
-  http_healthz_postgres_cpu_us: { meaning: "CPU time of Postgres per /healthz (µs), from /proc" },
-  http_post_person_service_cpu_us: { meaning: "CPU time of the service's process per POST person (µs)" },
-  http_post_person_postgres_cpu_us: { meaning: "CPU time of Postgres per POST person (µs)" },
-  http_get_person_service_cpu_us: { meaning: "CPU time of the service's process per GET person (µs)" },
-  http_get_person_postgres_cpu_us: { meaning: "CPU time of Postgres per GET person (µs)" },
-  http_payins_16_subjects_service_cpu_us: { meaning: "CPU time of the service's process per sandbox pay-in (µs)" },
-  http_payins_16_subjects_postgres_cpu_us: { meaning: "CPU time of Postgres per sandbox pay-in (µs)" },
+  ...cpuDescriptions({
+    healthz: "/healthz",
+    post_person: "POST person",
+    get_person: "GET person",
+    payins_16_subjects: "sandbox pay-in",
+  }),
   http_post_person_rps: { meaning: "POST /api/v1/subject/people requests/s, a new person each time" },
   http_post_person_vs_healthz_pct: {
     meaning: "POST person requests/s as a share of /healthz (%)",
