@@ -18,7 +18,7 @@ import { isDatabaseUnreachable } from "../domain/infra/db.ts";
 import { operationsRoutes } from "./operations.ts";
 import { docsRoutes } from "./docs.ts";
 import { consoleRoutes } from "./console/console.ts";
-import { metrics } from "../domain/infra/metrics.ts";
+import { methodLabel, metrics, statusLabel } from "../domain/infra/metrics.ts";
 import { nameRequestSpan } from "../domain/infra/tracing.ts";
 import { companyRoutes, peopleRoutes } from "./subjects/subjects.ts";
 import { REQUEST_ID_HEADER } from "./openapi/schemas.ts";
@@ -55,10 +55,13 @@ export function createApp(deps: Deps) {
     if (!c.res.headers.has("x-request-id")) c.header("x-request-id", requestId);
     const seconds = (performance.now() - started) / 1000;
     const unmatched = (c.res.status === 404 || c.res.status === 405) && c.req.routePath.endsWith("*");
+    // labels from closed sets only: a route's pattern, never its path, and any made-up method is `other`
+    // (docs/limits.md, "What an anonymous request can grow")
     const route = unmatched ? "unmatched" : c.req.routePath;
-    nameRequestSpan(c.req.method, route);
-    metrics.httpRequests.inc({ method: c.req.method, route, status: String(c.res.status) });
-    metrics.httpDuration.observe({ method: c.req.method, route }, seconds);
+    const method = methodLabel(c.req.method);
+    nameRequestSpan(method, route);
+    metrics.httpRequests.inc({ method, route, status: statusLabel(c.res.status) });
+    metrics.httpDuration.observe({ method, route }, seconds);
     log.info("request", {
       request_id: requestId,
       method: c.req.method,

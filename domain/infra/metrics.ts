@@ -1,8 +1,30 @@
 /**
  * A small Prometheus registry: counters and histograms with labels, rendered in the text exposition format.
- * Kept in-process; each instance exposes its own numbers and Prometheus sums them.
+ * Kept in-process; each instance exposes its own numbers and Prometheus sums them. Every label value comes from a
+ * closed set (docs/limits.md, "What an anonymous request can grow"): the HTTP labels are mapped here, and each metric
+ * keeps at most `MAX_SERIES` series, past which new label sets are counted under one `other` series.
  */
 type Labels = Record<string, string>;
+
+/** Series one metric keeps; a backstop well above what the closed label sets make (about 8 methods x 100 routes). */
+export const MAX_SERIES = 2_000;
+/** The label value of whatever is outside a closed set. */
+const OTHER = "other";
+
+const METHODS = new Set(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]);
+/** The `method` label: the methods the API can answer, any other (a client may send any token) `other`. */
+export const methodLabel = (method: string): string => METHODS.has(method) ? method : OTHER;
+
+/** The statuses the API answers (docs/errors.md); another one is labelled by its class, `2xx` to `5xx`. */
+const STATUSES = new Set("200 201 204 304 400 401 403 404 405 408 409 410 413 415 422 429 500 502 503 504".split(" "));
+/** The `status` label: the code when it is one the API answers, else its class. */
+export const statusLabel = (status: number): string =>
+  STATUSES.has(String(status)) ? String(status) : `${Math.min(5, Math.max(1, Math.floor(status / 100)))}xx`;
+
+/** A label set past `MAX_SERIES`: the same names, every value `other`, so the rendered metric keeps its shape. */
+function overflow(labels: Labels): Labels {
+  return Object.fromEntries(Object.keys(labels).map((name) => [name, OTHER]));
+}
 
 /** A series' key: its labels by name, in name order, so the order a caller writes them in never splits a series. */
 function key(labels: Labels): string {
@@ -23,8 +45,9 @@ export class Counter {
   private values = new Map<string, { labels: Labels; value: number }>();
   constructor(readonly name: string, readonly help: string) {}
   inc(labels: Labels = {}, by = 1) {
-    const k = key(labels);
-    const entry = this.values.get(k);
+    let k = key(labels);
+    let entry = this.values.get(k);
+    if (!entry && this.values.size >= MAX_SERIES) entry = this.values.get(k = key(labels = overflow(labels)));
     if (entry) entry.value += by;
     else this.values.set(k, { labels, value: by });
   }
@@ -41,8 +64,9 @@ export class Histogram {
   private series = new Map<string, { labels: Labels; counts: number[]; sum: number; count: number }>();
   constructor(readonly name: string, readonly help: string, readonly buckets = DEFAULT_BUCKETS) {}
   observe(labels: Labels, seconds: number) {
-    const k = key(labels);
+    let k = key(labels);
     let s = this.series.get(k);
+    if (!s && this.series.size >= MAX_SERIES) s = this.series.get(k = key(labels = overflow(labels)));
     if (!s) this.series.set(k, s = { labels, counts: this.buckets.map(() => 0), sum: 0, count: 0 });
     for (let i = 0; i < this.buckets.length; i++) if (seconds <= this.buckets[i]) s.counts[i]++;
     s.sum += seconds;
