@@ -1,6 +1,7 @@
 import { Webhook } from "standardwebhooks";
 import { signToken } from "../domain/integrators/tokens.ts";
 import { developmentCompanyId, loadConfigWithLocalSecrets } from "../domain/infra/local_secrets.ts";
+import { deliveryLine, printable } from "./delivery_line.ts";
 
 /**
  * `deno task receive [--port 4001]`: a webhook receiver for development (README, "Quickstart"). It listens on
@@ -55,13 +56,9 @@ async function receive(req: Request): Promise<Response> {
   const verified = [...secrets.values()].some((secret) => verify(raw, headers, secret)) ||
     // a rotated secret, or another endpoint of the company pointing here: ask the service which endpoint it was
     verify(raw, headers, await secretOf(headers["webhook-id"]));
-  const event = parse(raw);
-  const what = `${event.type ?? "?"}  ${headers["webhook-id"] ?? "?"}  ${JSON.stringify(event.data ?? event)}`;
-  if (!verified) {
-    console.log(`NOT VERIFIED  ${what}`);
-    return new Response("signature does not verify\n", { status: 400 });
-  }
-  console.log(`verified  ${what}`);
+  // whoever reaches this port writes the body and headers: printed with their control characters escaped
+  console.log(deliveryLine(verified, raw, headers));
+  if (!verified) return new Response("signature does not verify\n", { status: 400 });
   return new Response(null, { status: 204 });
 }
 
@@ -72,15 +69,6 @@ function verify(raw: string, headers: Record<string, string>, secret: string): b
     return true;
   } catch {
     return false;
-  }
-}
-
-function parse(raw: string): { type?: string; data?: unknown } {
-  try {
-    const body = JSON.parse(raw);
-    return body?.notification ? { type: body.notification.type, data: body.notification } : body;
-  } catch {
-    return { data: raw.slice(0, 200) };
   }
 }
 
@@ -156,7 +144,7 @@ function loopbackOf(host: string): string {
 }
 
 function say(message: string) {
-  console.log(`receiver: ${message}`);
+  console.log(`receiver: ${printable(message)}`);
 }
 
 function sleep(ms: number) {
@@ -164,6 +152,6 @@ function sleep(ms: number) {
 }
 
 function fail(message: string): never {
-  console.error(`receiver: ${message}`);
+  console.error(`receiver: ${printable(message)}`);
   Deno.exit(1);
 }
