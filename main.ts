@@ -57,6 +57,7 @@ export async function start(config: Config) {
       dir: SECRETS_DIR,
     });
   }
+  if (!config.appEnvGiven) log.warn(developmentByDefault(config));
   if (config.appEnv === "production" && config.sandbox) {
     log.warn("SANDBOX is on in production: integrators can fabricate pay-ins and pay-outs that send real webhooks");
   }
@@ -94,7 +95,12 @@ export async function start(config: Config) {
 
   const app = createApp(deps);
   ready(app.fetch);
-  log.info("listening", { host: server.addr.hostname, port: server.addr.port, worker: config.worker });
+  log.info("listening", {
+    host: server.addr.hostname,
+    port: server.addr.port,
+    env: config.appEnv,
+    worker: config.worker,
+  });
 
   const stop = async () => {
     const deadline = new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS));
@@ -110,6 +116,23 @@ export async function start(config: Config) {
     if (embedded) await embedded.stop();
   };
   return { server, stop, sql, app };
+}
+
+/**
+ * What a start without APP_ENV allows, said once: such a start runs as development, which an operator who set only
+ * the secrets did not ask for (docs/production.md, "What to set").
+ */
+export function developmentByDefault(config: Config): string {
+  const allows = [
+    config.sandbox ? "the sandbox routes (/api/sandbox: made-up pay-ins and pay-outs with real webhooks)" : null,
+    config.allowPrivateUrls
+      ? "webhook endpoints at http:// and loopback or private addresses (WEBHOOK_ALLOW_PRIVATE_URLS)"
+      : null,
+  ].filter((part) => part !== null);
+  return `APP_ENV is not set: running as development${
+    allows.length ? `, which serves ${allows.join(" and ")}` : ""
+  }; ` +
+    "set APP_ENV=production for a deployment, or APP_ENV=development to say this is one";
 }
 
 /** Tracing, when OTEL_DENO=true, said in one line: where spans go, or why none are made (docs/production.md). */

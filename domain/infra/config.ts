@@ -163,6 +163,8 @@ const EnvSchema = z.object({
 
 export type Config = {
   appEnv: "development" | "production" | "test";
+  /** False when APP_ENV was unset and development is only the default: the start says so (main.ts). */
+  appEnvGiven: boolean;
   port: number;
   host: string;
   /** Where Postgres is expected; "embedded" forces the embedded server. */
@@ -237,39 +239,49 @@ export function localSecretsWanted(env: Record<string, string | undefined>): Loc
 }
 
 /**
- * Parses the environment once; a bad value stops the start with a message naming the variable. `local` holds the
- * generated secrets (`local_secrets.ts`) used when the environment leaves them out; this function reads no file.
+ * Parses the environment once; a bad value stops the start with a message naming the variable, and every problem is
+ * listed in that one message (an operator fixes them all in one round, not one per start: docs/production.md). `local`
+ * holds the generated secrets (`local_secrets.ts`) used when the environment leaves them out; this function reads no
+ * file.
  */
 export function loadConfig(
   env: Record<string, string | undefined> = Deno.env.toObject(),
   local: Partial<Record<LocalSecretVariable, string>> = {},
 ): Config {
   const parsed = EnvSchema.safeParse(env);
-  if (!parsed.success) throw invalidConfiguration(parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`));
-  const e = parsed.data;
-  const production = e.APP_ENV === "production";
-  const jwtSecret = e.JWT_SECRET ?? (production ? undefined : local.JWT_SECRET);
+  const problems = parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
+  // the checks across variables read theirs one by one, so a bad PORT does not hide a missing secret
+  const checked = {
+    APP_ENV: variable(env, "APP_ENV"),
+    JWT_SECRET: variable(env, "JWT_SECRET"),
+    SECRET_ENCRYPTION_KEY: variable(env, "SECRET_ENCRYPTION_KEY"),
+    SECRET_ENCRYPTION_KEY_PREVIOUS: variable(env, "SECRET_ENCRYPTION_KEY_PREVIOUS"),
+    METRICS_TOKEN: variable(env, "METRICS_TOKEN"),
+    WEBHOOK_ALLOW_PRIVATE_URLS: variable(env, "WEBHOOK_ALLOW_PRIVATE_URLS"),
+  };
+  const production = checked.APP_ENV === "production";
+  const jwtSecret = checked.JWT_SECRET ?? (production ? undefined : local.JWT_SECRET);
   if (jwtSecret === undefined) {
-    throw invalidConfiguration([
+    problems.push(
       production
         ? `JWT_SECRET: must be set when APP_ENV=production, at least ${MIN_SECRET_BYTES} bytes (openssl rand -hex 32)`
         : "JWT_SECRET: not set, and no generated secret was given",
-    ]);
-  }
-  if (byteLength(jwtSecret) < MIN_SECRET_BYTES) {
-    throw invalidConfiguration([`JWT_SECRET: must be at least ${MIN_SECRET_BYTES} bytes (openssl rand -hex 32)`]);
+    );
+  } else if (byteLength(jwtSecret) < MIN_SECRET_BYTES) {
+    problems.push(`JWT_SECRET: must be at least ${MIN_SECRET_BYTES} bytes (openssl rand -hex 32)`);
   }
   // webhook signing secrets are sealed with this key: production never falls back to a key kept beside the data
-  if (production && !e.SECRET_ENCRYPTION_KEY) {
-    throw invalidConfiguration(["SECRET_ENCRYPTION_KEY: must be set when APP_ENV=production (openssl rand -hex 32)"]);
+  // (a value that is there but not a key is already named by the schema's own problem)
+  if (production && env.SECRET_ENCRYPTION_KEY === undefined) {
+    problems.push("SECRET_ENCRYPTION_KEY: must be set when APP_ENV=production (openssl rand -hex 32)");
   }
-  if (production) {
-    const refused = productionRefusals(e, jwtSecret);
-    if (refused.length > 0) throw invalidConfiguration(refused);
-  }
+  if (production) problems.push(...productionRefusals(checked, jwtSecret));
+  if (!parsed.success || problems.length > 0 || jwtSecret === undefined) throw invalidConfiguration(problems);
+  const e = parsed.data;
   const localKey = local.SECRET_ENCRYPTION_KEY === undefined ? null : Uint8Array.fromHex(local.SECRET_ENCRYPTION_KEY);
   return {
     appEnv: e.APP_ENV,
+    appEnvGiven: env.APP_ENV !== undefined,
     port: e.PORT,
     host: e.HOST,
     databaseUrl: withUser(e.DATABASE_URL ?? defaultDatabaseUrl(e), e.PGUSER ?? e.USER ?? "postgres"),
@@ -314,7 +326,7 @@ export function loadConfig(
  * integrator makes the service call its own network (an endpoint at http://169.254.169.254/latest/ was accepted),
  * and secrets too guessable to protect anything (`lowEntropy`). One line per variable; never the secret itself.
  */
-function productionRefusals(e: z.infer<typeof EnvSchema>, jwtSecret: string): string[] {
+function productionRefusals(e: CheckedVariables, jwtSecret: string | undefined): string[] {
   const refused: string[] = [];
   if (e.WEBHOOK_ALLOW_PRIVATE_URLS) {
     refused.push(
@@ -323,7 +335,7 @@ function productionRefusals(e: z.infer<typeof EnvSchema>, jwtSecret: string): st
     );
   }
   const secrets: [string, Uint8Array | undefined][] = [
-    ["JWT_SECRET", secretMaterial(jwtSecret)],
+    ["JWT_SECRET", jwtSecret === undefined ? undefined : secretMaterial(jwtSecret)],
     ["SECRET_ENCRYPTION_KEY", e.SECRET_ENCRYPTION_KEY],
     ["SECRET_ENCRYPTION_KEY_PREVIOUS", e.SECRET_ENCRYPTION_KEY_PREVIOUS],
     ["METRICS_TOKEN", e.METRICS_TOKEN === undefined ? undefined : secretMaterial(e.METRICS_TOKEN)],
@@ -333,6 +345,15 @@ function productionRefusals(e: z.infer<typeof EnvSchema>, jwtSecret: string): st
     if (problem) refused.push(`${name}: ${problem}: too guessable for APP_ENV=production (openssl rand -hex 32)`);
   }
   return refused;
+}
+
+type Env = z.infer<typeof EnvSchema>;
+type CheckedVariables = { [K in keyof Env]?: Env[K] };
+
+/** One variable parsed on its own: its value, or undefined when it is unset or its own problem is already listed. */
+function variable<K extends keyof Env>(env: Record<string, string | undefined>, name: K): Env[K] | undefined {
+  const result = EnvSchema.shape[name].safeParse(env[name]);
+  return result.success ? result.data as Env[K] : undefined;
 }
 
 function invalidConfiguration(problems: string[]) {

@@ -4,7 +4,7 @@ import { conflict, ErrorBag, notFound } from "../basics/errors.ts";
 import { newId } from "../basics/ids.ts";
 import { isoUtc, isoUtcOrNull } from "../basics/time.ts";
 import { isSealed, SEALED_PREFIX, type SecretBox } from "../infra/secret_box.ts";
-import { isIpLiteral, isLocalHostname, isPrivateAddress } from "./url_guard.ts";
+import { isIpLiteral, isLocalHostname, isNeverReachable, isPrivateAddress } from "./url_guard.ts";
 import { newSigningKey } from "./signature.ts";
 import { checkEndpointQuota, type EndpointQuota, fitSlots } from "./quotas.ts";
 import { emitEndpointDisabled } from "./operational.ts";
@@ -197,7 +197,8 @@ export async function presentRotation(box: SecretBox, e: EndpointRow) {
 
 /**
  * https only, unless private URLs are allowed (local development and tests), in which case http and loopback or
- * private hosts are accepted too. Names are not resolved here: the delivery checks the resolved addresses.
+ * private hosts are accepted too; link-local and cloud metadata addresses never are. Names are not resolved here: the
+ * delivery checks the resolved addresses.
  */
 export function checkEndpointUrl(errors: ErrorBag, raw: string, allowPrivateUrls: boolean) {
   let url: URL;
@@ -208,6 +209,9 @@ export function checkEndpointUrl(errors: ErrorBag, raw: string, allowPrivateUrls
   }
   if (!["https:", "http:"].includes(url.protocol) || !url.hostname) return errors.add("url", "has invalid format");
   if (url.username || url.password) return errors.add("url", "must not contain credentials");
+  if (isNeverReachable(url.hostname.replace(/^\[|\]$/g, ""))) {
+    return errors.add("url", "must not point to a link-local or cloud metadata address (no setting allows it)");
+  }
   if (allowPrivateUrls) return;
   // the setting is named: a refused local receiver otherwise leaves its developer guessing (README, "Quickstart")
   if (url.protocol !== "https:") {

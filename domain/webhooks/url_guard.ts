@@ -5,7 +5,8 @@ import { lookup } from "node:dns/promises";
  * reached. Every special-purpose range of the IANA registries is refused (loopback, private, link-local with the
  * cloud metadata address 169.254.169.254, carrier-grade NAT, documentation, benchmarking, multicast, reserved), in
  * IPv4 and IPv6, and so is every IPv6 address outside global unicast 2000::/3 except NAT64 of a public IPv4 address.
- * Whatever does not parse as an address counts as not public.
+ * Whatever does not parse as an address counts as not public. Link-local addresses, where clouds answer with their
+ * instance metadata (credentials included), are refused even where private addresses are allowed (`isNeverReachable`).
  */
 
 /** IPv4 ranges no webhook may reach, as [first octets, prefix length]. */
@@ -38,6 +39,15 @@ const BLOCKED_V6: [number[], number][] = [
   [[0x3fff], 20], // documentation
   [[0x5f00], 16], // segment routing (SRv6) identifiers
 ];
+
+/**
+ * Addresses no setting makes reachable, as [first parts, prefix length]: a cloud's metadata service is never a webhook
+ * receiver, and an integrator who can name it reads the instance's credentials through the attempt log. IPv4:
+ * link-local 169.254.0.0/16 (169.254.169.254 on AWS, GCP, Azure and Oracle), Alibaba Cloud's 100.100.100.200.
+ * IPv6: link-local fe80::/10 and AWS's fd00:ec2::254.
+ */
+const NEVER_V4: [number[], number][] = [[[169, 254], 16], [[100, 100, 100, 200], 32]];
+const NEVER_V6: [number[], number][] = [[[0xfe80], 10], [[0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254], 128]];
 
 /** Dotted decimal only, no leading zeros: other notations (octal, hex, fewer parts) count as not an address. */
 function parseV4(ip: string): number[] | null {
@@ -92,6 +102,30 @@ function publicV6(g: number[]): boolean {
   return !BLOCKED_V6.some(([start, prefix]) => inPrefix(g, start, prefix, 16));
 }
 
+/** The IPv4 address an IPv6 one carries: IPv4-mapped or -compatible (::/96), NAT64 (64:ff9b::/96), 6to4 (2002::/16). */
+function embeddedV4(g: number[]): number[] | null {
+  const v4 = (hi: number, lo: number) => [hi >> 8, hi & 255, lo >> 8, lo & 255];
+  if (g.slice(0, 5).every((x) => x === 0) && (g[5] === 0 || g[5] === 0xffff)) return v4(g[6], g[7]);
+  if (inPrefix(g, [0x64, 0xff9b, 0, 0, 0, 0], 96, 16)) return v4(g[6], g[7]);
+  if (g[0] === 0x2002) return v4(g[1], g[2]);
+  return null;
+}
+
+const neverV4 = (octets: number[]) => NEVER_V4.some(([start, prefix]) => inPrefix(octets, start, prefix, 8));
+
+/**
+ * True for an IP literal that no setting lets a webhook reach (`NEVER_V4`, `NEVER_V6`), in any notation: refused in
+ * development too, where loopback and private receivers are allowed (README, "Quickstart").
+ */
+export function isNeverReachable(ip: string): boolean {
+  const v4 = parseV4(ip);
+  if (v4) return neverV4(v4);
+  const v6 = parseV6(ip);
+  if (!v6) return false;
+  const carried = embeddedV4(v6);
+  return (carried !== null && neverV4(carried)) || NEVER_V6.some(([start, prefix]) => inPrefix(v6, start, prefix, 16));
+}
+
 /** True for an IP literal (v4 or v6, brackets allowed) that is a public unicast address; false for anything else. */
 export function isPublicAddress(ip: string): boolean {
   const v4 = parseV4(ip);
@@ -140,13 +174,14 @@ export const systemResolver: Resolver = async (hostname) => {
 // the setting is named so that whoever reads the attempt log knows what would change it (docs/webhooks.md)
 const ALLOWED_BY = " (WEBHOOK_ALLOW_PRIVATE_URLS=true allows it, never in production)";
 const PRIVATE = `refused: private address${ALLOWED_BY}`;
+const NEVER = "refused: link-local or cloud metadata address (no setting allows it)";
 
 /**
  * Resolves `url`'s host once and returns the addresses a delivery may connect to: the connection must use these and
  * not resolve the name again, or a name answering a public address now and a private one a moment later (DNS
  * rebinding) would reach the private one. Throws BlockedDestination, unless private destinations are allowed, when
  * the host is a local name or any of its addresses is not public (a host with one public and one private address
- * could be steered to the private one).
+ * could be steered to the private one); and, allowed or not, when any of them is link-local or a metadata address.
  */
 export async function checkedAddresses(
   url: URL,
@@ -154,6 +189,7 @@ export async function checkedAddresses(
 ): Promise<string[]> {
   const host = url.hostname.replace(/^\[|\]$/g, "");
   if (isIpLiteral(host)) {
+    if (isNeverReachable(host)) throw new BlockedDestination(NEVER);
     if (!opts.allowPrivate && !isPublicAddress(host)) throw new BlockedDestination(PRIVATE);
     return [host];
   }
@@ -162,6 +198,7 @@ export async function checkedAddresses(
   }
   const addresses = await opts.resolve(host);
   if (addresses.length === 0) throw new BlockedDestination("DNS: the host name does not resolve");
+  if (addresses.some(isNeverReachable)) throw new BlockedDestination(NEVER);
   if (!addresses.every(opts.allowPrivate ? isIpLiteral : isPublicAddress)) throw new BlockedDestination(PRIVATE);
   return addresses;
 }

@@ -11,6 +11,8 @@ const CA = fixture("ca.pem");
 const ALLOWED_BY = " (WEBHOOK_ALLOW_PRIVATE_URLS=true allows it, never in production)";
 const PRIVATE = `refused: private address${ALLOWED_BY}`;
 const LOCAL_NAME = `refused: local host name${ALLOWED_BY}`;
+/** Link-local and cloud metadata addresses: refused even where private ones are allowed. */
+const NEVER = "refused: link-local or cloud metadata address (no setting allows it)";
 const ONLY_HTTPS =
   "refused: only https URLs are delivered (WEBHOOK_ALLOW_PRIVATE_URLS=true allows http, never in production)";
 const TLS = { cert: fixture("hooks.test.pem"), key: fixture("hooks.test.key") };
@@ -176,11 +178,16 @@ Deno.test("the address guard lets only public unicast addresses through", async 
   await t.step("a name is refused when any of its addresses is private; the reason never names one", async () => {
     const url = new URL("https://hooks.example.com/in");
     for (
-      const answer of [["10.1.2.3"], ["93.184.215.14", "169.254.169.254"], ["::ffff:127.0.0.1"], ["fd00:ec2::254"]]
+      const [answer, reason] of [
+        [["10.1.2.3"], PRIVATE],
+        [["93.184.215.14", "169.254.169.254"], NEVER],
+        [["::ffff:127.0.0.1"], PRIVATE],
+        [["fd00:ec2::254"], NEVER],
+      ] as const
     ) {
-      const resolve: Resolver = () => Promise.resolve(answer);
+      const resolve: Resolver = () => Promise.resolve([...answer]);
       await assert.rejects(checkedAddresses(url, { resolve, allowPrivate: false }), (err: Error) => {
-        assert.equal(err.message, PRIVATE);
+        assert.equal(err.message, reason);
         return true;
       });
     }
@@ -279,13 +286,13 @@ Deno.test("delivery errors never reveal an address", async (t) => {
   await t.step("a private answer, a mapped IPv6 literal or a local name is refused before any connection", async () => {
     const cases: [string, string[], string][] = [
       ["https://internal.example.com/", ["10.1.2.3"], PRIVATE],
-      ["https://metadata.example.com/", ["169.254.169.254"], PRIVATE],
+      ["https://metadata.example.com/", ["169.254.169.254"], NEVER],
       ["https://mixed.example.com/", ["8.8.8.8", "127.0.0.1"], PRIVATE],
       ["https://mapped.example.com/", ["::ffff:7f00:1"], PRIVATE],
       ["https://[::ffff:127.0.0.1]/", [], PRIVATE],
       ["https://[::ffff:7f00:1]/", [], PRIVATE],
-      ["https://[64:ff9b::a9fe:a9fe]/", [], PRIVATE],
-      ["https://169.254.169.254/latest/meta-data", [], PRIVATE],
+      ["https://[64:ff9b::a9fe:a9fe]/", [], NEVER],
+      ["https://169.254.169.254/latest/meta-data", [], NEVER],
       ["https://nowhere.example.com/", [], "DNS: the host name does not resolve"],
       ["https://metadata.google.internal/", ["169.254.169.254"], LOCAL_NAME],
       ["http://public.example.com/", ["8.8.8.8"], ONLY_HTTPS],

@@ -292,7 +292,6 @@ Deno.test("without WEBHOOK_ALLOW_PRIVATE_URLS, endpoints must be public https UR
         "https://127.0.0.1/hook",
         "https://10.0.0.1/hook",
         "https://192.168.0.10/hook",
-        "https://169.254.169.254/latest/meta-data",
         "https://[::1]/hook",
         "https://localhost:8443/hook",
       ]
@@ -302,6 +301,14 @@ Deno.test("without WEBHOOK_ALLOW_PRIVATE_URLS, endpoints must be public https UR
       assert.deepEqual(Object.keys(res.body.errors), ["url"], url);
       // the refusal names the setting that changes it
       assert.match(res.body.errors.url[0], /WEBHOOK_ALLOW_PRIVATE_URLS=true, never in production/, url);
+    }
+    // no setting allows a link-local or cloud metadata address, and the refusal says so
+    for (const url of ["https://169.254.169.254/latest/meta-data", "https://[fd00:ec2::254]/", "https://[fe80::1]/"]) {
+      const res = await company.post(BASE, { url });
+      assert.equal(res.status, 422, url);
+      assert.deepEqual(res.body.errors, {
+        url: ["must not point to a link-local or cloud metadata address (no setting allows it)"],
+      });
     }
   });
 

@@ -7,6 +7,7 @@ import {
   checkedAddresses,
   isIpLiteral,
   isLocalHostname,
+  isNeverReachable,
   isPrivateAddress,
   systemResolver,
 } from "../../domain/webhooks/url_guard.ts";
@@ -101,7 +102,11 @@ Deno.test("an IPv4 address inside IPv6 gets the verdict of the IPv4 address", as
     for (const ip of ["10.0.0.1", "169.254.169.254", "192.168.1.1", "100.64.0.1"]) {
       const url = new URL(`https://[::ffff:${ip}]/hook`);
       assert.ok(url.hostname.startsWith("[::ffff:") && !url.hostname.includes("."), url.hostname);
-      await assert.rejects(assertPublicDestination(url), /refused: private address/, url.href);
+      await assert.rejects(
+        assertPublicDestination(url),
+        /refused: (private|link-local or cloud metadata) address/,
+        url.href,
+      );
     }
   });
 });
@@ -162,4 +167,53 @@ Deno.test("names that never leave the machine are refused whatever DNS says", as
   // a public IP literal is accepted without any lookup
   await assertPublicDestination(new URL("https://8.8.8.8/hook"));
   await assertPublicDestination(new URL("https://[2606:4700:4700::1111]/hook"));
+});
+
+Deno.test("with private receivers allowed (development), loopback is reached but never a link-local or metadata address", async (t) => {
+  const allowing = (answer: string[]) => ({ resolve: () => Promise.resolve(answer), allowPrivate: true });
+  const NEVER = /refused: link-local or cloud metadata address \(no setting allows it\)$/;
+
+  await t.step("the metadata address in every notation the URL parser accepts, and link-local IPv6", async () => {
+    for (
+      const url of [
+        "http://169.254.169.254/latest/meta-data/",
+        "http://2852039166/", // 169.254.169.254 as one number
+        "http://0xa9.0xfe.0xa9.0xfe/",
+        "http://169.254.0.1/",
+        "http://100.100.100.200/", // Alibaba Cloud's metadata service
+        "http://[::ffff:169.254.169.254]/",
+        "http://[64:ff9b::a9fe:a9fe]/",
+        "http://[2002:a9fe:a9fe::1]/",
+        "http://[fd00:ec2::254]/",
+        "http://[fe80::1]/",
+      ]
+    ) {
+      await assert.rejects(checkedAddresses(new URL(url), allowing([])), NEVER, url);
+    }
+  });
+
+  await t.step("a name that resolves to one, among other addresses or alone", async () => {
+    const url = new URL("http://metadata.example.com/");
+    for (const answer of [["169.254.169.254"], ["127.0.0.1", "169.254.169.254"], ["fd00:ec2::254"], ["fe80::1"]]) {
+      await assert.rejects(checkedAddresses(url, allowing(answer)), NEVER, answer.join(","));
+    }
+  });
+
+  await t.step("loopback and private receivers stay allowed, as the README's quickstart needs", async () => {
+    assert.deepEqual(await checkedAddresses(new URL("http://127.0.0.1:9000/hook"), allowing([])), ["127.0.0.1"]);
+    assert.deepEqual(await checkedAddresses(new URL("http://[::1]:9000/hook"), allowing([])), ["::1"]);
+    assert.deepEqual(await checkedAddresses(new URL("http://localhost:9000/"), allowing(["127.0.0.1"])), ["127.0.0.1"]);
+    assert.deepEqual(await checkedAddresses(new URL("http://10.0.0.5/"), allowing([])), ["10.0.0.5"]);
+  });
+
+  await t.step("the edges: 169.254.0.0/16 and 100.100.100.200 only, fe80::/10 and fd00:ec2::254 only", () => {
+    for (const ip of ["169.254.0.0", "169.254.255.255", "100.100.100.200", "fe80::", "febf::1", "fd00:ec2::254"]) {
+      assert.equal(isNeverReachable(ip), true, ip);
+    }
+    for (
+      const ip of ["169.253.255.255", "169.255.0.0", "100.100.100.199", "100.100.100.201", "fec0::1", "fd00:ec2::253"]
+    ) {
+      assert.equal(isNeverReachable(ip), false, ip);
+    }
+  });
 });
