@@ -36,6 +36,9 @@ const LIMIT_VARS = {
   SANDBOX_RATE_LIMIT_BURST: count(20),
   WEBHOOK_ENDPOINTS_PER_COMPANY: count(50),
   WEBHOOK_CONCURRENCY_PER_COMPANY: count(500),
+  WEBHOOK_RECOVER_SCAN_EVENTS: count(20_000),
+  WEBHOOK_STATS_READS_PER_COMPANY: count(2),
+  WEBHOOK_STATS_READS_PER_INSTANCE: count(4),
   QUOTA_PEOPLE_PER_COMPANY: quota(1_000_000),
   QUOTA_BANK_ACCOUNTS_PER_COMPANY: quota(1_000_000),
   QUOTA_DOCUMENTS_PER_COMPANY: quota(1_000_000),
@@ -56,6 +59,11 @@ export type Limits = {
   endpointsPerCompany: number;
   /** The sum of max_concurrency over a company's active endpoints, and so its webhook slot rows. */
   concurrencyPerCompany: number;
+  /** Events one recover reads at most while looking for the skipped ones (domain/webhooks/replay.ts). */
+  recoverScanEvents: number;
+  /** Endpoint stats reads one company may have running at once in an instance, and all companies together. */
+  statsReadsPerCompany: number;
+  statsReadsPerInstance: number;
   /** Subjects a company may store: people and company customers together (one table, the same holdings). */
   peoplePerCompany: number;
   /** Bank accounts a company may register, its subjects' and its own international ones (internal ones aside). */
@@ -81,6 +89,9 @@ function limitsFrom(e: { [K in keyof typeof LIMIT_VARS]: number }): Limits {
     sandboxBurst: e.SANDBOX_RATE_LIMIT_BURST,
     endpointsPerCompany: e.WEBHOOK_ENDPOINTS_PER_COMPANY,
     concurrencyPerCompany: e.WEBHOOK_CONCURRENCY_PER_COMPANY,
+    recoverScanEvents: e.WEBHOOK_RECOVER_SCAN_EVENTS,
+    statsReadsPerCompany: e.WEBHOOK_STATS_READS_PER_COMPANY,
+    statsReadsPerInstance: e.WEBHOOK_STATS_READS_PER_INSTANCE,
     peoplePerCompany: e.QUOTA_PEOPLE_PER_COMPANY,
     bankAccountsPerCompany: e.QUOTA_BANK_ACCOUNTS_PER_COMPANY,
     documentsPerCompany: e.QUOTA_DOCUMENTS_PER_COMPANY,

@@ -1,11 +1,11 @@
 import type { Sql, TransactionSql, Tx } from "../infra/db.ts";
-import { notFound, unprocessable, validationFailed } from "../basics/errors.ts";
+import { ApiError, notFound, serviceUnavailable, unprocessable, validationFailed } from "../basics/errors.ts";
 import { isoUtc, isoUtcOrNull, pgTimestamptz } from "../basics/time.ts";
 import { wakeEndpoints } from "./delivery/wake.ts";
 import { catalogueEntry } from "./catalogue.ts";
 import { eventData } from "./event_data.ts";
 import { emitEvent, enables, EVENT_TYPES, type EventType } from "./events.ts";
-import { type ReplayEndpoint, replaySkipped } from "./replay.ts";
+import { REPLAY_LIMIT, type ReplayEndpoint, replaySkipped } from "./replay.ts";
 
 export const DEFAULT_PER_PAGE = 20;
 
@@ -165,14 +165,23 @@ export async function acknowledgeDelivery(sql: Sql, companyId: string, id: strin
 /**
  * The one rule of a manual retry, for one record or many: each becomes pending, due now, with a fresh schedule of
  * 10 attempts (the attempt numbers go on), and the endpoint is woken. Records due at the same instant go out in
- * record id order, i.e. event order, in both delivery modes. The caller has checked the records may be retried.
+ * record id order, i.e. event order, in both delivery modes. The caller has checked the records may be retried, or
+ * names the status they must still have (`onlyIf`: a record acknowledged meanwhile stays so). Answers how many.
  */
-async function requeue(tx: TransactionSql, companyId: string, endpointId: string, ids: string[]) {
-  if (ids.length === 0) return;
-  await tx`
+async function requeue(
+  tx: TransactionSql,
+  companyId: string,
+  endpointId: string,
+  ids: string[],
+  onlyIf?: "failed",
+): Promise<number> {
+  if (ids.length === 0) return 0;
+  const still = onlyIf ? tx`and status = ${onlyIf}` : tx``;
+  const { count } = await tx`
     update webhook_deliveries set status = 'pending', schedule_attempts = 0, next_attempt_at = now(), updated_at = now()
-    where company_id = ${companyId} and id = any(${ids}::uuid[])`;
-  await wakeEndpoints(tx, [endpointId]);
+    where company_id = ${companyId} and id = any(${ids}::uuid[]) ${still}`;
+  if (count) await wakeEndpoints(tx, [endpointId]);
+  return count;
 }
 
 /** A disabled endpoint receives nothing more: saying a retry was enqueued would be a promise not kept. */
@@ -195,60 +204,103 @@ export async function retryDelivery(sql: Sql, companyId: string, id: string) {
   });
 }
 
-/** What a recover queued: failed records re-queued, skipped events replayed, and whether more skipped remain. */
+/** What a recover queued: failed records re-queued, skipped events replayed, and whether more of each remain. */
 export type RecoverResult = {
   endpoint_id: string;
   deliveries: number;
   failed: number;
+  /** More failed records remain past this call's limit: the same body again takes the next ones. */
+  failed_remaining: boolean;
   skipped: number;
   skipped_remaining: boolean;
+  /** Where the next call's `skipped_after` goes on (replay.ts); null once the range's skipped events are done. */
+  skipped_after: string | null;
 };
 
+/** What bounds one recover (docs/limits.md, "Recover"). */
+export type RecoverBounds = {
+  retentionDays: number;
+  /** Records queued at most per call, failed and skipped each (REPLAY_LIMIT). */
+  replayLimit?: number;
+  /** Events read at most per call while looking for skipped ones (WEBHOOK_RECOVER_SCAN_EVENTS). */
+  scanEvents?: number;
+};
+
+/** One recover of an endpoint at a time: the first key of its transaction-scoped advisory lock (the second: the id). */
+export const RECOVER_LOCK = 726_032;
+/** A recover's statements give up rather than wait on another's lock or run past this (a 503 to retry). */
+const RECOVER_LOCK_TIMEOUT = "2s";
+const RECOVER_STATEMENT_TIMEOUT = "20s";
+
 /**
- * Recover: every `failed` record of the endpoint inserted in [since, until) is retried as by hand, in event order.
- * Records pending or succeeded are left alone, so a recover while deliveries are in flight sends each failed one
- * once more and nothing twice. With `includeSkipped`, the events it would have received while it was disabled in
- * that range are queued too, at most REPLAY_LIMIT per call (replay.ts). Answers how many of each were queued.
+ * Recover: the `failed` records of the endpoint inserted in [since, until) are retried as by hand, in event order, at
+ * most `replayLimit` a call (the oldest first; the next call finds the rest still failed). Records pending or
+ * succeeded are left alone, so a recover while deliveries are in flight sends each failed one once more and nothing
+ * twice. With `includeSkipped`, the events it would have received while it was disabled in that range are queued too
+ * (replay.ts), reading at most `scanEvents` events after `skippedAfter`. Answers how many of each were queued.
+ *
+ * It holds no lock that delivery needs while it reads: an advisory lock of its own makes a second recover of the
+ * same endpoint answer 409 at once, and the endpoint's row is locked only at the end, to see that it is still active
+ * when what was queued commits (a disable meanwhile waits, then fails what this one queued). Its statements run under
+ * `lock_timeout` and `statement_timeout` (503 when they run out), so a connection is held for a bounded time.
  */
 export async function recoverDeliveries(
   sql: Sql,
   companyId: string,
   endpointId: string,
   range: { since: Date; until?: Date },
-  opts: { includeSkipped?: boolean; retentionDays: number; replayLimit?: number },
+  opts: RecoverBounds & { includeSkipped?: boolean; skippedAfter?: string | null },
 ): Promise<RecoverResult> {
-  return await sql.begin(async (tx) => {
-    // locked until commit: a second recover waits, then finds the replayed events with their records (nothing twice),
-    // and a disable waits too, then fails what this one queued
-    const [endpoint] = await tx<(ReplayEndpoint & { status: string })[]>`
-      select id, status, enabled_events, filter from webhook_endpoints
-      where company_id = ${companyId} and id = ${endpointId}
-      for no key update`;
-    if (!endpoint) throw notFound();
-    refuseDisabled(endpoint.status);
-    // as text: postgres.js would hand a timestamptz parameter to JavaScript's Date
-    const until = range.until ? tx`and inserted_at < ${pgTimestamptz(range.until)}::text::timestamptz` : tx``;
-    const rows = await tx<{ id: string }[]>`
-      select id from webhook_deliveries
-      where company_id = ${companyId} and endpoint_id = ${endpointId} and status = 'failed'
-        and inserted_at >= ${pgTimestamptz(range.since)}::text::timestamptz ${until}
-      order by id
-      for update`;
-    await requeue(tx, companyId, endpointId, rows.map((r) => r.id));
-    const replay = opts.includeSkipped
-      ? await replaySkipped(tx, companyId, endpoint, { ...range, retentionDays: opts.retentionDays }, {
-        limit: opts.replayLimit,
-      })
-      : { skipped: 0, remaining: false };
-    if (replay.skipped) await wakeEndpoints(tx, [endpointId]);
-    return {
-      endpoint_id: endpointId,
-      deliveries: rows.length + replay.skipped,
-      failed: rows.length,
-      skipped: replay.skipped,
-      skipped_remaining: replay.remaining,
-    };
-  });
+  const limit = opts.replayLimit ?? REPLAY_LIMIT;
+  try {
+    return await sql.begin(async (tx) => {
+      await tx`select set_config('lock_timeout', ${RECOVER_LOCK_TIMEOUT}, true),
+        set_config('statement_timeout', ${RECOVER_STATEMENT_TIMEOUT}, true)`;
+      const [endpoint] = await tx<(ReplayEndpoint & { status: string; free: boolean })[]>`
+        select id, status, enabled_events, filter, pg_try_advisory_xact_lock(${RECOVER_LOCK}, hashtext(id::text)) as free
+        from webhook_endpoints
+        where company_id = ${companyId} and id = ${endpointId}`;
+      if (!endpoint) throw notFound();
+      if (!endpoint.free) throw new ApiError(409, { detail: "a recover of this endpoint is already running" });
+      refuseDisabled(endpoint.status);
+      // as text: postgres.js would hand a timestamptz parameter to JavaScript's Date
+      const until = range.until ? tx`and inserted_at < ${pgTimestamptz(range.until)}::text::timestamptz` : tx``;
+      // one more than the limit, to know whether more remain; each row changes only if it is still failed
+      const failed = await tx<{ id: string }[]>`
+        select id from webhook_deliveries
+        where company_id = ${companyId} and endpoint_id = ${endpointId} and status = 'failed'
+          and inserted_at >= ${pgTimestamptz(range.since)}::text::timestamptz ${until}
+        order by inserted_at, id
+        limit ${limit + 1}`;
+      const requeued = await requeue(tx, companyId, endpointId, failed.slice(0, limit).map((r) => r.id), "failed");
+      const replay = opts.includeSkipped
+        ? await replaySkipped(tx, companyId, endpoint, { ...range, retentionDays: opts.retentionDays }, {
+          limit,
+          scan: opts.scanEvents,
+          after: opts.skippedAfter,
+        })
+        : { skipped: 0, remaining: false, after: null };
+      if (replay.skipped) await wakeEndpoints(tx, [endpointId]);
+      // last and briefly: still active as this commits (a disable waits for the commit, then fails what was queued)
+      const [still] = await tx<{ status: string }[]>`
+        select status from webhook_endpoints where company_id = ${companyId} and id = ${endpointId} for share`;
+      refuseDisabled(still?.status ?? "disabled");
+      return {
+        endpoint_id: endpointId,
+        deliveries: requeued + replay.skipped,
+        failed: requeued,
+        failed_remaining: failed.length > limit,
+        skipped: replay.skipped,
+        skipped_remaining: replay.remaining,
+        skipped_after: replay.after,
+      };
+    });
+  } catch (err) {
+    // 55P03 lock_not_available, 57014 query_canceled (the statement timeout): nothing was queued, try again
+    const code = (err as { code?: string }).code;
+    if (code === "55P03" || code === "57014") throw serviceUnavailable(1);
+    throw err;
+  }
 }
 
 /**

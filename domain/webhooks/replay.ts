@@ -11,12 +11,16 @@ import { OPERATIONAL_EVENT_TYPES } from "./events.ts";
  * one), not a test event sent to another endpoint, inserted within one of the endpoint's disabled periods
  * (sql/0030), within [since, until) and within the retention, for which the endpoint has no record. "No record" is
  * what makes it idempotent: a replayed event has one from then on, so a second recover queues nothing again.
+ *
+ * One call reads at most `scan` of the company's events in the range (WEBHOOK_RECOVER_SCAN_EVENTS, docs/limits.md),
+ * whatever they turn out to be: a range of events the endpoint would not have received costs a call that bounded
+ * time, and the answer's cursor (`after`) says where the next call goes on.
  */
 
 /** At most this many skipped events are queued by one recover; the answer says whether more remain. */
 export const REPLAY_LIMIT = 10_000;
-/** Events read per statement while a filter decides which of them the endpoint would have received. */
-const FILTERED_PAGE = 2_000;
+/** Events of the range read by one recover when the configuration names no other bound. */
+export const DEFAULT_SCAN_EVENTS = 20_000;
 
 export type ReplayEndpoint = { id: string; enabled_events: string[]; filter?: string | null };
 
@@ -27,23 +31,43 @@ export type ReplayWindow = {
   retentionDays: number;
 };
 
+export type ReplayBounds = {
+  /** Records queued at most (REPLAY_LIMIT). */
+  limit?: number;
+  /** Events of the range read at most (DEFAULT_SCAN_EVENTS). */
+  scan?: number;
+  /** Go on after this event id: the `skipped_after` of the previous call's answer. */
+  after?: string | null;
+};
+
+export type Replayed = {
+  skipped: number;
+  remaining: boolean;
+  /** The last event this call dealt with, while more of the range remain; null once the range is done. */
+  after: string | null;
+};
+
+const NO_EVENT = "00000000-0000-0000-0000-000000000000";
+
 /**
- * Queues the skipped events of `endpoint` (at most `limit`, oldest first) as pending records due now, in the
- * caller's transaction, which holds the endpoint's row lock (two replays at once would both find the same events
- * without a record). The caller wakes the endpoint. Answers how many were queued and whether more remain.
+ * Queues the skipped events of `endpoint` (at most `limit`, oldest first, among at most `scan` events read after
+ * `after`) as pending records due now, in the caller's transaction. The caller holds the endpoint's recover lock
+ * (deliveries.ts): two replays at once would both find the same events without a record. It wakes the endpoint.
  */
 export async function replaySkipped(
   tx: TransactionSql,
   companyId: string,
   endpoint: ReplayEndpoint,
   window: ReplayWindow,
-  opts: { limit?: number } = {},
-): Promise<{ skipped: number; remaining: boolean }> {
-  const limit = opts.limit ?? REPLAY_LIMIT;
+  bounds: ReplayBounds = {},
+): Promise<Replayed> {
+  const limit = bounds.limit ?? REPLAY_LIMIT;
+  const scan = bounds.scan ?? DEFAULT_SCAN_EVENTS;
+  const nothing = { skipped: 0, remaining: false, after: null };
   // as text both ways: postgres.js would hand a timestamptz to JavaScript's Date, which keeps no microseconds
   const since = pgTimestamptz(window.since);
   const until = window.until ? pgTimestamptz(window.until) : null;
-  const [bounds] = await tx<{ periods: number; lo: string; hi: string; empty: boolean }[]>`
+  const [range] = await tx<{ periods: number; lo: string; hi: string; empty: boolean }[]>`
     select periods, lo::text, hi::text, lo >= hi as empty from (
       select count(*)::int as periods,
         greatest(${since}::text::timestamptz, now() - ${window.retentionDays}::float8 * interval '1 day',
@@ -54,30 +78,34 @@ export async function replaySkipped(
         and coalesce(p.disabled_until, 'infinity') > ${since}::text::timestamptz
         and p.disabled_from < least(${until}::text::timestamptz, now())
     ) b`;
-  if (bounds.periods === 0 || bounds.empty) return { skipped: 0, remaining: false };
-  const lo = tx`${bounds.lo}::timestamptz`;
-  const hi = tx`${bounds.hi}::timestamptz`;
+  if (range.periods === 0 || range.empty) return nothing;
+  const lo = tx`${range.lo}::timestamptz`;
+  const hi = tx`${range.hi}::timestamptz`;
   // as the fan-out decides (events.ts, `enables`): a type named, or `*` for all but the operational ones, which are
   // never sent to the endpoint they are about
   const types = endpoint.enabled_events.includes("*")
     ? tx`and (e.type = any(${endpoint.enabled_events}::text[]) or e.type <> all(${OPERATIONAL_EVENT_TYPES}::text[]))`
     : tx`and e.type = any(${endpoint.enabled_events}::text[])`;
-  const notAbout =
-    tx`and (e.type <> all(${OPERATIONAL_EVENT_TYPES}::text[]) or e.data->>'endpoint_id' <> ${endpoint.id})`;
+  const notAbout = tx`and (e.type <> all(${OPERATIONAL_EVENT_TYPES}::text[]) or e.about <> ${endpoint.id})`;
   const filter = endpoint.filter ?? null;
-  // Without a filter every candidate is taken, so one statement reads all that one call may queue (and one more,
-  // to know whether more remain); with one, pages are read until `limit` pass it.
-  const page = filter === null ? limit + 1 : FILTERED_PAGE;
 
-  const chosen: string[] = [];
-  let remaining = false;
-  let after = "00000000-0000-0000-0000-000000000000";
-  for (;;) {
-    const rows = await tx<{ id: string; type: string; data?: Record<string, unknown> }[]>`
-      select e.id, e.type ${filter === null ? tx`` : tx`, e.data`}
+  // The bounded read: the next `scan` events of the company in the range by id (events_company_idx of each day's
+  // partition), then the conditions on those alone. `read`/`last` say how far it went, candidates or not.
+  const rows = await tx<{ read: number; last: string | null; id: string | null; type: string; data?: unknown }[]>`
+    with scanned as materialized (
+      select e.id, e.type, e.inserted_at, e.only_endpoint_id, e.data->>'endpoint_id' as about
+        ${filter === null ? tx`` : tx`, e.data`}
       from events e
-      where e.company_id = ${companyId} and e.inserted_at >= ${lo} and e.inserted_at < ${hi} and e.id > ${after}
-        and e.only_endpoint_id is null ${types} ${notAbout}
+      where e.company_id = ${companyId} and e.inserted_at >= ${lo} and e.inserted_at < ${hi}
+        and e.id > ${bounds.after ?? NO_EVENT}
+      order by e.id
+      limit ${scan}
+    ), edge as (
+      select count(*)::int as read, (array_agg(id order by id desc))[1]::text as last from scanned
+    )
+    select edge.read, edge.last, c.* from edge left join lateral (
+      select e.id, e.type ${filter === null ? tx`` : tx`, e.data`} from scanned e
+      where e.only_endpoint_id is null ${types} ${notAbout}
         and exists (
           select 1 from webhook_endpoint_disabled_periods p
           where p.company_id = ${companyId} and p.endpoint_id = ${endpoint.id}
@@ -87,21 +115,22 @@ export async function replaySkipped(
           select 1 from webhook_deliveries d
           where d.company_id = ${companyId} and d.endpoint_id = ${endpoint.id}
             and d.status in ('pending', 'succeeded', 'failed') and d.inserted_at = e.inserted_at and d.event_id = e.id)
-      order by e.id
-      limit ${page}`;
-    for (const r of rows) {
-      // as emitEvent decides (events.ts): the stored data are what the fan-out's filter saw
-      if (filter !== null && !passesFilter(filter, r.type, r.data ?? {})) continue;
-      if (chosen.length === limit) {
-        remaining = true;
-        break;
-      }
-      chosen.push(r.id);
+    ) c on true
+    order by c.id`;
+  const { read, last } = rows[0];
+  let after = read === scan ? last : null;
+  const chosen: string[] = [];
+  for (const r of rows) {
+    if (r.id === null) continue;
+    // as emitEvent decides (events.ts): the stored data are what the fan-out's filter saw
+    if (filter !== null && !passesFilter(filter, r.type, (r.data ?? {}) as Record<string, unknown>)) continue;
+    if (chosen.length === limit) {
+      after = chosen[chosen.length - 1]; // the next call starts at this one's first event left over
+      break;
     }
-    if (remaining || rows.length < page) break;
-    after = rows[rows.length - 1].id;
+    chosen.push(r.id);
   }
-  if (chosen.length === 0) return { skipped: 0, remaining: false };
+  if (chosen.length === 0) return { skipped: 0, remaining: after !== null, after };
 
   // Set-based, each record at its event's instant. Its id keeps the first 11 bytes of the event's (the UUIDv7's
   // milliseconds and the whole counter that orders ids made in the same millisecond: its last 6 bits are in the 11th
@@ -119,5 +148,5 @@ export async function replaySkipped(
       returning 1
     )
     select count(*)::int as queued from queued`;
-  return { skipped: queued, remaining };
+  return { skipped: queued, remaining: after !== null, after };
 }

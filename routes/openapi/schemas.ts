@@ -83,6 +83,11 @@ export const urlTakenResponse = {
   409: errorResponse("Another active endpoint of the account has this URL: `errors.url` names it"),
 } as const;
 
+/** A recover while another recover of the same endpoint runs (docs/webhooks.md, "Acknowledge and retry by hand"). */
+export const recoverRunningResponse = {
+  409: errorResponse("A recover of this endpoint is already running: try again once it has answered"),
+} as const;
+
 /** Every POST and PUT: whatever it sends, a body over 22 MB is refused before it is read. */
 export const bodyErrorResponses = {
   ...errorResponses,

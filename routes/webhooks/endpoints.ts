@@ -25,6 +25,7 @@ import {
   IdParam,
   jsonBody,
   jsonResponse,
+  recoverRunningResponse,
   urlTakenResponse,
 } from "../openapi/schemas.ts";
 import {
@@ -149,6 +150,7 @@ const recover = createRoute({
   responses: {
     202: jsonResponse("Records re-queued", z.object({ data: RecoverResult })),
     ...bodyErrorResponses,
+    ...recoverRunningResponse,
   },
 });
 
@@ -218,11 +220,13 @@ export function webhookEndpointRoutes({ sql, config }: Deps) {
       return c.json({ data: await presentEndpoint(await box(), endpoint) }, 200);
     })
     .openapi(recover, async (c) => {
-      const { since, until, include_skipped } = c.req.valid("json");
+      const { since, until, include_skipped, skipped_after } = c.req.valid("json");
       const range = { since: since.at, until: until?.at };
       const result = await recoverDeliveries(sql, c.get("companyId"), c.req.valid("param").id, range, {
         includeSkipped: include_skipped ?? false,
+        skippedAfter: skipped_after,
         retentionDays: config.eventRetentionDays,
+        scanEvents: config.limits.recoverScanEvents,
       });
       return c.json({ data: result }, 202);
     })

@@ -5,7 +5,7 @@ import { MAX_FILTER_LENGTH } from "../../domain/webhooks/filters.ts";
 import type { TimeBound } from "../../domain/webhooks/deliveries.ts";
 import { REPLAY_LIMIT } from "../../domain/webhooks/replay.ts";
 import { UUID_RE } from "../../domain/basics/ids.ts";
-import { requiredText } from "../openapi/schemas.ts";
+import { requiredText, uuid } from "../openapi/schemas.ts";
 
 const KNOWN_TYPES: ReadonlySet<string> = new Set(EVENT_TYPES);
 const ONE_OF_TYPES = `must be one of: ${EVENT_TYPES.join(", ")}`;
@@ -272,6 +272,10 @@ export const RecoverBody = z.object({
       `within [since, until) and the retention, at most ${REPLAY_LIMIT} per call (docs/webhooks.md, Replay what a ` +
       "disabled endpoint missed); default false",
   }),
+  skipped_after: uuid.nullish().openapi({
+    description: "With include_skipped: go on after this event, the `skipped_after` of the previous call's answer " +
+      "(each call reads a bounded number of events, WEBHOOK_RECOVER_SCAN_EVENTS); absent: from the range's start",
+  }),
 }).openapi("WebhookRecover");
 
 export const RECOVER_EXAMPLE: z.input<typeof RecoverBody> = { since: "2026-11-21T00:00:00Z" };
@@ -280,11 +284,20 @@ export const RecoverResult = z.object({
   endpoint_id: z.string(),
   deliveries: z.number().int().openapi({ description: "How many records were queued: failed + skipped" }),
   failed: z.number().int().openapi({ description: "How many failed records were re-queued" }),
+  failed_remaining: z.boolean().openapi({
+    description:
+      `More failed records remain past this call's limit (${REPLAY_LIMIT}): recover again with the same body`,
+  }),
   skipped: z.number().int().openapi({
     description: "How many events skipped while the endpoint was disabled were queued (0 without include_skipped)",
   }),
   skipped_remaining: z.boolean().openapi({
-    description: "More skipped events remain past this call's limit: recover again with the same body for the next",
+    description: "More of the range remains past this call's bounds: recover again with `skipped_after` set to the " +
+      "answer's",
+  }),
+  skipped_after: z.string().nullable().openapi({
+    description: "The event this call's replay stopped after, while more remain (pass it back as `skipped_after`); " +
+      "null once the range is done",
   }),
 }).openapi("WebhookRecoverResult");
 

@@ -42,7 +42,15 @@ Deno.test("recover and enable: failed deliveries sent again, in order, once each
       const res = await company.post(`${ENDPOINTS}/${endpoint.id}/recover`, { since });
       assert.equal(res.status, 202, JSON.stringify(res.body));
       assert.deepEqual(res.body, {
-        data: { endpoint_id: endpoint.id, deliveries: 3, failed: 3, skipped: 0, skipped_remaining: false },
+        data: {
+          endpoint_id: endpoint.id,
+          deliveries: 3,
+          failed: 3,
+          failed_remaining: false,
+          skipped: 0,
+          skipped_remaining: false,
+          skipped_after: null,
+        },
       });
       await emit(company, 4);
       await eventually("four successes", async () => {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { v7 } from "uuid";
-import { recoverDeliveries } from "../../domain/webhooks/deliveries.ts";
+import { RECOVER_LOCK, recoverDeliveries } from "../../domain/webhooks/deliveries.ts";
 import { pruneHistory } from "../../domain/webhooks/retention.ts";
 import { verifySignature } from "../../domain/webhooks/signature.ts";
 import { type Company, eventually, newCompany, setup } from "../support/helpers.ts";
@@ -52,7 +52,15 @@ Deno.test("replay after disable: the events missed while disabled are sent once,
       const res = await company.post(`${ENDPOINTS}/${endpoint.id}/recover`, { since, include_skipped: true });
       assert.equal(res.status, 202, JSON.stringify(res.body));
       assert.deepEqual(res.body, {
-        data: { endpoint_id: endpoint.id, deliveries: 3, failed: 0, skipped: 3, skipped_remaining: false },
+        data: {
+          endpoint_id: endpoint.id,
+          deliveries: 3,
+          failed: 0,
+          failed_remaining: false,
+          skipped: 3,
+          skipped_remaining: false,
+          skipped_after: null,
+        },
       });
       await identified(company, 5); // after the recover: a sequential endpoint takes it after the replayed ones
       await eventually("five records succeeded", () => allSucceeded(company, endpoint.id, 5));
@@ -72,8 +80,10 @@ Deno.test("replay after disable: the events missed while disabled are sent once,
         endpoint_id: endpoint.id,
         deliveries: 0,
         failed: 0,
+        failed_remaining: false,
         skipped: 0,
         skipped_remaining: false,
+        skipped_after: null,
       });
       await sleep(200);
       assert.deepEqual(seqsAt("/story", seen), [2, 3, 4, 5], "nothing sent twice");
@@ -204,8 +214,9 @@ Deno.test("replay after disable: the events missed while disabled are sent once,
       assert.equal((await company.post(`${ENDPOINTS}/${endpoint.id}/enable`)).status, 200);
       const url = `${ENDPOINTS}/${endpoint.id}/recover`;
       const both = await Promise.all([1, 2].map(() => company.post(url, { since, include_skipped: true })));
-      assert.deepEqual(both.map((r) => r.status), [202, 202]);
-      assert.deepEqual(both.map((r) => r.body.data.skipped).sort(), [0, 20]);
+      // the second finds the first running (409) or, come after it, the events with their records
+      const outcomes = both.map((r) => r.status === 202 ? r.body.data.skipped : r.status).sort();
+      assert.ok(["0,20", "20,409"].includes(String(outcomes)), JSON.stringify(both.map((r) => r.body)));
       await eventually("twenty delivered", () => allSucceeded(company, endpoint.id, 20));
       assert.deepEqual(seqsAt("/race").sort((a, b) => a - b), Array.from({ length: 20 }, (_, i) => i + 1));
     });
@@ -266,6 +277,138 @@ Deno.test("events made in the same millisecond are replayed in the order they we
       order by id`;
     assert.deepEqual(queued.map((q) => q.event_id), ids);
   } finally {
+    await ctx.close();
+  }
+});
+
+/**
+ * Bounded and lock-free for others (issue 32, finding 3): one recover reads a bounded number of events and says where
+ * the next goes on; a second recover of the endpoint at the same time answers 409; an endpoint's row held by one
+ * tenant's transaction holds up nobody else's deliveries. WEBHOOK_RECOVER_SCAN_EVENTS is 5 here, where the default
+ * reads 20,000, so a handful of events show what hundreds of thousands did.
+ */
+Deno.test("recover: a bounded read per call with a cursor, one at a time, nobody else waiting", async (t) => {
+  const ctx = await setup("webhook_replay_bounded", {
+    worker: true,
+    env: { WEBHOOK_RETRY_SCHEDULE: "0.05", WEBHOOK_RECOVER_SCAN_EVENTS: "5" },
+  });
+  const down = new Set<string>();
+  const rx = startReceiver(async (a) => {
+    if (down.has(a.path)) await sleep(50); // a slow failure: A's records keep failing for seconds
+    return new Response(null, { status: down.has(a.path) ? 500 : 204 });
+  });
+  const since = new Date(Date.now() - 60_000).toISOString();
+  const recover = (company: Company, id: string, extra: Record<string, unknown> = {}) =>
+    company.post(`${ENDPOINTS}/${id}/recover`, { since, include_skipped: true, ...extra });
+
+  try {
+    await t.step("more events than a call reads: each call answers where it stopped, the next goes on", async () => {
+      const company = await newCompany(ctx);
+      const endpoint = await createEndpoint(company, `${rx.url}/bounded`, {
+        delivery_mode: "sequential",
+        enabled_events: ["identified"],
+      });
+      assert.equal((await company.delete(`${ENDPOINTS}/${endpoint.id}`)).status, 200);
+      // the disable's own event (endpoint.disabled) and six it does not take, then four it does: the first call
+      // reads five of the seven and queues nothing
+      for (let seq = 1; seq <= 6; seq++) {
+        await emit(ctx, company, "payment_approved", { transaction_id: seqId(100 + seq) });
+      }
+      for (let seq = 1; seq <= 4; seq++) await emit(ctx, company, "identified", { transaction_id: seqId(seq) });
+      assert.equal((await company.post(`${ENDPOINTS}/${endpoint.id}/enable`)).status, 200);
+
+      const first = await recover(company, endpoint.id);
+      assert.equal(first.status, 202, JSON.stringify(first.body));
+      assert.deepEqual([first.body.data.skipped, first.body.data.skipped_remaining], [0, true]);
+      assert.match(first.body.data.skipped_after, /^[0-9a-f-]{36}$/);
+      const second = await recover(company, endpoint.id, { skipped_after: first.body.data.skipped_after });
+      assert.deepEqual([second.body.data.skipped, second.body.data.skipped_remaining], [3, true]);
+      const third = await recover(company, endpoint.id, { skipped_after: second.body.data.skipped_after });
+      assert.deepEqual(
+        [third.body.data.skipped, third.body.data.skipped_remaining, third.body.data.skipped_after],
+        [1, false, null],
+      );
+      await eventually("the four delivered", async () => {
+        const records = await recordsOf(company, endpoint.id);
+        return records.length === 4 && records.every((r) => r.status === "succeeded");
+      });
+      assert.deepEqual(rx.at("/bounded").map((a) => seqOf(a.body.data.transaction_id)), [1, 2, 3, 4]);
+      const bad = await recover(company, endpoint.id, { skipped_after: "not-an-id" });
+      assert.deepEqual([bad.status, Object.keys(bad.body.errors)], [422, ["skipped_after"]]);
+    });
+
+    await t.step("a recover while another of the same endpoint runs answers 409 at once", async () => {
+      const company = await newCompany(ctx);
+      const endpoint = await createEndpoint(company, `${rx.url}/busy`);
+      const other = await createEndpoint(company, `${rx.url}/busy-other`);
+      const { promise: held, resolve: hold } = Promise.withResolvers<void>();
+      const { promise: done, resolve: release } = Promise.withResolvers<void>();
+      // the lock a running recover holds, taken here as one would
+      const running = ctx.sql.begin(async (tx) => {
+        await tx`select pg_advisory_xact_lock(${RECOVER_LOCK}, hashtext(${endpoint.id}::text))`;
+        hold();
+        await done;
+      });
+      await held;
+      const started = performance.now();
+      const busy = await recover(company, endpoint.id);
+      assert.deepEqual([busy.status, busy.body], [409, {
+        errors: { detail: "a recover of this endpoint is already running" },
+      }]);
+      assert.ok(performance.now() - started < 1_000, "at once, without waiting for the other");
+      assert.equal((await recover(company, other.id)).status, 202, "another endpoint's recover goes on");
+      release();
+      await running;
+      assert.equal((await recover(company, endpoint.id)).status, 202, "once the first is over");
+    });
+
+    await t.step("an endpoint's row held by one tenant holds up no other tenant's deliveries", async () => {
+      // A's endpoint fails every attempt, so each of its batches has a verdict to write to its row
+      const attacker = await newCompany(ctx);
+      down.add("/a");
+      const a = await createEndpoint(attacker, `${rx.url}/a`, { max_concurrency: 4 });
+      for (let seq = 1; seq <= 24; seq++) {
+        await emit(ctx, attacker, "identified", { transaction_id: seqId(seq) });
+      }
+      await eventually("A failing", () => rx.at("/a").length >= 8);
+      const { promise: held, resolve: hold } = Promise.withResolvers<void>();
+      const { promise: done, resolve: release } = Promise.withResolvers<void>();
+      // what a recover's scan did before: A's row locked for as long as it ran
+      const holding = ctx.sql.begin(async (tx) => {
+        await tx`select 1 from webhook_endpoints where id = ${a.id} for no key update`;
+        hold();
+        await done;
+      });
+      try {
+        await held;
+        const seenA = rx.at("/a").length;
+        const victim = await newCompany(ctx);
+        const v = await createEndpoint(victim, `${rx.url}/v`);
+        for (let seq = 1; seq <= 12; seq++) {
+          await emit(ctx, victim, "identified", { transaction_id: seqId(seq) });
+        }
+        await eventually("V's twelve recorded as succeeded", async () => {
+          const records = await recordsOf(victim, v.id);
+          return records.length === 12 && records.every((r) => r.status === "succeeded");
+        }, 5_000);
+        assert.ok(rx.at("/a").length > seenA + 8, "A's attempts go on being recorded and made again too");
+      } finally {
+        release();
+        await holding;
+      }
+      // every attempt failed: what the held row kept from being counted is counted by A's next batch
+      const [{ recorded }] = await ctx.sql<{ recorded: number }[]>`
+        select count(*)::int as recorded from webhook_attempts t join webhook_deliveries d on d.id = t.delivery_id
+        where d.endpoint_id = ${a.id}`;
+      await eventually("A's failures all counted on its row", async () => {
+        const [row] = await ctx.sql<{ n: number }[]>`
+          select consecutive_failures as n from webhook_endpoints where id = ${a.id}`;
+        return row.n >= recorded;
+      }, 5_000);
+      down.delete("/a");
+    });
+  } finally {
+    await rx.close();
     await ctx.close();
   }
 });

@@ -38,6 +38,8 @@ export type RecordRow = ClaimRow & {
   exhausted: boolean | null;
   /** The endpoint's failing streak has crossed `FailingAlert` and is not announced yet (`endpoint.failing`). */
   endpoint_failing: boolean | null;
+  /** The endpoint's verdict was not applied: another transaction held its row (the recorder carries it over). */
+  endpoint_deferred: boolean | null;
 };
 
 /**
@@ -52,7 +54,10 @@ export type RecordRow = ClaimRow & {
  * was lost (the attempt took longer than the lease) is not moved at all, though the attempt is stored.
  *
  * A verdict applies only while the endpoint's failing clock is the one it was decided from (another attempt may have
- * moved it since): `gone` applies to any active endpoint. A disabled endpoint leases nothing more: the drain loop's
+ * moved it since): `gone` applies to any active endpoint. It applies only to an endpoint whose row it can lock at
+ * once (`skip locked`): one tenant's request holding its endpoint's row never holds up the attempts of every other
+ * endpoint in the batch; the row answers `endpoint_deferred` and the recorder adds the verdict to the endpoint's next
+ * (recorder.ts). A verdict that writes nothing (a healthy endpoint's success) locks nothing. A disabled endpoint leases nothing more: the drain loop's
  * next claim fails what is still pending. A freed slot obliges the caller to claim once more (drain.ts).
  *
  * What it changes that an operator hears about (a record `exhausted`, an endpoint disabled) the recorder emits in the
@@ -123,10 +128,20 @@ export async function recordAttempts(
       ? sql`where not exists (select 1 from webhook_attempts a where a.delivery_id = r.delivery_id and a.id = r.attempt_id)`
       : sql``
   }
-    )${recordStats(sql, items, again)}, disabled as (
+    )${recordStats(sql, items, again)}, wants as (
+      -- the endpoints whose row this statement may write (as the two updates below test)
+      select v.endpoint_id from v join webhook_endpoints e on e.id = v.endpoint_id
+      where e.status = 'active'
+        and (v.disable is not null or v.failed > 0 or e.consecutive_failures > 0 or v.failing <> 'keep')
+    ), locked as materialized (
+      select e.id from webhook_endpoints e where e.id in (select endpoint_id from wants)
+      order by e.id
+      for no key update skip locked
+    ), disabled as (
       update webhook_endpoints e set ${disabling(sql, sql`v.disable`)}
       from v
       where e.id = v.endpoint_id and v.disable is not null and e.status = 'active'
+        and e.id in (select id from locked)
         and (v.disable = 'gone' or ${sameClock})
       returning e.id, v.disable
     ), clock as (
@@ -139,7 +154,7 @@ export async function recordAttempts(
         consecutive_failures = case when v.failed = 0 then 0 else e.consecutive_failures + v.failed end,
         failing_alerted_at = case when v.failed = 0 then null else e.failing_alerted_at end
       from v
-      where e.id = v.endpoint_id and v.disable is null and e.status = 'active'
+      where e.id = v.endpoint_id and v.disable is null and e.status = 'active' and e.id in (select id from locked)
         and (v.failed > 0 or e.consecutive_failures > 0 or v.failing <> 'keep' and ${sameClock}) ${firstTry}
       returning e.id, v.failed > 0 and e.failing_alerted_at is null
         and (e.consecutive_failures >= ${lease.failingAfterAttempts}
@@ -180,6 +195,8 @@ export async function recordAttempts(
     )
     select ep.*, r.idx, u.status as delivery_status, u.next_attempt_at as delivery_next_attempt_at,
       u.attempts as attempt_number, x.disable as endpoint_disabled, u.exhausted, c.alerted as endpoint_failing,
+      r.endpoint_id in (select endpoint_id from wants) and r.endpoint_id not in (select id from locked)
+        as endpoint_deferred,
       ${claimedColumns(sql)}, r.slot
     from r
     left join updated u on u.idx = r.idx

@@ -37,12 +37,20 @@ export type RecorderOptions = Lease & FailingAlert & { retrySchedule: number[]; 
 type Submitted = RecordItem & { seen: Pick<EndpointRow, "status" | "failing_since"> };
 
 /**
+ * What attempts of an endpoint came to when their batch could not apply the endpoint's verdict (another transaction
+ * held its row: record.ts, `endpoint_deferred`): added to the endpoint's next batch in this process, as if its
+ * attempts had been in it. The attempts themselves are recorded either way.
+ */
+type Carried = { anyOk: boolean; gone: boolean; failed: number };
+
+/**
  * Records attempts (record.ts) as they finish, in batches: attempts finishing while a previous write is in flight are
  * written together (domain/basics/batcher.ts), one of each endpoint before a second of any. One per process, made by
  * the delivery task; what an answer decides is decided here (decisions.ts), before the statement.
  */
 export function attemptRecorder(sql: Sql, opts: RecorderOptions) {
-  const batcher = new Batcher<Submitted, Recorded>((items) => writeBatch(sql, items, opts), {
+  const carried = new Map<string, Carried>();
+  const batcher = new Batcher<Submitted, Recorded>((items) => writeBatch(sql, items, opts, carried), {
     keyOf: (item) => item.endpointId,
     maxBatch: 64,
     maxWriters: 2,
@@ -66,8 +74,15 @@ export function attemptRecorder(sql: Sql, opts: RecorderOptions) {
   };
 }
 
-/** The verdict of each endpoint of a batch, from all its attempts in the batch. */
-function verdictsOf(items: Submitted[], opts: RecorderOptions): EndpointVerdict[] {
+/**
+ * The verdict of each endpoint of a batch, from all its attempts in the batch and what an earlier batch carried over
+ * for it (taken here: a batch that defers it again carries the sum). Each with the outcome it was decided from.
+ */
+function verdictsOf(
+  items: Submitted[],
+  opts: RecorderOptions,
+  carried: Map<string, Carried>,
+): (EndpointVerdict & { outcome: Carried })[] {
   const byEndpoint = new Map<
     string,
     { seen: Submitted["seen"]; anyOk: boolean; gone: boolean; results: SendResult[] }
@@ -80,25 +95,43 @@ function verdictsOf(items: Submitted[], opts: RecorderOptions): EndpointVerdict[
     byEndpoint.set(item.endpointId, outcome);
   }
   const nowMs = Date.now();
-  return [...byEndpoint].map(([endpointId, { seen, anyOk, gone, results }]) => ({
-    endpointId,
-    health: endpointHealth(
-      { status: seen.status, failingSince: seen.failing_since ?? null },
-      { anyOk, gone },
-      { nowMs, disableAfterSeconds: opts.disableAfterSeconds },
-    ),
-    seenFailingSince: seen.failing_since ?? null,
-    failedAttempts: failuresInARow(results),
-  }));
+  return [...byEndpoint].map(([endpointId, { seen, anyOk, gone, results }]) => {
+    const before = carried.get(endpointId);
+    carried.delete(endpointId);
+    const outcome = mergeCarried(before, { anyOk, gone, failed: failuresInARow(results) });
+    return {
+      endpointId,
+      health: endpointHealth(
+        { status: seen.status, failingSince: seen.failing_since ?? null },
+        outcome,
+        { nowMs, disableAfterSeconds: opts.disableAfterSeconds },
+      ),
+      seenFailingSince: seen.failing_since ?? null,
+      failedAttempts: outcome.failed,
+      outcome,
+    };
+  });
+}
+
+/** Two outcomes of one endpoint as one batch's: a success among them ends the streak (`failuresInARow`). */
+function mergeCarried(a: Carried | undefined, b: Carried): Carried {
+  if (!a) return b;
+  const anyOk = a.anyOk || b.anyOk;
+  return { anyOk, gone: a.gone || b.gone, failed: anyOk ? 0 : a.failed + b.failed };
 }
 
 /**
  * One batch: the statement, made again while the database is away (an attempt made is stored even then), within the
  * lease: after it, another process may already be making the attempt again.
  */
-async function writeBatch(sql: Sql, items: Submitted[], opts: RecorderOptions): Promise<Recorded[]> {
+async function writeBatch(
+  sql: Sql,
+  items: Submitted[],
+  opts: RecorderOptions,
+  carried: Map<string, Carried>,
+): Promise<Recorded[]> {
   let tries = 0;
-  const verdicts = verdictsOf(items, opts);
+  const verdicts = verdictsOf(items, opts, carried);
   const until = Date.now() + LEASE_SLACK_MS * 0.8;
   // A batch that may disable an endpoint or exhaust a record is written in a transaction with the operational events
   // it causes (operational.ts); any other batch, successes and most failures alike, stays one statement.
@@ -112,6 +145,17 @@ async function writeBatch(sql: Sql, items: Submitted[], opts: RecorderOptions): 
       }) as Promise<RecordRow[]>
     : (again: boolean) => recordAttempts(sql, items, verdicts, opts, again);
   const rows = await whileUnreachable(() => afterDeadlock(() => write(tries++ > 0)), until);
+  // the verdicts another transaction's lock kept from being applied: carried to each endpoint's next batch
+  const carriedNow = new Map<string, Carried>();
+  for (const row of rows) {
+    if (!row.endpoint_deferred) continue;
+    const endpointId = items[row.idx].endpointId;
+    const outcome = verdicts.find((v) => v.endpointId === endpointId)?.outcome;
+    if (outcome && !carriedNow.has(endpointId)) carriedNow.set(endpointId, outcome);
+  }
+  for (const [endpointId, outcome] of carriedNow) {
+    carried.set(endpointId, mergeCarried(carried.get(endpointId), outcome));
+  }
   const later = transitionsOf(items, rows);
   if (!inTransaction && !noTransitions(later)) await announceApart(sql, later, until);
   return await toRecorded(sql, items.length, rows, until);
@@ -193,6 +237,7 @@ async function toRecorded(sql: Sql, count: number, rows: RecordRow[], until: num
       attempt_number,
       exhausted: _exhausted,
       endpoint_failing: _failing,
+      endpoint_deferred: _deferred,
       ...claim
     } = row;
     results[idx] = {

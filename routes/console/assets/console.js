@@ -400,15 +400,21 @@ $("endpoint-form").addEventListener(
     await loadEndpoints();
   }),
 );
+// where the last recover's replay stopped, for "recover again" with the same endpoint and since (docs/webhooks.md)
+let recoverCursor = { key: "", after: null };
 $("recover-form").addEventListener(
   "submit",
   run(async () => {
     const since = new Date(`${$("recover-since").value}Z`).toISOString();
     const skipped = $("recover-skipped").value === "true";
+    const key = `${$("recover-endpoint").value} ${since}`;
+    const after = skipped && recoverCursor.key === key ? recoverCursor.after : null;
     const { data } = await api("POST", `${ENDPOINTS}/${$("recover-endpoint").value}/recover`, {
       since,
       include_skipped: skipped,
+      ...(after ? { skipped_after: after } : {}),
     });
+    recoverCursor = { key, after: data.skipped_after ?? null };
     const url = endpoints.find((e) => e.id === data.endpoint_id)?.url ?? data.endpoint_id;
     // docs/webhooks.md, "Replay what a disabled endpoint missed": a call queues at most 10,000 of them
     const missed = skipped
