@@ -10,9 +10,10 @@ import { startRehearsal, stopRehearsal, takeBackup } from "./cluster/recovery.ts
  * README, "A Postgres HA cluster", says how to use it; docs/architecture.md, "The database cluster", why it is built
  * so.
  *
- * - `start [--members 2] [--strict] [--timeout 120]`: installs the Debian packages when missing (as root), starts
- *   or resumes the cluster, and returns once a primary takes writes confirmed by a synchronous replica; the last
- *   line printed is the DATABASE_URL (HAProxy, which leads to the current primary).
+ * - `start [--members 2] [--strict] [--timeout 120]`: refuses a directory anyone but the caller could change, installs
+ *   the Debian packages when missing (as root), starts or resumes the cluster, and returns once a primary takes writes
+ *   confirmed by a synchronous replica; the last line printed is the DATABASE_URL (HAProxy, which leads to the current
+ *   primary), with the superuser's password generated into `<dir>/passwords.json`.
  * - `status`: the last line is one JSON object, `{"members": [{name, role, state, sync, port, api_port, pids}],
  *   "etcd": {port, pids}, "haproxy": {port, pids}, "url"}`.
  * - `switchover [--timeout 120]`: a planned switchover with Patroni's own mechanism (`POST /switchover`), from the

@@ -4,7 +4,7 @@
  * configuration of the standalone Postgres that replays the archive up to that time. Unit-tested; the commands
  * themselves are in `recovery.ts`.
  */
-import { restoreCommand } from "./config.ts";
+import { PG_HBA, restoreCommand } from "./config.ts";
 
 /** What `backup.json` in a backup's folder says; a folder without one is not a finished backup. */
 export type BackupInfo = {
@@ -126,8 +126,8 @@ export function rehearsalConfig(options: { port: number; archiveDir: string; tar
   ].join("\n");
 }
 
-/** Loopback only, trusted, like the cluster's members. */
-export const REHEARSAL_HBA = "local all all trust\nhost all all 127.0.0.1/32 trust\n";
+/** Loopback only, with the cluster's passwords (restored with its roles), like the cluster's members. */
+export const REHEARSAL_HBA = PG_HBA.join("\n") + "\n";
 
 /** Where recovery stopped, from the rehearsal's log: Postgres' own words, or null when it has not said yet. */
 export function recoveryStop(log: string): string | null {

@@ -7,13 +7,16 @@
 import {
   ClusterError,
   databaseUrl,
+  ETCD_USER,
   etcdArgs,
   haproxyConfig,
   type Layout,
+  type Passwords,
   pathsOf,
   patroniConfig,
   planLayout,
   portsNeeded,
+  restAuthorization,
   toYaml,
 } from "./config.ts";
 import { ensurePackages } from "./packages.ts";
@@ -21,18 +24,22 @@ import { killAll, livePid, processesOf, spawnDetached, terminate } from "./proce
 import {
   agentAnswer,
   asPostgres,
+  assertPrivateDir,
   assertReachableByPostgres,
+  clusterPasswords,
+  ensurePrivateDir,
   existingCluster,
   exists,
   freePorts,
-  idOf,
-  PG_USER,
   portIsFree,
+  postgresFolder,
   probe,
   readLayout,
   resolveDir,
   type Say,
   waitFor,
+  writeNewFile,
+  writePostgresFile,
 } from "./host.ts";
 import { stopRehearsal } from "./recovery.ts";
 import { roleOf, type Status, statusReport } from "./status.ts";
@@ -48,6 +55,30 @@ async function etcdHealthy(port: number): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/**
+ * Turns etcd's authentication on, once per cluster, through its JSON gateway: the `root` user (with the built-in
+ * `root` role) gets the generated password, and from then on etcd answers no read or write without it. A start that
+ * resumes finds the password already accepted and changes nothing.
+ */
+async function ensureEtcdAuth(port: number, password: string): Promise<void> {
+  const call = async (path: string, body: unknown) => {
+    const res = await fetch(`http://127.0.0.1:${port}/v3/auth/${path}`, {
+      method: "POST",
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(5000),
+    });
+    const text = await res.text();
+    if (!res.ok && !(path === "authenticate" && /not enabled/.test(text))) {
+      throw new ClusterError(`etcd refused ${path} (${res.status}): ${text.slice(0, 200)}`);
+    }
+    return res.ok;
+  };
+  if (await call("authenticate", { name: ETCD_USER, password })) return;
+  await call("user/add", { name: ETCD_USER, password });
+  await call("user/grant", { user: ETCD_USER, role: "root" });
+  await call("enable", {});
 }
 
 /**
@@ -77,17 +108,29 @@ async function acceptsSyncWrites(url: string, members: number): Promise<boolean>
   });
 }
 
-async function prepare(dir: string, options: { members: number; strict: boolean }, say: Say): Promise<Layout> {
-  await Deno.mkdir(dir, { recursive: true });
+/**
+ * The directory (private: `ensurePrivateDir`, checked by the caller), its layout and passwords, and every file the
+ * processes read, written without following a link: the members' folders belong to the postgres OS user when this
+ * runs as root, so their files are written as that user (`writePostgresFile`).
+ */
+async function prepare(
+  dir: string,
+  options: { members: number; strict: boolean },
+  say: Say,
+): Promise<{ layout: Layout; passwords: Passwords }> {
   let layout = await readLayout(dir);
+  let passwords: Passwords;
   if (!layout) {
     for await (const entry of Deno.readDir(dir)) {
       throw new ClusterError(`${dir} holds ${entry.name} but no cluster.json: give an empty or new directory`);
     }
+    // the passwords first: a directory with a layout and no passwords is an earlier version's cluster
+    passwords = await clusterPasswords(dir, { create: true });
     layout = planLayout(freePorts(portsNeeded(options.members)), options);
-    await Deno.writeTextFile(pathsOf(dir).layout, JSON.stringify(layout, null, 2) + "\n");
+    await writeNewFile(pathsOf(dir).layout, JSON.stringify(layout, null, 2) + "\n");
     say(`new cluster in ${dir}: ${layout.members.length} members, HAProxy on ${layout.haproxy.port}`);
   } else {
+    passwords = await clusterPasswords(dir, { create: false });
     say(`resuming the cluster in ${dir}`);
   }
   if (Deno.uid() === 0) {
@@ -95,21 +138,16 @@ async function prepare(dir: string, options: { members: number; strict: boolean 
     if (mode !== null && (mode & 0o005) !== 0o005) await Deno.chmod(dir, (mode & 0o777) | 0o005);
   }
   await assertReachableByPostgres(dir);
-  const owner = Deno.uid() === 0 ? await idOf(PG_USER) : null;
   for (const member of layout.members) {
     const paths = pathsOf(dir).member(member.name);
-    await Deno.mkdir(paths.dir, { recursive: true, mode: 0o700 });
-    if (owner) await Deno.chown(paths.dir, owner.uid, owner.gid);
+    await postgresFolder(paths.dir, 0o700);
     // rewritten at every start: the file follows this version of the tool; the cluster-wide part lives in etcd
-    await Deno.writeTextFile(paths.config, toYaml(patroniConfig(layout, member, dir)) + "\n", { mode: 0o644 });
+    await writePostgresFile(paths.config, toYaml(patroniConfig(layout, member, dir, passwords)) + "\n");
   }
   // archive_command runs as the postgres user: the archive (and the backups beside it) are its own
-  for (const folder of [pathsOf(dir).walArchive, pathsOf(dir).backups]) {
-    await Deno.mkdir(folder, { recursive: true, mode: 0o700 });
-    if (owner) await Deno.chown(folder, owner.uid, owner.gid);
-  }
-  await Deno.writeTextFile(pathsOf(dir).haproxy.config, haproxyConfig(layout));
-  return layout;
+  for (const folder of [pathsOf(dir).walArchive, pathsOf(dir).backups]) await postgresFolder(folder, 0o700);
+  await writeNewFile(pathsOf(dir).haproxy.config, haproxyConfig(layout));
+  return { layout, passwords };
 }
 
 /**
@@ -122,12 +160,14 @@ export async function startCluster(
   say: Say,
 ): Promise<{ url: string; seconds: number }> {
   const started = performance.now();
+  // before anything is installed or written: a directory another user can change is refused
+  const dir = resolveDir(dirArg);
+  await ensurePrivateDir(dir);
   const installed = await ensurePackages(say);
   if (installed.length) {
     say(`installed ${installed.join(", ")} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
   }
-  const dir = resolveDir(dirArg);
-  const layout = await prepare(dir, options, say);
+  const { layout, passwords } = await prepare(dir, options, say);
   const paths = pathsOf(dir);
   const free = (port: number, what: string) => {
     if (!portIsFree(port)) throw new ClusterError(`port ${port} (${what}) is taken by another program`);
@@ -144,6 +184,7 @@ export async function startCluster(
     say(`etcd started (pid ${pid}, port ${layout.etcd.clientPort})`);
   }
   await waitFor("etcd did not answer", 20_000, () => etcdHealthy(layout.etcd.clientPort), paths.etcd.log);
+  await ensureEtcdAuth(layout.etcd.clientPort, passwords.etcd);
 
   for (const member of layout.members) {
     const m = paths.member(member.name);
@@ -151,11 +192,12 @@ export async function startCluster(
     free(member.apiPort, `${member.name}'s Patroni REST API`);
     // the postmaster of a member whose agent died may still run: Patroni takes it over (or demotes it)
     if (!await livePid(m.postmasterPid, m.data)) free(member.port, `${member.name}'s Postgres`);
-    const pid = await spawnDetached([...asPostgres(), "patroni", m.config], {
+    const pid = await spawnDetached(["patroni", m.config], {
       log: m.log,
       pidFile: m.pid,
       cwd: m.dir,
       env: { HOME: m.dir, PGPASSFILE: m.pgpass },
+      as: asPostgres(),
     });
     say(`${member.name}: Patroni started (pid ${pid}, Postgres port ${member.port}, REST port ${member.apiPort})`);
   }
@@ -170,7 +212,7 @@ export async function startCluster(
     say(`HAProxy started (pid ${pid}, port ${layout.haproxy.port})`);
   }
 
-  const url = databaseUrl(layout);
+  const url = databaseUrl(layout, passwords);
   const elapsed = performance.now() - started;
   await waitFor(
     "no primary took writes confirmed by a synchronous replica",
@@ -216,7 +258,7 @@ export async function switchoverCluster(
   options: { timeoutMs: number },
   say: Say,
 ): Promise<{ from: string; to: string; writableSeconds: number; seconds: number }> {
-  const { dir, layout } = await existingCluster(dirArg);
+  const { dir, layout, passwords } = await existingCluster(dirArg);
   const plan = switchoverPlan(layout, await Promise.all(layout.members.map((m) => agentAnswer(m.apiPort))));
   if ("reason" in plan) throw new ClusterError(plan.reason);
   const { leader, candidate } = plan;
@@ -228,7 +270,7 @@ export async function switchoverCluster(
     // Patroni answers once etcd names the new leader (it polls for up to 20 s), not when it takes writes
     const res = await fetch(`http://127.0.0.1:${leader.apiPort}/switchover`, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", authorization: restAuthorization(passwords) },
       body: JSON.stringify({ leader: leader.name, candidate: candidate.name }),
       signal: AbortSignal.timeout(Math.min(options.timeoutMs, 30_000)),
     });
@@ -241,7 +283,7 @@ export async function switchoverCluster(
     throw new ClusterError(`Patroni refused the switchover (${answer.status}): ${answer.text}`);
   }
   say(`Patroni answered ${answer.status} "${answer.text}" after ${elapsed().toFixed(1)} s`);
-  const url = databaseUrl(layout);
+  const url = databaseUrl(layout, passwords);
   const left = () => Math.max(options.timeoutMs - (performance.now() - started), 1000);
   await waitFor(
     `${candidate.name} did not take writes through HAProxy`,
@@ -268,7 +310,7 @@ export async function switchoverCluster(
 
 /** What `status` reports: every member's role, state, ports and live PIDs; etcd's and HAProxy's PIDs. */
 export async function clusterStatus(dirArg: string): Promise<Status> {
-  const { dir, layout } = await existingCluster(dirArg);
+  const { dir, layout, passwords } = await existingCluster(dirArg);
   const paths = pathsOf(dir);
   const members = await Promise.all(layout.members.map(async (member) => {
     const m = paths.member(member.name);
@@ -282,7 +324,7 @@ export async function clusterStatus(dirArg: string): Promise<Status> {
     members,
     etcdPid: await livePid(paths.etcd.pid, paths.etcd.data),
     haproxyPid: await livePid(paths.haproxy.pid, paths.haproxy.config),
-    url: databaseUrl(layout),
+    url: databaseUrl(layout, passwords),
   });
 }
 
@@ -299,6 +341,8 @@ export async function stopCluster(dirArg: string, say: Say): Promise<string[]> {
     say(`nothing to stop: ${dir} does not exist`);
     return [];
   }
+  // its pid files are trusted below (as root, to send signals): only in a directory no one else can change
+  await assertPrivateDir(dir);
   // a restore rehearsal first: it reads the cluster's archive, and may run outside `dir` (`--into`)
   const rehearsal = await stopRehearsal(dir, { remove: false });
   if (rehearsal) say(rehearsal);

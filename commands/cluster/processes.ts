@@ -9,15 +9,17 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /**
  * Starts `argv` in a session of its own with stdin closed and stdout and stderr appended to `log`, and returns its
  * PID. The shell writes its own PID to `pidFile` and then execs the program, so the PID written is the program's.
+ * `as` (host.ts, `asPostgres`) runs the shell itself as another user: pid and log files in a folder that user owns
+ * are then opened as that user, so a link it planted there cannot steer a write of root's.
  */
 export async function spawnDetached(
   argv: string[],
-  options: { log: string; pidFile: string; cwd: string; env?: Record<string, string> },
+  options: { log: string; pidFile: string; cwd: string; env?: Record<string, string>; as?: string[] },
 ): Promise<number> {
   await Deno.remove(options.pidFile).catch(() => {});
   const script = 'echo $$ > "$PID_FILE" && exec "$@" >> "$LOG_FILE" 2>&1 < /dev/null';
   const { success } = await new Deno.Command("setsid", {
-    args: ["--fork", "sh", "-c", script, "sh", ...argv],
+    args: ["--fork", ...options.as ?? [], "sh", "-c", script, "sh", ...argv],
     cwd: options.cwd,
     env: { ...options.env, PID_FILE: options.pidFile, LOG_FILE: options.log },
     stdin: "null",

@@ -22,36 +22,32 @@ import {
   agentAnswer,
   asPostgres,
   assertReachableByPostgres,
+  ensurePrivateDir,
   existingCluster,
   exists,
   freePorts,
-  idOf,
-  PG_USER,
+  postgresFolder,
   resolveDir,
   type Say,
   sleep,
+  writeNewFile,
+  writePostgresFile,
 } from "./host.ts";
 import { killAll, livePid, processesOf, spawnDetached, terminate } from "./processes.ts";
 import { roleOf } from "./status.ts";
 
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
 
-/** Creates `path` (and its parents) as a folder the postgres OS user owns, when this runs as root. */
-async function postgresFolder(path: string, mode: number) {
-  await Deno.mkdir(path, { recursive: true, mode });
-  if (Deno.uid() === 0) {
-    const { uid, gid } = await idOf(PG_USER);
-    await Deno.chown(path, uid, gid);
-  }
-  await Deno.chmod(path, mode);
-}
-
 /** Runs a program as the postgres OS user; a ClusterError with the end of its output when it fails. */
-async function runAsPostgres(argv: string[], options: { timeoutMs: number; cwd: string }): Promise<string> {
+async function runAsPostgres(
+  argv: string[],
+  options: { timeoutMs: number; cwd: string; env?: Record<string, string> },
+): Promise<string> {
   const [cmd, ...args] = [...asPostgres(), ...argv];
   const out = await new Deno.Command(cmd, {
     args,
     cwd: options.cwd,
+    env: options.env,
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
@@ -87,7 +83,7 @@ export async function takeBackup(
   options: { timeoutMs: number },
   say: Say,
 ): Promise<{ path: string; info: BackupInfo; seconds: number; bytes: number }> {
-  const { dir, layout } = await existingCluster(dirArg);
+  const { dir, layout, passwords } = await existingCluster(dirArg);
   const answers = await Promise.all(layout.members.map((m) => agentAnswer(m.apiPort)));
   const primary = layout.members.find((_, i) => roleOf(answers[i]) === "primary");
   if (!primary) throw new ClusterError("no running primary to back up: start the cluster first");
@@ -104,7 +100,7 @@ export async function takeBackup(
   try {
     const output = await runAsPostgres([
       `${PG_BIN_DIR}/pg_basebackup`,
-      `--dbname=host=127.0.0.1 port=${primary.port} user=${REPLICATION_USER.username}`,
+      `--dbname=host=127.0.0.1 port=${primary.port} user=${REPLICATION_USER}`,
       `--pgdata=${partial}`,
       "--format=tar",
       "--gzip",
@@ -113,7 +109,7 @@ export async function takeBackup(
       `--label=${label}`,
       "--no-password",
       "--verbose",
-    ], { timeoutMs: options.timeoutMs, cwd: paths.backups });
+    ], { timeoutMs: options.timeoutMs, cwd: paths.backups, env: { PGPASSWORD: passwords.replication } });
     const info: BackupInfo = {
       label,
       member: primary.name,
@@ -121,7 +117,8 @@ export async function takeBackup(
       finished_at: new Date().toISOString(),
       ...parseBasebackupOutput(output),
     };
-    await Deno.writeTextFile(`${partial}/backup.json`, JSON.stringify(info, null, 2) + "\n");
+    // pg_basebackup made the folder as the postgres user: written as that user
+    await writePostgresFile(`${partial}/backup.json`, JSON.stringify(info, null, 2) + "\n");
     await Deno.rename(partial, path);
     return { path, info, seconds: (performance.now() - clock) / 1000, bytes: await folderBytes(path) };
   } catch (err) {
@@ -224,7 +221,7 @@ export async function startRehearsal(
   say: Say,
 ): Promise<{ url: string; backup: string; stop: string | null; seconds: number }> {
   const started = performance.now();
-  const { dir } = await existingCluster(dirArg);
+  const { dir, passwords } = await existingCluster(dirArg);
   const target = parseTargetTime(options.at);
   if (!target) {
     throw new ClusterError(`--at ${options.at}: give a time with its zone, e.g. 2026-11-25T19:42:25Z`);
@@ -246,10 +243,12 @@ export async function startRehearsal(
   if (previous) say(previous);
   if (!await mayUse(folder, dir)) throw new ClusterError(`${folder} holds files: give an empty or new folder`);
   await Deno.remove(folder, { recursive: true }).catch(() => {});
+  // made afresh by this user where no one else can rename it (`assertPrivateDir`), then handed to Postgres' user
+  await ensurePrivateDir(folder, "--into");
   await postgresFolder(folder, 0o755);
   await assertReachableByPostgres(folder, "--into");
   const p = rehearsalPaths(folder);
-  await postgresFolder(p.data, 0o700);
+  await runAsPostgres(["mkdir", "-m", "700", p.data], { timeoutMs: 10_000, cwd: folder });
   say(`restoring ${backup.path} (finished ${backup.info.finished_at}) into ${p.data}`);
   await runAsPostgres(["tar", "-xzf", `${backup.path}/base.tar.gz`, "-C", p.data], { timeoutMs: 120_000, cwd: folder });
   await runAsPostgres(["tar", "-xzf", `${backup.path}/pg_wal.tar.gz`, "-C", `${p.data}/pg_wal`], {
@@ -258,29 +257,25 @@ export async function startRehearsal(
   });
 
   const [port] = freePorts(1);
-  const { username, password } = SUPERUSER;
-  const url = `postgres://${username}:${password}@127.0.0.1:${port}/postgres`;
+  // the backup holds the cluster's roles, with their passwords
+  const url = `postgres://${SUPERUSER}:${passwords.superuser}@127.0.0.1:${port}/postgres`;
   // a standby's signal file from the backup would make it a standby; recovery.signal asks for a targeted recovery
   for (const name of ["standby.signal", "postmaster.pid"]) await Deno.remove(`${p.data}/${name}`).catch(() => {});
-  const owner = Deno.uid() === 0 ? await idOf(PG_USER) : null;
   const files: [string, string][] = [
     ["postgresql.conf", rehearsalConfig({ port, archiveDir: pathsOf(dir).walArchive, target: target.forPostgres })],
     ["pg_hba.conf", REHEARSAL_HBA],
     ["recovery.signal", ""],
   ];
-  for (const [name, content] of files) {
-    await Deno.writeTextFile(`${p.data}/${name}`, content, { mode: 0o600 });
-    if (owner) await Deno.chown(`${p.data}/${name}`, owner.uid, owner.gid);
-  }
+  for (const [name, content] of files) await writePostgresFile(`${p.data}/${name}`, content);
   const record: Rehearsal = { dir: folder, cluster: dir, backup: backup.path, at: target.forPostgres, port, url };
   // recorded before it starts, so `stop` finds it even if this command is interrupted
-  await Deno.writeTextFile(p.marker, JSON.stringify(record, null, 2) + "\n");
-  await Deno.writeTextFile(pathsOf(dir).rehearsal, JSON.stringify(record, null, 2) + "\n");
+  await writePostgresFile(p.marker, JSON.stringify(record, null, 2) + "\n");
+  await writeNewFile(pathsOf(dir).rehearsal, JSON.stringify(record, null, 2) + "\n", 0o600);
 
   // archive_mode=off on the command line as well: it overrides a postgresql.auto.conf (ALTER SYSTEM) from the backup
   const pid = await spawnDetached(
-    [...asPostgres(), `${PG_BIN_DIR}/postgres`, "-D", p.data, "-c", "archive_mode=off"],
-    { log: p.log, pidFile: p.pid, cwd: folder },
+    [`${PG_BIN_DIR}/postgres`, "-D", p.data, "-c", "archive_mode=off"],
+    { log: p.log, pidFile: p.pid, cwd: folder, as: asPostgres() },
   );
   say(`Postgres replays the archive up to ${target.forPostgres} (pid ${pid}, port ${port}); its log: ${p.log}`);
   const deadline = performance.now() + options.timeoutMs;

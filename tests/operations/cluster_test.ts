@@ -4,11 +4,15 @@ import {
   databaseUrl,
   etcdArgs,
   haproxyConfig,
+  newPasswords,
   parseLayout,
+  parsePasswords,
   pathsOf,
   patroniConfig,
+  PG_HBA,
   planLayout,
   portsNeeded,
+  restAuthorization,
   restoreCommand,
   toYaml,
 } from "../../commands/cluster/config.ts";
@@ -21,14 +25,28 @@ import {
   parseBasebackupOutput,
   parseTargetTime,
   recoveryStop,
+  REHEARSAL_HBA,
   rehearsalConfig,
 } from "../../commands/cluster/backups.ts";
+import {
+  assertPrivateDir,
+  clusterPasswords,
+  postgresFolder,
+  writeNewFile,
+  writePostgresFile,
+} from "../../commands/cluster/host.ts";
 import { parsePid } from "../../commands/cluster/processes.ts";
 import { parseStatus, primaryOf, roleOf, statusReport } from "../../commands/cluster/status.ts";
 import { switchoverPlan } from "../../commands/cluster/switchover.ts";
 
 const PORTS = [41001, 41002, 41003, 41004, 41005, 41006, 41007];
 const layout = planLayout(PORTS, { members: 2, strict: false });
+const PASSWORDS = {
+  superuser: "a".repeat(64),
+  replication: "b".repeat(64),
+  rest: "c".repeat(64),
+  etcd: "d".repeat(64),
+};
 
 Deno.test("a new cluster's layout: etcd, HAProxy and two members on the ports given, never 5432", () => {
   assert.equal(portsNeeded(2), 7);
@@ -42,16 +60,20 @@ Deno.test("a new cluster's layout: etcd, HAProxy and two members on the ports gi
   assert.throws(() => planLayout([41001, 41001, ...PORTS.slice(2)], { members: 2, strict: false }), /distinct/);
   assert.deepEqual(parseLayout(JSON.stringify(layout)), layout);
   assert.throws(() => parseLayout('{"version": 1}'), /not a cluster.json/);
-  assert.equal(databaseUrl(layout), "postgres://postgres:postgres@127.0.0.1:41003/postgres");
+  assert.equal(databaseUrl(layout, PASSWORDS), `postgres://postgres:${"a".repeat(64)}@127.0.0.1:41003/postgres`);
 });
 
 Deno.test("Patroni's configuration: etcd3, short timeouts, synchronous mode, pg_rewind, every file in the directory", () => {
-  const config = patroniConfig(layout, layout.members[1], "/srv/c");
+  const config = patroniConfig(layout, layout.members[1], "/srv/c", PASSWORDS);
   const dcs = (config.bootstrap as { dcs: Record<string, unknown> }).dcs;
-  assert.deepEqual(config.etcd3, { host: "127.0.0.1:41001" });
+  assert.deepEqual(config.etcd3, { host: "127.0.0.1:41001", username: "root", password: "d".repeat(64) });
   assert.equal(config.etcd, undefined, "etcd 3.4 has its v2 API off");
   assert.equal(config.name, "pg1");
-  assert.deepEqual(config.restapi, { listen: "127.0.0.1:41007", connect_address: "127.0.0.1:41007" });
+  assert.deepEqual(config.restapi, {
+    listen: "127.0.0.1:41007",
+    connect_address: "127.0.0.1:41007",
+    authentication: { username: "patroni", password: "c".repeat(64) },
+  });
   assert.equal(dcs.ttl, 5);
   assert.equal(dcs.loop_wait, 1);
   assert.equal(dcs.retry_timeout, 2);
@@ -65,10 +87,14 @@ Deno.test("Patroni's configuration: etcd3, short timeouts, synchronous mode, pg_
   assert.equal(pg.pgpass, "/srv/c/pg1/pgpass");
   assert.equal((pg.parameters as Record<string, string>).unix_socket_directories, "/srv/c/pg1");
   assert.ok((pg.pg_hba as string[]).every((line) => line.startsWith("local") || line.includes("127.0.0.1/32")));
-  const strict = patroniConfig(planLayout(PORTS, { members: 2, strict: true }), layout.members[0], "/srv/c");
+  assert.deepEqual(pg.authentication, {
+    superuser: { username: "postgres", password: "a".repeat(64) },
+    replication: { username: "replicator", password: "b".repeat(64) },
+  });
+  const strict = patroniConfig(planLayout(PORTS, { members: 2, strict: true }), layout.members[0], "/srv/c", PASSWORDS);
   assert.equal((strict.bootstrap as { dcs: Record<string, unknown> }).dcs.synchronous_mode_strict, true);
   // a Unix socket path is limited to 107 bytes: past that, TCP only
-  const deep = patroniConfig(layout, layout.members[0], `/srv/${"x".repeat(100)}`);
+  const deep = patroniConfig(layout, layout.members[0], `/srv/${"x".repeat(100)}`, PASSWORDS);
   assert.equal(
     ((deep.postgresql as Record<string, unknown>).parameters as Record<string, string>).unix_socket_directories,
     "",
@@ -90,7 +116,7 @@ Deno.test("the YAML Patroni reads: block maps, JSON scalars, lists, flow maps in
       '  - {"encoding": "UTF8"}',
     ].join("\n"),
   );
-  const yaml = toYaml(patroniConfig(layout, layout.members[0], "/srv/c"));
+  const yaml = toYaml(patroniConfig(layout, layout.members[0], "/srv/c", PASSWORDS));
   assert.match(yaml, /^etcd3:\n {2}host: "127\.0\.0\.1:41001"$/m);
   assert.match(yaml, /^ {4}synchronous_mode: true$/m);
 });
@@ -122,7 +148,7 @@ Deno.test("status: roles from the agents, a member whose agent is down is a repl
     ],
     etcdPid: 700,
     haproxyPid: null,
-    url: databaseUrl(layout),
+    url: databaseUrl(layout, PASSWORDS),
   });
   assert.deepEqual(status.members[0], {
     name: "pg0",
@@ -166,7 +192,7 @@ async function sh(command: string, cwd: string): Promise<boolean> {
 }
 
 Deno.test("every member archives its WAL into the directory's archive, and replays from it", () => {
-  const config = patroniConfig(layout, layout.members[0], "/srv/c");
+  const config = patroniConfig(layout, layout.members[0], "/srv/c", PASSWORDS);
   const pg = config.postgresql as { parameters: Record<string, string>; recovery_conf: Record<string, string> };
   assert.equal(pg.parameters.archive_mode, "on");
   assert.equal(pg.parameters.archive_command, archiveCommand("/srv/c/wal-archive"));
@@ -266,6 +292,169 @@ Deno.test("a restore rehearsal replays to its target and promotes, without archi
     "recovery stopping before commit of transaction 731, time 2026-11-25 19:47:59.008375+00",
   );
   assert.equal(recoveryStop("LOG:  redo starts at 0/4000028\n"), null);
+});
+
+Deno.test("no connection is trusted for coming from the machine: every one proves a generated password", () => {
+  for (const hba of [PG_HBA, REHEARSAL_HBA.trim().split("\n")]) {
+    assert.ok(hba.length >= 2);
+    for (const line of hba) {
+      assert.doesNotMatch(line, /\btrust\b/, line);
+      assert.match(line, /scram-sha-256$/, line);
+    }
+  }
+  const one = newPasswords();
+  const two = newPasswords();
+  assert.equal(new Set([...Object.values(one), ...Object.values(two)]).size, 8, "every password different");
+  for (const password of Object.values(one)) assert.match(password, /^[0-9a-f]{64}$/);
+  assert.deepEqual(parsePasswords(JSON.stringify(one)), one);
+  assert.throws(() => parsePasswords(JSON.stringify({ ...one, rest: "postgres" })), /not a passwords.json/);
+  assert.equal(restAuthorization(PASSWORDS), `Basic ${btoa(`patroni:${"c".repeat(64)}`)}`);
+});
+
+/** A folder of the test's own (0700 under the system's temp folder), removed after `work`. */
+async function inScratch(work: (scratch: string) => Promise<void>) {
+  const scratch = await Deno.makeTempDir({ prefix: "payments-cluster-dir-" });
+  try {
+    await work(scratch);
+  } finally {
+    await Deno.remove(scratch, { recursive: true });
+  }
+}
+
+const modeOf = async (path: string) => (await Deno.lstat(path)).mode! & 0o7777;
+
+Deno.test("the cluster's directory is refused when anyone but its caller could change it", async (t) => {
+  await t.step("a private directory under a sticky /tmp is accepted", async () => {
+    await inScratch(async (scratch) => {
+      await Deno.mkdir(`${scratch}/c`, { mode: 0o700 });
+      await assertPrivateDir(`${scratch}/c`);
+      await Deno.chmod(`${scratch}/c`, 0o755);
+      await assertPrivateDir(`${scratch}/c`);
+    });
+  });
+
+  await t.step("writable by group or others, a link, a file, or under a folder others can write to", async () => {
+    await inScratch(async (scratch) => {
+      const dir = `${scratch}/c`;
+      await Deno.mkdir(dir);
+      for (const mode of [0o775, 0o757, 0o777, 0o1777]) {
+        await Deno.chmod(dir, mode);
+        await assert.rejects(assertPrivateDir(dir), /can be written by its group or others/, mode.toString(8));
+      }
+      await Deno.chmod(dir, 0o700);
+      await Deno.symlink(dir, `${scratch}/link`);
+      await assert.rejects(assertPrivateDir(`${scratch}/link`), /is a symbolic link/);
+      await Deno.writeTextFile(`${scratch}/file`, "");
+      await assert.rejects(assertPrivateDir(`${scratch}/file`), /is not a directory/);
+      await assert.rejects(assertPrivateDir(`${scratch}/missing`), /does not exist/);
+      // a folder above that anyone may write to and is not sticky: the directory can be renamed away and replaced
+      await Deno.mkdir(`${scratch}/open/c`, { recursive: true, mode: 0o700 });
+      await Deno.chmod(`${scratch}/open`, 0o777);
+      await assert.rejects(
+        assertPrivateDir(`${scratch}/open/c`),
+        /above .* can be written by others and is not sticky/,
+      );
+      await Deno.chmod(`${scratch}/open`, 0o1777);
+      await assertPrivateDir(`${scratch}/open/c`);
+    });
+  });
+
+  await t.step("as root: a directory another user owns is refused, and so is a link another user owns", async () => {
+    if (Deno.uid() !== 0) return; // chown needs root; the rule is the same
+    await inScratch(async (scratch) => {
+      await Deno.chmod(scratch, 0o755);
+      const dir = `${scratch}/c`;
+      await Deno.mkdir(dir, { mode: 0o700 });
+      await Deno.chown(dir, 65534, 65534);
+      await assert.rejects(assertPrivateDir(dir), /belongs to uid 65534, not to this user \(uid 0\)/);
+      await Deno.mkdir(`${scratch}/mine`, { mode: 0o700 });
+      await Deno.symlink(scratch, `${scratch}/theirs`);
+      const chown = await new Deno.Command("chown", { args: ["-h", "65534:65534", `${scratch}/theirs`] }).output();
+      assert.ok(chown.success, "chown -h of the link");
+      await assert.rejects(assertPrivateDir(`${scratch}/theirs/mine`), /is a link owned by uid 65534/);
+    });
+  });
+
+  await t.step("`start` in a directory another user prepared: refused, nothing written through its links", async () => {
+    // the attacker's layout names a port in use for etcd: a tool that went on would stop there, after writing its files
+    const busy = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const planted = planLayout([(busy.addr as Deno.NetAddr).port, ...PORTS.slice(1)], { members: 2, strict: false });
+    try {
+      const cases: [string, number, number | null, RegExp][] = [
+        ["writable by anyone", 0o777, null, /planted can be written by its group or others \(mode 0777\)/],
+      ];
+      // chown needs root; the rule is the same
+      if (Deno.uid() === 0) cases.push(["another user's", 0o755, 65534, /planted belongs to uid 65534, not to this/]);
+      for (const [what, mode, owner, reason] of cases) {
+        await inScratch(async (scratch) => {
+          await Deno.chmod(scratch, 0o755);
+          const victim = `${scratch}/victim`;
+          await Deno.writeTextFile(victim, "root's own\n", { mode: 0o600 });
+          const dir = `${scratch}/planted`;
+          await Deno.mkdir(dir);
+          await Deno.writeTextFile(`${dir}/cluster.json`, JSON.stringify(planted));
+          await Deno.symlink(victim, `${dir}/haproxy.cfg`);
+          await Deno.chmod(dir, mode);
+          if (owner !== null) await Deno.chown(dir, owner, owner);
+          const out = await new Deno.Command(Deno.execPath(), {
+            args: ["task", "--quiet", "cluster", "start", "--dir", dir, "--timeout", "10"],
+            cwd: new URL("../..", import.meta.url).pathname,
+            stdin: "null",
+            stdout: "piped",
+            stderr: "piped",
+          }).output();
+          const stderr = new TextDecoder().decode(out.stderr);
+          assert.equal(await Deno.readTextFile(victim), "root's own\n", `${what}: the file a link pointed at`);
+          assert.equal(out.code, 1, stderr);
+          assert.match(stderr, reason, what);
+          assert.deepEqual([...Deno.readDirSync(dir)].map((e) => e.name).sort(), ["cluster.json", "haproxy.cfg"]);
+        });
+      }
+    } finally {
+      busy.close();
+    }
+  });
+});
+
+Deno.test("files in the cluster's directory are made afresh: a planted link is replaced, never written through", async () => {
+  await inScratch(async (scratch) => {
+    await Deno.chmod(scratch, 0o755);
+    const victim = `${scratch}/victim`;
+    await Deno.writeTextFile(victim, "untouched\n", { mode: 0o600 });
+    // in a folder of the caller's, and in one of Postgres' user (as root: written as that user)
+    await postgresFolder(`${scratch}/pg`, 0o700);
+    for (
+      const [folder, write] of [
+        [scratch, (p: string) => writeNewFile(p, "new\n", 0o644)],
+        [`${scratch}/pg`, (p: string) => writePostgresFile(p, "new\n")],
+      ] as const
+    ) {
+      const path = `${folder}/planted`;
+      await Deno.symlink(victim, path);
+      await write(path);
+      assert.equal((await Deno.lstat(path)).isFile, true, "a file of its own in place of the link");
+      assert.equal(await Deno.readTextFile(path), "new\n");
+      assert.equal(await Deno.readTextFile(victim), "untouched\n");
+    }
+    assert.equal(await modeOf(`${scratch}/pg/planted`), 0o600);
+    // a folder for Postgres' user is refused when a link stands in its place (chown would follow it)
+    await Deno.symlink(`${scratch}/elsewhere`, `${scratch}/pg0`);
+    await Deno.mkdir(`${scratch}/elsewhere`, { mode: 0o700 });
+    await assert.rejects(postgresFolder(`${scratch}/pg0`, 0o700), /is not a directory \(a link\?\)/);
+    assert.equal((await Deno.stat(`${scratch}/elsewhere`)).uid, Deno.uid(), "what the link points to kept its owner");
+  });
+});
+
+Deno.test("the passwords file: made once, readable by its owner only, the same on every later read", async () => {
+  await inScratch(async (dir) => {
+    await assert.rejects(clusterPasswords(dir, { create: false }), /passwords.json is missing: a cluster made by an/);
+    const made = await clusterPasswords(dir, { create: true });
+    assert.equal(await modeOf(`${dir}/passwords.json`), 0o600);
+    assert.deepEqual(await clusterPasswords(dir, { create: false }), made);
+    assert.deepEqual(await clusterPasswords(dir, { create: true }), made, "never made again");
+    await Deno.chmod(`${dir}/passwords.json`, 0o644);
+    await assert.rejects(clusterPasswords(dir, { create: false }), /only you can read \(mode 0600\)/);
+  });
 });
 
 // The cluster itself, started, failed over, switched over, backed up and restored with the service on it, is the

@@ -106,7 +106,11 @@ Deno.test({
         assert.equal(started.code, 0, `${started.stdout}\n${started.stderr}`);
         console.log(`cluster: start to ready ${seconds(since).toFixed(1)} s (the command itself included)`);
         clusterUrl = started.lastLine;
-        assert.match(clusterUrl, /^postgres:\/\/postgres:postgres@127\.0\.0\.1:[0-9]+\/postgres$/);
+        assert.match(
+          clusterUrl,
+          /^postgres:\/\/postgres:[0-9a-f]{64}@127\.0\.0\.1:[0-9]+\/postgres$/,
+          "the generated password",
+        );
         assert.notEqual(new URL(clusterUrl).port, "5432");
         const s = await clusterStatus(dir);
         assert.equal(s.members.length, 2);
@@ -116,6 +120,43 @@ Deno.test({
         assert.ok(s.members.find((m) => m.role === "replica")?.sync, "the replica is the synchronous one");
         assert.equal(s.etcd.pids.length, 1);
         assert.equal(s.haproxy.pids.length, 1);
+      });
+
+      await t.step("nothing answers a local user without the generated passwords", async () => {
+        const s = await clusterStatus(dir);
+        // Postgres through HAProxy: the old fixed password, and none, are refused (no `trust` in pg_hba)
+        for (const password of ["postgres", ""]) {
+          const guess = new URL(clusterUrl);
+          guess.password = password;
+          await assert.rejects(
+            onCluster(guess.toString(), async (admin) => void await admin`select 1`),
+            /password/,
+            `password ${JSON.stringify(password)}`,
+          );
+        }
+        // Patroni's changes ask for the REST password; its reads stay open (HAProxy's check, `status`)
+        const agent = `http://127.0.0.1:${s.members[0].api_port}`;
+        for (
+          const [method, path, body] of [["PATCH", "/config", { ttl: 3600 }], ["POST", "/switchover", {
+            leader: "pg0",
+          }]] as const
+        ) {
+          const res = await fetch(`${agent}${path}`, { method, body: JSON.stringify(body) });
+          await res.body?.cancel();
+          assert.equal(res.status, 401, `${method} ${path}`);
+        }
+        const read = await fetch(`${agent}/patroni`);
+        await read.body?.cancel();
+        assert.ok([200, 503].includes(read.status));
+        // etcd reads and writes nothing without its root user's password
+        const range = await fetch(`http://127.0.0.1:${s.etcd.port}/v3/kv/range`, {
+          method: "POST",
+          body: JSON.stringify({ key: btoa("/payments-cluster/"), range_end: btoa("/payments-cluster0") }),
+        });
+        const answer = await range.text();
+        assert.ok(!range.ok && /user name is empty/.test(answer), answer);
+        assert.equal((await Deno.stat(`${dir}/passwords.json`)).mode! & 0o777, 0o600);
+        for (const m of s.members) assert.equal((await Deno.stat(`${dir}/${m.name}/patroni.yml`)).mode! & 0o777, 0o600);
       });
 
       await t.step("backup: a base backup of the primary, row A in it", async () => {
