@@ -2,7 +2,8 @@ import type { TransactionSql } from "../infra/db.ts";
 import { newId } from "../basics/ids.ts";
 import { notifyWake } from "./delivery/wake.ts";
 import { currentTraceparent } from "../infra/tracing.ts";
-import { passesFilter } from "./filters.ts";
+import { decideFilters } from "./filters.ts";
+import { recordFilterErrors } from "./filter_errors.ts";
 
 /** Every event type (docs/webhooks.md, Bodies). */
 export const EVENT_TYPES = [
@@ -79,8 +80,9 @@ export function subscribersOf(tx: TransactionSql, companyId: string, type: Event
  * it (`enables`).
  *
  * An endpoint with a `filter` gets a record only when its filter gives true for this event (filters.ts), evaluated
- * here, once, from the row the same select reads: no statement more, and nothing more for endpoints without one. A
- * test event ignores filters: it was asked for by name (docs/webhooks.md, "Filters").
+ * here, once, from the row the same select reads, within the filter's budget (filter_budget.ts): nothing more for
+ * endpoints without one, and a statement more only when a filter errs (its count, filter_errors.ts). A test event
+ * ignores filters: it was asked for by name (docs/webhooks.md, "Filters").
  */
 export async function emitEvent(
   tx: TransactionSql,
@@ -91,7 +93,11 @@ export async function emitEvent(
 ): Promise<{ id: string }> {
   const id = newId();
   const selected = await (opts.subscribers ?? subscribersOf(tx, companyId, type, opts));
-  const endpoints = opts.onlyEndpointId ? selected : filtered(selected, type, data);
+  const { passing: endpoints, errors } = opts.onlyEndpointId
+    ? { passing: selected, errors: [] }
+    : filtered(selected, type, data);
+  // counted with the event, in its transaction, without waiting on another's count (filter_errors.ts)
+  await recordFilterErrors(tx, companyId, errors);
   const json = tx.json(data as never);
   // the request's trace, which the deliveries continue (null when tracing is off: docs/webhooks.md, "Tracing")
   const trace = currentTraceparent();
@@ -118,11 +124,15 @@ export async function emitEvent(
 }
 
 /**
- * The endpoints whose filter passes, or that have none. The filters see the data as stored and as the snapshot body
- * carries it (a JSON round trip, made only when some endpoint has a filter): the same values the receiver reads.
+ * The endpoints whose filter passes, or that have none, and the errors of the filters that could not say, within
+ * their budget (filters.ts, `decideFilters`). The filters see the data as stored and as the snapshot body carries it
+ * (a JSON round trip, made only when some endpoint has a filter): the same values the receiver reads.
  */
-function filtered<E extends { filter: string | null }>(endpoints: E[], type: EventType, data: Record<string, unknown>) {
-  if (!endpoints.some((e) => e.filter !== null)) return endpoints;
-  const seen = JSON.parse(JSON.stringify(data));
-  return endpoints.filter((e) => e.filter === null || passesFilter(e.filter, type, seen));
+function filtered<E extends { id: string; filter: string | null }>(
+  endpoints: E[],
+  type: EventType,
+  data: Record<string, unknown>,
+) {
+  if (!endpoints.some((e) => e.filter !== null)) return { passing: endpoints, errors: [] };
+  return decideFilters(endpoints, type, JSON.parse(JSON.stringify(data)));
 }

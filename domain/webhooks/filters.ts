@@ -1,6 +1,14 @@
 import { Environment, EvaluationError, ParseError } from "@marcbachmann/cel-js";
 import type { ErrorBag } from "../basics/errors.ts";
 import { metrics } from "../infra/metrics.ts";
+import {
+  assignRoles,
+  estimateFilter,
+  FilterBudgetExceeded,
+  Meter,
+  metered,
+  meterEvaluations,
+} from "./filter_budget.ts";
 
 /**
  * Payload filters: an endpoint's CEL expression over an event, evaluated once per event and endpoint at fan-out
@@ -8,10 +16,11 @@ import { metrics } from "../infra/metrics.ts";
  *
  * CEL (cel.dev) because it is made for this: no loops but the macros over a list the event itself carries, no
  * recursion, no I/O, no clock, no variable but the two given here. With no list macro nested in another (refused
- * below), an evaluation's work is bounded by the expression's size times the event's. `@marcbachmann/cel-js` evaluates
- * it (zero dependencies, a type checker that names positions, about 1 µs per evaluation of a typical filter here; the
- * bench's `filter_eval_us`). The one unbounded thing it has is `matches()`, run on JavaScript's backtracking RegExp (a
- * pattern can take exponential time): filters may not call it.
+ * below), the number of operations is bounded by the expression's size times the event's; the size of what they build
+ * is not (`a + a` doubles a value), which is what filter_budget.ts bounds, when the filter is saved and again at every
+ * evaluation. `@marcbachmann/cel-js` evaluates it (zero dependencies, a type checker that names positions, about 1 µs
+ * per evaluation of a typical filter here; the bench's `filter_eval_us`). Its `matches()` runs on JavaScript's
+ * backtracking RegExp (a pattern can take exponential time): filters may not call it.
  */
 
 /** Longest filter accepted, in characters; with MAX_AST_NODES, what bounds an evaluation's work. */
@@ -28,6 +37,8 @@ export const FILTER_CACHE_SIZE = 1000;
 const ENV = new Environment({ limits: { maxAstNodes: MAX_AST_NODES, maxDepth: MAX_DEPTH } })
   .registerVariable("event_type", "string")
   .registerVariable("data", "map<string, dyn>");
+// every evaluation through ENV is counted against the budget (filter_budget.ts)
+meterEvaluations(ENV);
 
 /** Functions a filter may not call, and why (the message the integrator reads). */
 const REFUSED_CALLS: Record<string, string> = {
@@ -35,7 +46,9 @@ const REFUSED_CALLS: Record<string, string> = {
     "startsWith(), endsWith() or contains()",
 };
 
-type Compiled = (vars: { event_type: string; data: Record<string, unknown> }) => unknown;
+type Evaluate = (vars: { event_type: string; data: Record<string, unknown> }) => unknown;
+/** A filter as evaluations use it: the compiled expression and its nodes' roles, or why it is not evaluated. */
+type Compiled = { evaluate: Evaluate; problem: null } | { problem: string };
 type AstNode = { op: string; args: unknown; start: number };
 
 const cache = new Map<string, Compiled>();
@@ -108,6 +121,8 @@ export function filterProblem(text: string): string | null {
   }
   const type = String(checked.type);
   if (type !== "bool" && type !== "dyn") return `line 1, column 1: must give a bool (true delivers), not ${type}`;
+  const { fault } = estimateFilter(parsed.ast);
+  if (fault) return `${position(text, fault.at)}: ${fault.message}`;
   return null;
 }
 
@@ -118,7 +133,11 @@ export function checkFilter(errors: ErrorBag, text: unknown) {
   if (problem) errors.add("filter", problem);
 }
 
-/** The compiled filter, from the cache or parsed now; the least recently used one goes when it is full. */
+/**
+ * The compiled filter, from the cache or compiled now; the least recently used one goes when it is full. A filter that
+ * today's rules refuse (stored before a rule was added, such as the budget) is never evaluated: its problem is its
+ * error at every event, at no cost.
+ */
 function compiled(text: string): Compiled {
   const hit = cache.get(text);
   if (hit) {
@@ -127,26 +146,99 @@ function compiled(text: string): Compiled {
     cache.set(text, hit);
     return hit;
   }
-  const fn = ENV.parse(text) as unknown as Compiled;
+  let entry: Compiled;
+  try {
+    const problem = filterProblem(text);
+    if (problem !== null) entry = { problem: `not evaluated: ${problem}` };
+    else {
+      const evaluate = ENV.parse(text) as unknown as Evaluate & { ast: unknown };
+      assignRoles(estimateFilter(evaluate.ast).roles);
+      entry = { evaluate, problem: null };
+    }
+  } catch (err) {
+    entry = { problem: `not evaluated: ${err instanceof Error ? summaryOf(err) : String(err)}` };
+  }
   if (cache.size >= FILTER_CACHE_SIZE) cache.delete(cache.keys().next().value!);
-  cache.set(text, fn);
-  return fn;
+  cache.set(text, entry);
+  return entry;
 }
 
+/** What a filter made of an event: whether it delivers, or why it could not say (the message the endpoint shows). */
+export type FilterOutcome = { passes: boolean; error: string | null };
+
 /**
- * Whether an event passes a filter: only when the expression gives `true`. An error (a key the event lacks, a
- * value of another type, a filter stored before a rule here changed) or any other value means no delivery: a
- * filter is a condition the integrator asked to see true (docs/webhooks.md, "Filters"). Errors are counted in
- * `webhook_filter_errors_total`.
+ * Evaluates a filter on an event within its budget (filter_budget.ts): passes only when the expression gives `true`.
+ * An error (a key the event lacks, a value of another type, the budget, a filter today's rules refuse) or any other
+ * value means no delivery: a filter is a condition the integrator asked to see true (docs/webhooks.md, "Filters").
+ * Errors are counted in `webhook_filter_errors_total`.
  */
-export function passesFilter(text: string, eventType: string, data: Record<string, unknown>): boolean {
-  try {
-    return compiled(text)({ event_type: eventType, data }) === true;
-  } catch {
-    // counted, so that an operator sees filters that never deliver for want of a field (GET /metrics)
-    metrics.filterErrors.inc();
-    return false;
+export function evaluateFilter(text: string, eventType: string, data: Record<string, unknown>): FilterOutcome {
+  const filter = compiled(text);
+  let error: string;
+  if (filter.problem !== null) error = filter.problem;
+  else {
+    const meter = new Meter((at) => position(text, at));
+    try {
+      return { passes: metered(meter, () => filter.evaluate({ event_type: eventType, data })) === true, error: null };
+    } catch (err) {
+      error = describe(text, err);
+    }
   }
+  // counted, so that an operator sees filters that never deliver for want of a field (GET /metrics)
+  metrics.filterErrors.inc();
+  return { passes: false, error };
+}
+
+/** An evaluation's error as the endpoint's stats show it: where, and the library's first line. */
+function describe(text: string, err: unknown): string {
+  if (err instanceof FilterBudgetExceeded) return err.message;
+  if (err instanceof Error) {
+    const at = (err as { range?: { start: number } }).range?.start;
+    const summary = (err as { summary?: string }).summary ?? summaryOf(err);
+    return at === undefined ? summary : `${position(text, at)}: ${summary}`;
+  }
+  return String(err);
+}
+
+/** `evaluateFilter`'s answer alone (replay decides again what the fan-out decided, events.ts). */
+export function passesFilter(text: string, eventType: string, data: Record<string, unknown>): boolean {
+  return evaluateFilter(text, eventType, data).passes;
+}
+
+/** Time all of one event's filters may take together; past it, the rest are not evaluated (an error each). */
+export const MAX_EVENT_FILTERS_MS = 50;
+
+/**
+ * The fan-out's decision for one event (events.ts): the endpoints whose filter passes or that have none, and the
+ * errors of those whose filter could not say, by endpoint. One tenant's filters together take at most
+ * `MAX_EVENT_FILTERS_MS` of an event: the company's remaining filters are then not evaluated, each an error.
+ */
+export function decideFilters<E extends { id: string; filter: string | null }>(
+  endpoints: E[],
+  eventType: string,
+  data: Record<string, unknown>,
+): { passing: E[]; errors: { endpointId: string; message: string }[] } {
+  const passing: E[] = [];
+  const errors: { endpointId: string; message: string }[] = [];
+  const deadline = performance.now() + MAX_EVENT_FILTERS_MS;
+  for (const e of endpoints) {
+    if (e.filter === null) {
+      passing.push(e);
+      continue;
+    }
+    if (performance.now() > deadline) {
+      metrics.filterErrors.inc();
+      errors.push({
+        endpointId: e.id,
+        message: `not evaluated: this event's filters took more than the ${MAX_EVENT_FILTERS_MS} ms they may together`,
+      });
+      continue;
+    }
+    const outcome = evaluateFilter(e.filter, eventType, data);
+    if (outcome.passes) passing.push(e);
+    else if (outcome.error !== null) errors.push({ endpointId: e.id, message: outcome.error });
+  }
+  return { passing, errors };
 }
 
 /** How many compiled filters are cached (tests check the bound). */

@@ -361,4 +361,20 @@ export const EndpointStats = z.object({
       example: "HTTP 503",
     }),
   }).nullable().openapi({ description: "The endpoint's last failed attempt, whenever it was; null if none failed" }),
+  filter_errors: z.object({
+    total: outcomeCount(
+      "Events the endpoint's filter could not decide on, since the endpoint was created: none of " +
+        "them was delivered to it",
+    ),
+    last: z.object({
+      at: ts,
+      message: z.string().openapi({
+        description: "Why, with where in the filter when known",
+        example: "line 1, column 1: No such key: bank_transaction",
+      }),
+    }).nullable().openapi({ description: "The last such error; null if none" }),
+  }).openapi({
+    description: "Errors of the endpoint's filter (docs/webhooks.md, Filters): a key the event lacks, a value of " +
+      "another type, the filter's budget, a filter stored before a rule that now refuses it",
+  }),
 }).openapi("WebhookEndpointStats");

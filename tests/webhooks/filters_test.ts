@@ -4,10 +4,11 @@
  * Filters).
  */
 import assert from "node:assert/strict";
-import { eventually, newCompany, setup } from "../support/helpers.ts";
+import { type Company, eventually, newCompany, setup } from "../support/helpers.ts";
 import { createEndpoint, emit, ENDPOINTS, recordsOf } from "../support/endpoints.ts";
 import { startReceiver } from "../support/webhook_receiver.ts";
-import { bankTransactionData } from "../support/rails.ts";
+import { bankTransactionData, registerPerson } from "../support/rails.ts";
+import { BIND_CHAIN, BIND_OUT_OF_MEMORY, HOSTILE_FILTERS, MAP_CHAIN } from "../support/hostile_filters.ts";
 
 const BIG_BRL = 'data.bank_transaction.currency == "BRL" && double(data.bank_transaction.value) > 1000.0';
 
@@ -114,6 +115,97 @@ Deno.test("payload filters: refused with a position, shown on the endpoint, appl
       const res = await company.post(`${ENDPOINTS}/${endpoint.id}/test`, { type: "identified" });
       assert.equal(res.status, 202, JSON.stringify(res.body));
       await eventually("the test event arrives", () => rx.at("/tested").length === 1);
+    });
+  } finally {
+    await rx.close();
+    await ctx.close();
+  }
+});
+
+Deno.test("a hostile filter is refused when saved, and one stored before the rule harms no one", async (t) => {
+  const ctx = await setup("webhook_filter_budget", {
+    worker: true,
+    env: { WEBHOOK_RETRY_SCHEDULE: "0.05", WEBHOOK_FAILING_AFTER_ATTEMPTS: "1" },
+  });
+  const rx = startReceiver((a) => a.path === "/down" ? new Response("broken", { status: 500 }) : new Response("ok"));
+  const stats = async (company: Company, id: string) =>
+    (await company.get(`${ENDPOINTS}/${id}/stats`)).body.data.filter_errors;
+  // what a filter stored before the budget looks like: written past the checks the API makes
+  const storeFilter = (id: string, filter: string) =>
+    ctx.sql`update webhook_endpoints set filter = ${filter} where id = ${id}`;
+  try {
+    await t.step("each hostile filter is a 422 naming filter, where, and the bound it passes", async () => {
+      const company = await newCompany(ctx);
+      for (const [name, filter] of Object.entries(HOSTILE_FILTERS)) {
+        const res = await company.post(ENDPOINTS, { url: `${rx.url}/hostile`, filter });
+        assert.equal(res.status, 422, name);
+        assert.deepEqual(Object.keys(res.body.errors), ["filter"], name);
+        assert.match(res.body.errors.filter[0], /^line 1, column \d+: .*(KiB|pairs|steps|MiB)/, name);
+      }
+      assert.equal((await company.get(ENDPOINTS)).body.data.length, 0);
+    });
+
+    await t.step("a pay-in meets stored hostile filters: it answers at once, others are not slowed", async () => {
+      const attacker = await newCompany(ctx);
+      const victim = await newCompany(ctx);
+      const plain = await createEndpoint(attacker, `${rx.url}/plain`, { enabled_events: ["*"] });
+      const hostile = [];
+      for (const [i, filter] of [BIND_CHAIN, BIND_OUT_OF_MEMORY, MAP_CHAIN].entries()) {
+        const e = await createEndpoint(attacker, `${rx.url}/hostile/${i}`, { enabled_events: ["*"] });
+        await storeFilter(e.id, filter);
+        hostile.push(e);
+      }
+      await createEndpoint(victim, `${rx.url}/victim`, { enabled_events: ["*"] });
+      const person = await registerPerson(attacker);
+      const timed = async <T>(f: () => Promise<T>) => {
+        const start = performance.now();
+        const value = await f();
+        return { value, ms: performance.now() - start };
+      };
+      // the victim's read runs beside the attacker's pay-in, on the same process
+      const [payin, read] = await Promise.all([
+        timed(() => attacker.post("/api/sandbox/payins", { subject_id: person.id, value: "10.00", currency: "BRL" })),
+        timed(() => victim.get(ENDPOINTS)),
+      ]);
+      assert.equal(payin.value.status, 201, JSON.stringify(payin.value.body));
+      // milliseconds here; before the budget, seconds (or a process out of memory)
+      assert.ok(payin.ms < 2_000, `the pay-in took ${payin.ms} ms`);
+      assert.ok(read.ms < 1_000, `the victim's read took ${read.ms} ms`);
+      assert.equal(read.value.status, 200);
+
+      // the event went to the endpoint without a filter, to none of the hostile ones
+      assert.equal((await recordsOf(attacker, plain.id)).length, 1);
+      for (const e of hostile) {
+        assert.equal((await recordsOf(attacker, e.id)).length, 0);
+        const errors = await stats(attacker, e.id);
+        assert.equal(errors.total, 1);
+        assert.match(errors.last.message, /^not evaluated: line 1, column \d+: .*64 KiB a filter may build$/);
+        assert.ok(Date.parse(errors.last.at) > Date.now() - 60_000);
+      }
+      assert.deepEqual(await stats(attacker, plain.id), { total: 0, last: null });
+    });
+
+    await t.step("operational events go through the same budget: endpoint.failing to a hostile filter", async () => {
+      const company = await newCompany(ctx);
+      const ops = await createEndpoint(company, `${rx.url}/ops`, { enabled_events: ["endpoint.failing"] });
+      await storeFilter(ops.id, BIND_OUT_OF_MEMORY);
+      const down = await createEndpoint(company, `${rx.url}/down`, { enabled_events: ["identified"] });
+      await emit(ctx, company, "identified", { transaction_id: crypto.randomUUID() });
+      // the failing attempt is recorded, the operational event emitted in the recorder's transaction, its filter
+      // stopped: the process goes on delivering
+      const errors = await eventually("the ops endpoint's filter error", async () => {
+        const e = await stats(company, ops.id);
+        return e.total > 0 && e;
+      });
+      assert.match(errors.last.message, /^not evaluated: line 1, column 137: /);
+      await eventually("the failing endpoint's attempts go on", async () => {
+        const [d] = await recordsOf(company, down.id);
+        return d && d.attempts_count >= 2;
+      });
+      assert.equal(rx.at("/ops").length, 0);
+      const [event] = await ctx
+        .sql`select 1 from events where company_id = ${company.id} and type = 'endpoint.failing'`;
+      assert.ok(event, "endpoint.failing was emitted");
     });
   } finally {
     await rx.close();
