@@ -9,6 +9,7 @@ import type { Deps } from "../domain/infra/deps.ts";
 import { newRouter } from "./openapi/router.ts";
 import { securityHeaders } from "./policy/headers.ts";
 import { limitInFlight } from "./policy/in_flight.ts";
+import { warnUntrustedForwarding } from "./policy/client_address.ts";
 import { readBody } from "./policy/read_body.ts";
 import { documentIdempotencyKey, idempotentPosts } from "./policy/idempotency.ts";
 import { secretBoxFor } from "../domain/infra/secret_box.ts";
@@ -72,6 +73,7 @@ export function createApp(deps: Deps) {
   });
 
   app.use("*", securityHeaders);
+  app.use("*", warnUntrustedForwarding(deps.config.trustProxy));
   app.use("*", limitInFlight(deps.config.maxInflightRequests, ["/healthz"]));
   // the token is checked before a byte of the body is read: an anonymous client cannot make us receive 22 MB
   // sign-in is how a token is obtained: it has no company yet, and its own throttle (routes/integrators/sign_in.ts)

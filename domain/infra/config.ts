@@ -45,6 +45,7 @@ const LIMIT_VARS = {
   QUOTA_DOCUMENT_BYTES_PER_COMPANY: quota(10 * 2 ** 30, Number.MAX_SAFE_INTEGER),
   SIGN_IN_FAILURES_PER_USERNAME: count(10),
   SIGN_IN_FAILURES_PER_ADDRESS: count(100),
+  SIGN_IN_FAILURES_GLOBAL: count(1000),
   SIGN_IN_FAILURE_WINDOW_SECONDS: count(900),
   SIGN_IN_HASH_CONCURRENCY: count(2),
   SIGN_IN_HASH_QUEUE: z.coerce.number().int().min(0).max(10_000).default(16),
@@ -72,8 +73,11 @@ export type Limits = {
   documentsPerCompany: number;
   /** Bytes of document files a company may store (documents given by URL hold none here). */
   documentBytesPerCompany: number;
+  /** Failures of one username from one client address (the variable's name predates the address). */
   signInFailuresPerUsername: number;
   signInFailuresPerAddress: number;
+  /** Failures of all addresses together past which an address that has failed waits for the window. */
+  signInFailuresGlobal: number;
   signInWindowSeconds: number;
   /** Password hashes computed at once (32 MiB each while they run); more wait in a queue of `signInHashQueue`. */
   signInHashConcurrency: number;
@@ -98,6 +102,7 @@ function limitsFrom(e: { [K in keyof typeof LIMIT_VARS]: number }): Limits {
     documentBytesPerCompany: e.QUOTA_DOCUMENT_BYTES_PER_COMPANY,
     signInFailuresPerUsername: e.SIGN_IN_FAILURES_PER_USERNAME,
     signInFailuresPerAddress: e.SIGN_IN_FAILURES_PER_ADDRESS,
+    signInFailuresGlobal: e.SIGN_IN_FAILURES_GLOBAL,
     signInWindowSeconds: e.SIGN_IN_FAILURE_WINDOW_SECONDS,
     signInHashConcurrency: e.SIGN_IN_HASH_CONCURRENCY,
     signInHashQueue: e.SIGN_IN_HASH_QUEUE,

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { authenticate, usernameKey } from "../../domain/integrators/users.ts";
-import { reserveSignIn, settleSignIn } from "../../domain/integrators/sign_in_throttle.ts";
+import { countSignInFailure, reserveSignIn, settleSignIn } from "../../domain/integrators/sign_in_throttle.ts";
 import { endSession, startSession } from "../../domain/integrators/sessions.ts";
 import type { TokenGuard } from "../../domain/integrators/token_guard.ts";
 import type { Deps } from "../../domain/infra/deps.ts";
@@ -82,6 +82,7 @@ export function signInRoutes(deps: Deps, guard: TokenGuard) {
   const throttle = {
     perUsername: limits.signInFailuresPerUsername,
     perAddress: limits.signInFailuresPerAddress,
+    global: limits.signInFailuresGlobal,
     windowSeconds: limits.signInWindowSeconds,
   };
   // scrypt holds 32 MiB while it runs: a flood of sign-ins waits here or is turned away, never all hashed at once
@@ -99,7 +100,10 @@ export function signInRoutes(deps: Deps, guard: TokenGuard) {
       await settleSignIn(deps.sql, attempt, held, "not_tried");
       throw new ApiError(503, { detail: BUSY_DETAIL }, { "retry-after": "1" });
     }
-    if (!user) throw unauthorized(); // the reservation stays: a failure counted
+    if (!user) {
+      await countSignInFailure(deps.sql, throttle); // the reservation stays: a failure counted, and one of all
+      throw unauthorized();
+    }
     await settleSignIn(deps.sql, attempt, held, "succeeded");
     const ttl = Math.min(SIGN_IN_TTL_SECONDS, deps.config.jwtMaxTtlSeconds);
     const sessionId = await startSession(deps.sql, { companyId: user.companyId, userId: user.id, ttlSeconds: ttl });

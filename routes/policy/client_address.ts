@@ -1,4 +1,5 @@
-import type { Context } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
+import { log } from "../../domain/basics/log.ts";
 
 /** How many reverse proxies in front of the service to believe, and which header they write (docs/production.md). */
 export type TrustedProxies = { hops: number; header: "x-forwarded-for" | "forwarded" };
@@ -19,6 +20,31 @@ export function clientAddress(c: Context, trust: TrustedProxies): string {
   const written = forwardedFor(c.req.raw.headers, trust.header);
   const chain = [socket, ...written.reverse()];
   return chain[Math.min(trust.hops, chain.length - 1)].slice(0, MAX_ADDRESS_LENGTH);
+}
+
+/**
+ * Warns once, at the first request that carries `X-Forwarded-For` or `Forwarded` while no proxy is trusted
+ * (`TRUST_PROXY_HOPS=0`): the service is then most likely behind a proxy it was not told about, and counts every
+ * client as that proxy's one address, whose failed sign-ins hold back everyone's (docs/production.md, "Behind a
+ * reverse proxy"). Once per app, not per request: a log line per request would drown the others.
+ */
+export function warnUntrustedForwarding(trust: TrustedProxies): MiddlewareHandler {
+  let warned = trust.hops > 0;
+  return async (c, next) => {
+    if (!warned) {
+      const header = ["x-forwarded-for", "forwarded"].find((name) => c.req.raw.headers.has(name));
+      if (header) {
+        warned = true;
+        log.warn(
+          "a request carries a forwarding header but TRUST_PROXY_HOPS=0: behind a proxy, every client is " +
+            "counted as the proxy's address by the sign-in throttle; set TRUST_PROXY_HOPS to the number of proxies " +
+            "in front (docs/production.md, Behind a reverse proxy)",
+          { header },
+        );
+      }
+    }
+    await next();
+  };
 }
 
 /** The addresses a header lists, left to right, without ports, brackets or quotes. */
