@@ -47,9 +47,12 @@ const signIn = createRoute({
   security: [], // this is how a bearer is obtained
   summary: "Sign in with a username and password; answers a bearer token valid 24 hours",
   description: "Wrong username or password, or a disabled user: 401 with the same body whichever was wrong. More " +
-    "than `SIGN_IN_FAILURES_PER_USERNAME` (10) failures for one username, or `SIGN_IN_FAILURES_PER_ADDRESS` (100) " +
-    "from one address, within `SIGN_IN_FAILURE_WINDOW_SECONDS` (15 minutes): 429 with `Retry-After` until the window " +
-    "has passed, counted across every instance. Too many sign-ins being checked at once: 503 with `Retry-After`. " +
+    "than `SIGN_IN_FAILURES_PER_USERNAME` (10) failures for one username from one client address, or " +
+    "`SIGN_IN_FAILURES_PER_ADDRESS` (100) from one address, within `SIGN_IN_FAILURE_WINDOW_SECONDS` (15 minutes): " +
+    "429 with `Retry-After` from that address until the window has passed, counted across every instance; the same " +
+    "user at another address is not held back. Past `SIGN_IN_FAILURES_GLOBAL` (1,000) failures of all addresses " +
+    "together, an address that has failed in the window waits too. Too many sign-ins being checked at once: 503 " +
+    "with `Retry-After`. " +
     "The token names a session, ended by `POST /api/v1/sign_out`, a new password or a disabled user.",
   request: {
     body: jsonBody(SignInBody, { user: { username: "ana@acme.example", password: "s3cret-from-user-create" } }),
@@ -58,7 +61,7 @@ const signIn = createRoute({
     200: jsonResponse("Signed in: the token is at the top level", SignedIn),
     ...bodyErrorResponses,
     401: jsonResponse("Wrong username or password", z.object({ errors: z.object({ detail: z.string() }) })),
-    429: jsonResponse("Too many failures for this username or address", z.object({ errors: z.unknown() })),
+    429: jsonResponse("Too many failures from this address", z.object({ errors: z.unknown() })),
     ...serverErrorResponses,
   },
 });
