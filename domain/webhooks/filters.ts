@@ -177,7 +177,7 @@ export function evaluateFilter(text: string, eventType: string, data: Record<str
   let error: string;
   if (filter.problem !== null) error = filter.problem;
   else {
-    const meter = new Meter((at) => position(text, at));
+    const meter = new Meter(text, position);
     try {
       return { passes: metered(meter, () => filter.evaluate({ event_type: eventType, data })) === true, error: null };
     } catch (err) {

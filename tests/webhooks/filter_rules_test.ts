@@ -129,7 +129,7 @@ meterEvaluations(unchecked);
 function evaluateUnchecked(text: string, data: Record<string, unknown>) {
   const evaluate = unchecked.parse(text) as unknown as ((vars: unknown) => unknown) & { ast: unknown };
   assignRoles(estimateFilter(evaluate.ast).roles);
-  return metered(new Meter((at) => position(text, at)), () => evaluate({ event_type: "identified", data }));
+  return metered(new Meter(text, position), () => evaluate({ event_type: "identified", data }));
 }
 
 Deno.test("evaluated anyway (stored before the budget existed), each hostile filter stops within its budget", () => {
