@@ -221,7 +221,7 @@ async function loadEndpoints() {
           ),
       );
       tr.append(
-        urlCell(e),
+        urlCell(e, stats.get(e.id)),
         text("td", e.delivery_mode),
         cell(badge(e.status)),
         cell(...deliveriesOf(e, states.get(e.id))),
@@ -247,10 +247,18 @@ async function loadEndpoints() {
   }
 }
 
-/** The URL of an endpoint, and the filter its events pass, when it has one (docs/webhooks.md, Filters). */
-function urlCell(e) {
+/**
+ * The URL of an endpoint, the filter its events pass when it has one, and how often that filter could not decide, with
+ * its last error, from the endpoint's stats (docs/webhooks.md, Filters).
+ */
+function urlCell(e, s) {
   const td = text("td", e.url, "url");
   if (e.filter) td.append(el("span", "filter ", text("code", e.filter)));
+  const errors = s?.filter_errors;
+  if (errors?.total) {
+    const last = errors.last ? `; last ${utc(errors.last.at)} UTC: ${errors.last.message}` : "";
+    td.append(text("span", `filter failed on ${errors.total} event${errors.total === 1 ? "" : "s"}${last}`, "note"));
+  }
   return td;
 }
 
