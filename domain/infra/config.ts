@@ -49,6 +49,7 @@ const LIMIT_VARS = {
   SIGN_IN_FAILURE_WINDOW_SECONDS: count(900),
   SIGN_IN_HASH_CONCURRENCY: count(2),
   SIGN_IN_HASH_QUEUE: z.coerce.number().int().min(0).max(10_000).default(16),
+  SIGN_IN_HASH_PER_ADDRESS: count(4),
 };
 
 export type Limits = {
@@ -83,6 +84,8 @@ export type Limits = {
   signInHashConcurrency: number;
   /** Sign-ins waiting for a hash; past it, 503 with Retry-After. */
   signInHashQueue: number;
+  /** Places in the hash pool (hashing and waiting) one client address may hold; past it, 429 with Retry-After. */
+  signInHashPerAddress: number;
 };
 
 function limitsFrom(e: { [K in keyof typeof LIMIT_VARS]: number }): Limits {
@@ -106,6 +109,7 @@ function limitsFrom(e: { [K in keyof typeof LIMIT_VARS]: number }): Limits {
     signInWindowSeconds: e.SIGN_IN_FAILURE_WINDOW_SECONDS,
     signInHashConcurrency: e.SIGN_IN_HASH_CONCURRENCY,
     signInHashQueue: e.SIGN_IN_HASH_QUEUE,
+    signInHashPerAddress: e.SIGN_IN_HASH_PER_ADDRESS,
   };
 }
 

@@ -1,5 +1,5 @@
 import { randomBytes, scrypt, timingSafeEqual } from "node:crypto";
-import type { WorkPool } from "../basics/work_pool.ts";
+import type { WorkQueue } from "../basics/work_pool.ts";
 
 /**
  * Password hashes: scrypt from node:crypto, a memory-hard function (N=2^15, r=8, p=1: 32 MiB and about 50-100 ms per
@@ -27,9 +27,10 @@ export async function hashPassword(password: string): Promise<string> {
 
 /**
  * Whether `password` matches `stored`, compared in constant time. A malformed stored hash never matches. With a
- * `pool`, the hash waits for a place in it (and throws `PoolFull` when the pool has none to give).
+ * `pool`, the hash waits for a place in it (and throws `PoolFull` when the pool has none to give, `ShareFull` when the
+ * client address it was given for holds its share already: `WorkPool.for`).
  */
-export async function passwordMatches(password: string, stored: string, pool?: WorkPool): Promise<boolean> {
+export async function passwordMatches(password: string, stored: string, pool?: WorkQueue): Promise<boolean> {
   const [scheme, n, r, p, salt, key] = stored.split("$");
   if (scheme !== "scrypt" || !salt || !key) return false;
   const expected = Buffer.from(key, "base64");

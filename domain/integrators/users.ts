@@ -1,6 +1,6 @@
 import type { Sql } from "../infra/db.ts";
 import { newId } from "../basics/ids.ts";
-import type { WorkPool } from "../basics/work_pool.ts";
+import type { WorkQueue } from "../basics/work_pool.ts";
 import { generatePassword, hashPassword, passwordMatches, UNKNOWN_USER_HASH } from "./passwords.ts";
 
 export type User = { id: string; companyId: string; username: string; name: string };
@@ -98,7 +98,7 @@ export async function setUserDisabled(sql: Sql, username: string, disabled: bool
  */
 export async function authenticate(
   sql: Sql,
-  pool: WorkPool,
+  pool: WorkQueue,
   username: string,
   password: string,
 ): Promise<User | null> {

@@ -6,7 +6,7 @@ import type { TokenGuard } from "../../domain/integrators/token_guard.ts";
 import type { Deps } from "../../domain/infra/deps.ts";
 import { ApiError, tooManyRequests, unauthorized, unprocessable } from "../../domain/basics/errors.ts";
 import { signToken } from "../../domain/integrators/tokens.ts";
-import { PoolFull, WorkPool } from "../../domain/basics/work_pool.ts";
+import { PoolFull, ShareFull, WorkPool } from "../../domain/basics/work_pool.ts";
 import { clientAddress } from "../policy/client_address.ts";
 import { newRouter } from "../openapi/router.ts";
 import {
@@ -21,6 +21,11 @@ export const SIGN_IN_PATH = "/api/v1/sign_in";
 
 /** Said when the hash pool is full: the attempt was not tried, and counts as nothing (docs/limits.md). */
 const BUSY_DETAIL = "Too many sign-ins are being checked right now: try again after Retry-After";
+/** The client's address holds its share of the hash pool: that address waits, the others still get in. */
+const addressBusy = () =>
+  new ApiError(429, {
+    detail: "Too many sign-ins from this address are being checked right now: try again after Retry-After",
+  }, { "retry-after": "1" });
 
 /** A token from sign-in lives a day, as Facilitapay's clients expect (they cache it for 86,400 s). */
 const SIGN_IN_TTL_SECONDS = 24 * 60 * 60;
@@ -52,7 +57,8 @@ const signIn = createRoute({
     "429 with `Retry-After` from that address until the window has passed, counted across every instance; the same " +
     "user at another address is not held back. Past `SIGN_IN_FAILURES_GLOBAL` (1,000) failures of all addresses " +
     "together, an address that has failed in the window waits too. Too many sign-ins being checked at once: 503 " +
-    "with `Retry-After`. " +
+    "with `Retry-After`; more than `SIGN_IN_HASH_PER_ADDRESS` (4) from one address: 429 with `Retry-After` for that " +
+    "address alone. " +
     "The token names a session, ended by `POST /api/v1/sign_out`, a new password or a disabled user.",
   request: {
     body: jsonBody(SignInBody, { user: { username: "ana@acme.example", password: "s3cret-from-user-create" } }),
@@ -61,7 +67,10 @@ const signIn = createRoute({
     200: jsonResponse("Signed in: the token is at the top level", SignedIn),
     ...bodyErrorResponses,
     401: jsonResponse("Wrong username or password", z.object({ errors: z.object({ detail: z.string() }) })),
-    429: jsonResponse("Too many failures from this address", z.object({ errors: z.unknown() })),
+    429: jsonResponse(
+      "Too many failures, or sign-ins being checked, from this address",
+      z.object({ errors: z.unknown() }),
+    ),
     ...serverErrorResponses,
   },
 });
@@ -88,19 +97,27 @@ export function signInRoutes(deps: Deps, guard: TokenGuard) {
     global: limits.signInFailuresGlobal,
     windowSeconds: limits.signInWindowSeconds,
   };
-  // scrypt holds 32 MiB while it runs: a flood of sign-ins waits here or is turned away, never all hashed at once
-  const hashing = new WorkPool({ concurrency: limits.signInHashConcurrency, queue: limits.signInHashQueue });
+  // scrypt holds 32 MiB while it runs: a flood of sign-ins waits here or is turned away, never all hashed at once;
+  // one address holds `SIGN_IN_HASH_PER_ADDRESS` places at most and waits its turn, so its flood leaves room for others
+  const hashing = new WorkPool({
+    concurrency: limits.signInHashConcurrency,
+    queue: limits.signInHashQueue,
+    perKey: limits.signInHashPerAddress,
+  });
   return newRouter().openapi(signIn, async (c) => {
     const { username, password } = c.req.valid("json").user;
     const attempt = { username: usernameKey(username), address: clientAddress(c, deps.config.trustProxy) };
+    // an address that holds its whole share is turned away before it costs the database a statement
+    if (hashing.shareTaken(attempt.address)) throw addressBusy();
     const held = await reserveSignIn(deps.sql, throttle, attempt);
     if ("waitSeconds" in held) throw tooManyRequests(held.waitSeconds);
     let user;
     try {
-      user = await authenticate(deps.sql, hashing, username, password);
+      user = await authenticate(deps.sql, hashing.for(attempt.address), username, password);
     } catch (err) {
       if (!(err instanceof PoolFull)) throw err;
       await settleSignIn(deps.sql, attempt, held, "not_tried");
+      if (err instanceof ShareFull) throw addressBusy();
       throw new ApiError(503, { detail: BUSY_DETAIL }, { "retry-after": "1" });
     }
     if (!user) {

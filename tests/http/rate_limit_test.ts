@@ -169,6 +169,7 @@ Deno.test("limits default to the documented values and are read from the environ
     signInWindowSeconds: 900,
     signInHashConcurrency: 2,
     signInHashQueue: 16,
+    signInHashPerAddress: 4,
   };
   assert.deepEqual(
     Object.fromEntries(Object.keys(expected).map((k) => [k, limits[k as keyof typeof limits]])),

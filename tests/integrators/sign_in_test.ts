@@ -245,7 +245,13 @@ Deno.test("the sign-in throttle: its settings, one form of a username, the clien
 
   await t.step("the hash pool: sign-ins past its queue answer 503 with Retry-After, and are not counted", async () => {
     const ctx = await setup("sign_in_pool", {
-      env: { SIGN_IN_HASH_CONCURRENCY: "1", SIGN_IN_HASH_QUEUE: "1", SIGN_IN_FAILURES_PER_ADDRESS: "1000" },
+      env: {
+        SIGN_IN_HASH_CONCURRENCY: "1",
+        SIGN_IN_HASH_QUEUE: "1",
+        SIGN_IN_FAILURES_PER_ADDRESS: "1000",
+        // every request here comes from one address: no share of its own (tests/integrators/hash_pool_test.ts)
+        SIGN_IN_HASH_PER_ADDRESS: "1000",
+      },
     });
     try {
       const made = await createUser(ctx.sql, { companyId: crypto.randomUUID(), username: "fabio" });
