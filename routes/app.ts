@@ -74,7 +74,7 @@ export function createApp(deps: Deps) {
 
   app.use("*", securityHeaders);
   app.use("*", warnUntrustedForwarding(deps.config.trustProxy));
-  app.use("*", limitInFlight(deps.config.maxInflightRequests, ["/healthz"]));
+  app.use("*", limitInFlight(deps.config.maxInflightRequests));
   // the token is checked before a byte of the body is read: an anonymous client cannot make us receive 22 MB
   // sign-in is how a token is obtained: it has no company yet, and its own throttle (routes/integrators/sign_in.ts)
   const guard = new TokenGuard(deps.sql);

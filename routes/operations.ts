@@ -20,8 +20,10 @@ const healthz = createRoute({
   responses: {
     200: jsonResponse("Healthy", Health),
     500: serverErrorResponses[500],
-    // never busy: liveness is exempt from the in-flight limit
-    503: jsonResponse("Database unreachable", Health),
+    503: jsonResponse(
+      "Database unreachable, or the instance is busy (an error body with `Retry-After`)",
+      z.union([Health, ErrorBody]),
+    ),
   },
 });
 
@@ -77,15 +79,26 @@ async function queueDepth(sql: Sql) {
   ]);
 }
 
-const databaseAnswers = (sql: Sql) => sql`select 1`.then(() => true, () => false);
+/**
+ * Whether the database answers `select 1`. One check at a time: the health checks that arrive while it runs share its
+ * answer, so a flood of them holds one connection, not one each (docs/limits.md, "What an anonymous request can grow").
+ */
+function databaseCheck(sql: Sql): () => Promise<boolean> {
+  let running: Promise<boolean> | null = null;
+  return () =>
+    running ??= sql`select 1`.then(() => true, () => false).finally(() => {
+      running = null;
+    });
+}
 
 export function operationsRoutes({ sql, config, workerRunning }: Deps) {
+  const databaseAnswers = databaseCheck(sql);
   return newRouter()
     .openapi(healthz, async (c) => {
-      return await databaseAnswers(sql) ? c.json({ status: "ok" }, 200) : c.json({ status: "unavailable" }, 503);
+      return await databaseAnswers() ? c.json({ status: "ok" }, 200) : c.json({ status: "unavailable" }, 503);
     })
     .openapi(readyz, async (c) => {
-      const database = await databaseAnswers(sql) ? "ok" : "unavailable";
+      const database = await databaseAnswers() ? "ok" : "unavailable";
       const worker = !config.worker ? "off" : workerRunning?.() ? "running" : "stopped";
       const ready = database === "ok" && worker !== "stopped";
       return c.json({ status: ready ? "ready" : "not_ready", database, worker }, ready ? 200 : 503);

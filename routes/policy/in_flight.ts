@@ -3,13 +3,13 @@ import { serviceUnavailable } from "../../domain/basics/errors.ts";
 
 /**
  * At most `max` requests are handled at once; one more answers 503 with `Retry-After` at once instead of queueing
- * for database connections and memory (each may hold a body of up to 22 MB). Paths in `exempt` are always served:
- * liveness must not fail only because the instance is busy.
+ * for database connections and memory (each may hold a body of up to 22 MB). Every path counts, `/healthz` too: it
+ * asks the database, and an exempt path was a way for anonymous clients to hold connections the others wait for
+ * (docs/limits.md, "What an anonymous request can grow").
  */
-export function limitInFlight(max: number, exempt: string[] = []): MiddlewareHandler {
+export function limitInFlight(max: number): MiddlewareHandler {
   let inFlight = 0;
-  return async (c, next) => {
-    if (exempt.includes(c.req.path)) return next();
+  return async (_c, next) => {
     if (inFlight >= max) throw serviceUnavailable(1);
     inFlight++;
     try {

@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
 import { newCompany, setup, type TestContext } from "../support/helpers.ts";
+import { operationsRoutes } from "../../routes/operations.ts";
+import type { Sql } from "../../domain/infra/db.ts";
 
 const json = async (res: Response) => [res.status, await res.json()];
 
@@ -170,7 +172,7 @@ Deno.test("with METRICS_TOKEN set, /metrics answers only that bearer token", asy
   }
 });
 
-Deno.test("beyond MAX_INFLIGHT_REQUESTS a request answers 503 with Retry-After; liveness is still served", async () => {
+Deno.test("beyond MAX_INFLIGHT_REQUESTS a request answers 503 with Retry-After, liveness too", async () => {
   const ctx = await setup("http_hardening_inflight", { env: { MAX_INFLIGHT_REQUESTS: "2" } });
   try {
     const company = await newCompany(ctx);
@@ -190,12 +192,36 @@ Deno.test("beyond MAX_INFLIGHT_REQUESTS a request answers 503 with Retry-After; 
     const busy = await company.get("/api/v1/subject/people");
     assert.deepEqual([busy.status, busy.body], [503, { errors: { detail: "Service Unavailable" } }]);
     assert.equal(busy.headers.get("retry-after"), "1");
+    // /healthz asks the database: exempt, a flood of it held the connections a pay-in waits for
     const health = await ctx.app.request("/healthz");
-    assert.deepEqual(await json(health), [200, { status: "ok" }]);
+    assert.deepEqual(await json(health), [503, { errors: { detail: "Service Unavailable" } }]);
+    assert.equal(health.headers.get("retry-after"), "1");
 
     releases.forEach((release) => release());
     for (const res of await Promise.all(slow)) assert.equal((await json(res))[0], 400); // an empty JSON body
     assert.equal((await company.get("/api/v1/subject/people")).status, 200);
+    assert.deepEqual(await json(await ctx.app.request("/healthz")), [200, { status: "ok" }]);
+  } finally {
+    await ctx.close();
+  }
+});
+
+Deno.test("a thousand health checks at once ask the database one check at a time", async () => {
+  const ctx = await setup("http_hardening_health_flood");
+  try {
+    // the real database, with each statement counted on its way to it
+    let statements = 0;
+    const counted = ((...args: Parameters<Sql>) => (statements++, ctx.sql(...args))) as unknown as Sql;
+    const routes = operationsRoutes({ ...ctx.deps, sql: counted });
+    const answers = await Promise.all(
+      Array.from({ length: 1_000 }, async () => await json(await routes.request("/healthz"))),
+    );
+    assert.deepEqual(answers.filter((a) => a[0] !== 200), []);
+    assert.ok(statements <= 5, `${statements} statements for 1,000 checks`);
+    // a check that arrives after them asks again: the answer is never an old one
+    const before = statements;
+    assert.deepEqual(await json(await routes.request("/healthz")), [200, { status: "ok" }]);
+    assert.equal(statements, before + 1);
   } finally {
     await ctx.close();
   }
