@@ -138,6 +138,9 @@ const DESCRIPTIONS: Record<string, Description> = {
   fair_parallel_beside_per_s: {
     meaning: "the parallel backlog's deliveries/s (100 slots) while the sequential drained",
   },
+  fair_total_deliveries_per_s: {
+    meaning: "both backlogs' deliveries/s together, 50 ms receivers, until the last was received",
+  },
   fair_instant_sequential_alone_per_s: {
     meaning: "the same with receivers answering at once: the sequential endpoint alone (deliveries/s)",
   },
@@ -145,12 +148,16 @@ const DESCRIPTIONS: Record<string, Description> = {
     meaning: "...and beside the parallel backlog, which then saturates the process and the database (deliveries/s)",
   },
   fair_instant_sequential_beside_vs_alone: {
-    meaning: "instant receivers: sequential beside as a share of alone (ratio; the CPU, not the queue, is shared)",
+    meaning: "instant receivers: sequential beside as a share of alone (ratio; the process and Postgres saturated)",
+    target: atLeast(0.8),
   },
   fair_instant_parallel_done_when_sequential_done: {
     meaning: "instant receivers: parallel deliveries received by the time the sequential backlog was done",
   },
   fair_instant_parallel_beside_per_s: { meaning: "instant receivers: the parallel backlog's deliveries/s" },
+  fair_instant_total_deliveries_per_s: {
+    meaning: "instant receivers: both backlogs' deliveries/s together, until the last (fairness must not lower it)",
+  },
   deliveries_not_succeeded: {
     meaning: "delivery records not succeeded when the run ended",
     target: { text: "0", met: (v) => v === 0 },

@@ -172,7 +172,7 @@ async function benchHttp(): Promise<Figures> {
   }
 }
 
-const only = Deno.env.get("BENCH_ONLY"); // "http", "webhooks" or "volume"
+const only = Deno.env.get("BENCH_ONLY"); // "http", "webhooks", "volume" or a FEATURE_PHASES name
 let all: Figures = {};
 if (!only || only === "http") {
   const figures = await benchHttp();
@@ -192,7 +192,13 @@ if (!only || only === "webhooks") {
   }
 }
 /** The phases of the webhook platform's features: each selected by its BENCH_ONLY name, run in its own module. */
-const FEATURE_PHASES: { only: string; title?: string; run: () => Promise<Figures> }[] = [
+const FEATURE_PHASES: { only: string; title?: string; named?: boolean; run: () => Promise<Figures> }[] = [
+  {
+    only: "fairness",
+    title: "Delivery fairness: a sequential endpoint beside a parallel backlog",
+    named: true, // part of the webhooks phase: alone only when named
+    run: async () => (await import("./webhooks.ts")).benchFairness(),
+  },
   { only: "filters", title: "Payload filters", run: async () => (await import("./filters.ts")).benchFilters() },
   { only: "replay", title: "Replay after disable", run: async () => (await import("./replay.ts")).benchReplay() },
   {
@@ -213,7 +219,7 @@ const FEATURE_PHASES: { only: string; title?: string; run: () => Promise<Figures
   { only: "stats", run: async () => (await import("./endpoint_stats.ts")).benchEndpointStats() },
 ];
 for (const phase of FEATURE_PHASES) {
-  if (only && only !== phase.only) continue;
+  if (only ? only !== phase.only : phase.named) continue;
   if (phase.title) console.log(`\n${phase.title}`);
   const figures = await phase.run();
   for (const line of describe(figures)) console.log(line);

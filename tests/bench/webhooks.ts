@@ -19,7 +19,7 @@ import { emitEvent } from "../../domain/webhooks/events.ts";
 import { createEndpoint } from "../../domain/webhooks/endpoints.ts";
 import { TASKS } from "../../domain/webhooks/queue.ts";
 import { companions, taskList } from "../../jobs/index.ts";
-import { loadConfig } from "../../domain/infra/config.ts";
+import { type Config, loadConfig } from "../../domain/infra/config.ts";
 import { connect, ensureDatabase, type Sql } from "../../domain/infra/db.ts";
 import type { Deps } from "../../domain/infra/deps.ts";
 import { type LogLevel, setLogLevel } from "../../domain/basics/log.ts";
@@ -27,7 +27,7 @@ import { migrate } from "../../domain/infra/migrate.ts";
 import { secretBoxFor } from "../../domain/infra/secret_box.ts";
 import { startWorker, stopWorker, type Worker } from "../../domain/infra/worker.ts";
 import { dropDatabase } from "../support/databases.ts";
-import { describe, round, summary } from "./figures.ts";
+import { describe, type Figures, round, summary } from "./figures.ts";
 import { atFixedRate } from "./http.ts";
 import { A_MONTH, partitionPastDays } from "./partitions.ts";
 import { BENCH_JWT_SECRET as JWT_SECRET, benchConfig } from "./service.ts";
@@ -165,7 +165,8 @@ async function waitForNoJobs(sql: Sql, task: string, timeoutMs = 300_000) {
   );
 }
 
-export async function benchWebhooks(): Promise<Record<string, number | string>> {
+/** A fresh database, migrated, with the worker's start and stop for the phases to call. */
+async function benchBase() {
   setLogLevel(LOG_LEVEL);
   const url = await freshBenchDatabase();
   const config = benchConfig(url, { LOG_LEVEL });
@@ -174,9 +175,6 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
   await partitionPastDays(sql, DAYS_OF_PARTITIONS);
   // `as`: the fields Deps may gain (a process id) are not needed here.
   const deps = { sql, config, processId: crypto.randomUUID() } as Deps;
-  const receiver = await startReceiver();
-  let peakRss = Deno.memoryUsage().rss;
-  const sampler = setInterval(() => peakRss = Math.max(peakRss, Deno.memoryUsage().rss), 100);
   let worker: Worker | null = null;
   const start = async (): Promise<Worker> =>
     worker = await startWorker(url, config.workerConcurrency, taskList(deps), { companions: companions(deps) });
@@ -184,6 +182,25 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
     if (worker) await stopWorker(worker);
     worker = null;
   };
+  return {
+    sql,
+    config,
+    start,
+    stop,
+    worker: () => worker,
+    close: async () => {
+      await stop();
+      await sql.end({ timeout: 2 });
+      await dropDatabase(url);
+    },
+  };
+}
+
+export async function benchWebhooks(): Promise<Record<string, number | string>> {
+  const { sql, config, start, stop, worker, close } = await benchBase();
+  const receiver = await startReceiver();
+  let peakRss = Deno.memoryUsage().rss;
+  const sampler = setInterval(() => peakRss = Math.max(peakRss, Deno.memoryUsage().rss), 100);
   try {
     const companyId = crypto.randomUUID();
     await sql`insert into companies (id) values (${companyId})`;
@@ -254,7 +271,7 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
     const onComplete = ({ job }: { job: { task_identifier: string } }) => {
       if (job.task_identifier === TASKS.noop && ++liveNoops === EVENTS) liveNoopDone.resolve();
     };
-    worker!.runner.events.on("job:complete", onComplete);
+    worker()!.runner.events.on("job:complete", onComplete);
     t0 = performance.now();
     let queued = 0;
     await Promise.all(Array.from({ length: PRODUCERS }, async () => {
@@ -262,7 +279,7 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
     }));
     await Promise.race([liveNoopDone.promise, waitForNoJobs(sql, TASKS.noop)]);
     const liveNoopPerSecond = EVENTS / ((performance.now() - t0) / 1000);
-    worker!.runner.events.off("job:complete", onComplete);
+    worker()!.runner.events.off("job:complete", onComplete);
 
     // Live: producers and deliveries at the same time.
     await receiver.reset();
@@ -280,54 +297,8 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
     await receiver.until(steadyTotal);
     const steady = (await receiver.latencies()).sort((a, b) => a - b);
 
-    // Fairness: a sequential endpoint alone, then behind a parallel endpoint's backlog (two new companies each time),
-    // with receivers answering at once (the process saturated by the parallel backlog) and after 50 ms (as across a
-    // network).
     await stop();
-    const box = await secretBoxFor(config);
-    const fairness = async (answerAfterMs: number, sequentialEvents: number) => {
-      const [seqCompany, parCompany] = [crypto.randomUUID(), crypto.randomUUID()];
-      await sql`insert into companies (id) values (${seqCompany}), (${parCompany})`;
-      const [seqReceiver, parReceiver] = [await startReceiver(answerAfterMs), await startReceiver(answerAfterMs)];
-      const endpoint = { allowPrivateUrls: true, quota, box };
-      await createEndpoint(sql, seqCompany, { url: seqReceiver.url, delivery_mode: "sequential" }, endpoint);
-      await createEndpoint(sql, parCompany, { url: parReceiver.url, max_concurrency: 100 }, endpoint);
-      const drainSequential = async () => {
-        await seqReceiver.reset();
-        const started = performance.now();
-        await start();
-        await seqReceiver.until(sequentialEvents);
-        return sequentialEvents / ((performance.now() - started) / 1000);
-      };
-      await emitMany(sql, seqCompany, sequentialEvents);
-      const alone = await drainSequential();
-      await stop();
-      const aloneOrder = await seqReceiver.order();
-      await emitMany(sql, parCompany, EVENTS);
-      await emitMany(sql, seqCompany, sequentialEvents);
-      const started = performance.now();
-      const beside = await drainSequential();
-      const parallelAtThatPoint = await parReceiver.count();
-      await parReceiver.until(EVENTS);
-      const parallel = EVENTS / ((performance.now() - started) / 1000);
-      await waitForDrained(sql);
-      await stop();
-      const order = await seqReceiver.order();
-      const parallelOrder = await parReceiver.order();
-      await seqReceiver.close();
-      await parReceiver.close();
-      return {
-        alone,
-        beside,
-        parallelAtThatPoint,
-        parallel,
-        outOfOrder: aloneOrder.out_of_order + order.out_of_order,
-        duplicates: aloneOrder.duplicates + order.duplicates + parallelOrder.duplicates,
-      };
-    };
-    const instant = await fairness(0, SEQUENTIAL_EVENTS);
-    const networked = await fairness(50, SEQUENTIAL_EVENTS / 10);
-
+    const fairness = await fairnessFigures(sql, config, start, stop);
     // A receipt comes before its attempt is recorded: let the last records settle.
     for (let i = 0; i < 100; i++) {
       const [{ pending }] = await sql<{ pending: number }[]>`
@@ -355,27 +326,93 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
       steady_rate_per_s: STEADY_RATE,
       steady_latency_p50_ms: percentile(steady, 0.5),
       steady_latency_p99_ms: percentile(steady, 0.99),
-      fair_sequential_alone_per_s: round(networked.alone, 1),
-      fair_sequential_beside_per_s: round(networked.beside, 1),
-      fair_sequential_beside_vs_alone: round(networked.beside / networked.alone, 2),
-      fair_parallel_done_when_sequential_done: networked.parallelAtThatPoint,
-      fair_parallel_beside_per_s: round(networked.parallel, 0),
-      fair_instant_sequential_alone_per_s: round(instant.alone, 0),
-      fair_instant_sequential_beside_per_s: round(instant.beside, 0),
-      fair_instant_sequential_beside_vs_alone: round(instant.beside / instant.alone, 2),
-      fair_instant_parallel_done_when_sequential_done: instant.parallelAtThatPoint,
-      fair_instant_parallel_beside_per_s: round(instant.parallel, 0),
-      fair_sequential_out_of_order: networked.outOfOrder + instant.outOfOrder,
-      fair_deliveries_duplicated: networked.duplicates + instant.duplicates,
+      ...fairness,
       deliveries_not_succeeded: failed,
       peak_rss_mb: round(peakRss / 1024 / 1024),
     };
   } finally {
     clearInterval(sampler);
-    await stop();
     await receiver.close();
-    await sql.end({ timeout: 2 });
-    await dropDatabase(url);
+    await close();
+  }
+}
+
+/**
+ * Fairness: a sequential endpoint alone, then behind a parallel endpoint's backlog (two new companies each time), with
+ * receivers answering after 50 ms (as across a network) and at once (the process then saturated by the parallel
+ * backlog). `start` and `stop` run the worker; it is stopped when this returns.
+ */
+async function fairnessFigures(sql: Sql, config: Config, start: () => Promise<unknown>, stop: () => Promise<void>) {
+  const box = await secretBoxFor(config);
+  const quota = { endpoints: config.limits.endpointsPerCompany, concurrency: config.limits.concurrencyPerCompany };
+  const fairness = async (answerAfterMs: number, sequentialEvents: number) => {
+    const [seqCompany, parCompany] = [crypto.randomUUID(), crypto.randomUUID()];
+    await sql`insert into companies (id) values (${seqCompany}), (${parCompany})`;
+    const [seqReceiver, parReceiver] = [await startReceiver(answerAfterMs), await startReceiver(answerAfterMs)];
+    const endpoint = { allowPrivateUrls: true, quota, box };
+    await createEndpoint(sql, seqCompany, { url: seqReceiver.url, delivery_mode: "sequential" }, endpoint);
+    await createEndpoint(sql, parCompany, { url: parReceiver.url, max_concurrency: 100 }, endpoint);
+    const drainSequential = async () => {
+      await seqReceiver.reset();
+      const started = performance.now();
+      await start();
+      await seqReceiver.until(sequentialEvents);
+      return sequentialEvents / ((performance.now() - started) / 1000);
+    };
+    await emitMany(sql, seqCompany, sequentialEvents);
+    const alone = await drainSequential();
+    await stop();
+    const aloneOrder = await seqReceiver.order();
+    await emitMany(sql, parCompany, EVENTS);
+    await emitMany(sql, seqCompany, sequentialEvents);
+    const started = performance.now();
+    const beside = await drainSequential();
+    const parallelAtThatPoint = await parReceiver.count();
+    await parReceiver.until(EVENTS);
+    const seconds = (performance.now() - started) / 1000;
+    await waitForDrained(sql);
+    await stop();
+    const order = await seqReceiver.order();
+    const parallelOrder = await parReceiver.order();
+    await seqReceiver.close();
+    await parReceiver.close();
+    return {
+      alone,
+      beside,
+      parallelAtThatPoint,
+      parallel: EVENTS / seconds,
+      total: (EVENTS + sequentialEvents) / seconds,
+      outOfOrder: aloneOrder.out_of_order + order.out_of_order,
+      duplicates: aloneOrder.duplicates + order.duplicates + parallelOrder.duplicates,
+    };
+  };
+  const instant = await fairness(0, SEQUENTIAL_EVENTS);
+  const networked = await fairness(50, SEQUENTIAL_EVENTS / 10);
+  return {
+    fair_sequential_alone_per_s: round(networked.alone, 1),
+    fair_sequential_beside_per_s: round(networked.beside, 1),
+    fair_sequential_beside_vs_alone: round(networked.beside / networked.alone, 2),
+    fair_parallel_done_when_sequential_done: networked.parallelAtThatPoint,
+    fair_parallel_beside_per_s: round(networked.parallel, 0),
+    fair_total_deliveries_per_s: round(networked.total, 0),
+    fair_instant_sequential_alone_per_s: round(instant.alone, 0),
+    fair_instant_sequential_beside_per_s: round(instant.beside, 0),
+    fair_instant_sequential_beside_vs_alone: round(instant.beside / instant.alone, 2),
+    fair_instant_parallel_done_when_sequential_done: instant.parallelAtThatPoint,
+    fair_instant_parallel_beside_per_s: round(instant.parallel, 0),
+    fair_instant_total_deliveries_per_s: round(instant.total, 0),
+    fair_sequential_out_of_order: networked.outOfOrder + instant.outOfOrder,
+    fair_deliveries_duplicated: networked.duplicates + instant.duplicates,
+  };
+}
+
+/** BENCH_ONLY=fairness: the fairness phase alone, on a database of its own. */
+export async function benchFairness(): Promise<Figures> {
+  const { sql, config, start, stop, close } = await benchBase();
+  try {
+    return await fairnessFigures(sql, config, start, stop);
+  } finally {
+    await close();
   }
 }
 
