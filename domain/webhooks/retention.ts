@@ -1,5 +1,6 @@
 import type { Sql } from "../infra/db.ts";
 import { log } from "../basics/log.ts";
+import { rollUpStats } from "./endpoint_stats.ts";
 
 /**
  * Retention of the webhook history (docs/webhooks.md, "Retention"): what is older than EVENT_RETENTION_DAYS goes,
@@ -13,7 +14,10 @@ import { log } from "../basics/log.ts";
  *   VACUUM. Until then, at most a day longer, they are unreachable: every read goes through a record.
  */
 
-/** `stats_rows`: the endpoints' minutes of health (sql/0027) past the retention, deleted in batches like the records. */
+/**
+ * `stats_rows`: the endpoints' minutes and hours of health (sql/0027, sql/0032) past the retention, deleted in
+ * batches like the records.
+ */
 export type Pruned = { deliveries: number; partitions_dropped: string[]; stats_rows: number };
 
 const LOGS = ["events", "webhook_attempts"] as const;
@@ -47,10 +51,12 @@ export async function pruneHistory(
   const cutoff = new Date((opts.now ?? new Date()).getTime() - opts.retentionDays * 86_400_000);
   const batch = opts.batch ?? BATCH;
   const pruned: Pruned = { deliveries: 0, partitions_dropped: [], stats_rows: 0 };
+  let rolling = false;
   const conn = await sql.reserve();
   try {
     const [{ locked }] = await conn<{ locked: boolean }[]>`select pg_try_advisory_lock(${LOCK_KEY}) as locked`;
     if (!locked) return pruned;
+    rolling = true;
     try {
       await ensurePartitions(conn);
       pruned.deliveries = await inBatches(() =>
@@ -61,6 +67,13 @@ export async function pruneHistory(
         conn`delete from webhook_endpoint_stats where (endpoint_id, bucket) in (
                select endpoint_id, bucket from webhook_endpoint_stats where bucket < ${cutoff}
                order by bucket limit ${batch})`, batch);
+      pruned.stats_rows += await inBatches(
+        () =>
+          conn`delete from webhook_endpoint_stats_hourly where (endpoint_id, bucket) in (
+               select endpoint_id, bucket from webhook_endpoint_stats_hourly where bucket < ${cutoff}
+               order by bucket limit ${batch})`,
+        batch,
+      );
       // a disabled period that ended before the cutoff holds nothing a replay could still send (replay.ts)
       await conn`delete from webhook_endpoint_disabled_periods where disabled_until < ${cutoff}`;
       for (const table of LOGS) {
@@ -82,6 +95,12 @@ export async function pruneHistory(
     }
   } finally {
     conn.release();
+  }
+  // What is left of the minutes, past a day, into hours: a month's stats read sums hours (endpoint_stats.ts). With
+  // the connection given back: `deno task prune` runs on a pool of one. Its own lock keeps two runs apart.
+  if (rolling) {
+    const hours = await rollUpStats(sql);
+    if (hours) log.info("endpoint stats rolled into hours", { hours });
   }
   if (pruned.partitions_dropped.length || pruned.deliveries || pruned.stats_rows) {
     log.info("webhook history pruned", { cutoff: cutoff.toISOString(), ...pruned });

@@ -3,6 +3,7 @@ import { endpointStats } from "../../domain/webhooks/endpoint_stats.ts";
 import { filterErrorsOf } from "../../domain/webhooks/filter_errors.ts";
 import type { Deps } from "../../domain/infra/deps.ts";
 import { newRouter } from "../openapi/router.ts";
+import { capConcurrency } from "../policy/concurrency_cap.ts";
 import { errorResponses, IdParam, jsonResponse } from "../openapi/schemas.ts";
 import { EndpointStats, EndpointStatsQuery } from "./schemas.ts";
 
@@ -17,8 +18,17 @@ const stats = createRoute({
   responses: { 200: jsonResponse("The endpoint's stats", z.object({ data: EndpointStats })), ...errorResponses },
 });
 
-export function webhookEndpointStatsRoutes({ sql }: Deps) {
-  return newRouter().openapi(stats, async (c) => {
+export function webhookEndpointStatsRoutes({ sql, config }: Deps) {
+  const router = newRouter();
+  // a month's read costs Postgres more than most requests: a company's reads cannot take every connection
+  router.use(
+    "/api/v2/notifications/endpoints/:id/stats",
+    capConcurrency({
+      perCompany: config.limits.statsReadsPerCompany,
+      perInstance: config.limits.statsReadsPerInstance,
+    }),
+  );
+  return router.openapi(stats, async (c) => {
     const { since } = c.req.valid("query");
     const data = await endpointStats(sql, c.get("companyId"), c.req.valid("param").id, since?.at);
     // after the stats, which answer 404 for an endpoint of another company

@@ -9,6 +9,7 @@ import {
   tallyAttempts,
 } from "../../domain/webhooks/attempt_stats.ts";
 import { pruneHistory } from "../../domain/webhooks/retention.ts";
+import { rollUpStats } from "../../domain/webhooks/endpoint_stats.ts";
 import { STATS_SHARDS } from "../../domain/webhooks/delivery/record_stats.ts";
 import { eventually, newCompany, setup } from "../support/helpers.ts";
 import { recordedAgain } from "../support/recorded_again.ts";
@@ -272,4 +273,107 @@ Deno.test("a batch recorded again after a lost connection is counted once", asyn
   assert.deepEqual([seen.recorded.total, seen.recorded.http_5xx], [1, 1]);
   assert.deepEqual([seen.madeAgain.total, seen.madeAgain.http_5xx], [1, 1], "the committed batch counts once");
   assert.equal(seen.firstTryLost.total, 2, "a batch whose first try never reached the database counts when made again");
+});
+
+/**
+ * Stats bounded (issue 32, finding 7): past a day the minutes are rolled into hours, and a month's read sums hours
+ * with the same totals; a company's reads at once are capped, another company's are not held up by them.
+ */
+Deno.test("a month's stats are summed from hours past a day, with the same totals as the minutes", async () => {
+  const ctx = await setup("endpoint_stats_hours");
+  try {
+    const company = await newCompany(ctx);
+    const endpoint = await createEndpoint(company, "http://127.0.0.1:9/unused");
+    // a minute row every 37 minutes over 30 days, on shards in turn, with counts and durations that vary
+    await ctx.sql`
+      insert into webhook_endpoint_stats (endpoint_id, bucket, shard, company_id, succeeded, http_5xx, timeout, d3, d17)
+      select ${endpoint.id}, date_trunc('minute', now()) - n * interval '37 minutes', n % 4, ${company.id},
+        n % 7 + 1, n % 3, n % 2, n % 5, n % 7 + 1 + n % 3 + n % 2 - n % 5
+      from generate_series(0, 1165) n`;
+    const minute = 60_000;
+    const sinces = [
+      new Date(Date.now() - 30 * 86_400_000 + 7 * minute), // not on an hour
+      new Date(Date.now() - 25 * 3_600_000 - 13 * minute),
+      new Date(Date.now() - 2 * 3_600_000),
+    ];
+    const read = async (since: Date) => {
+      const res = await company.get(`${ENDPOINTS}/${endpoint.id}/stats?since=${since.toISOString()}`);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      const { attempts, success_rate, duration_ms, since: from } = res.body.data;
+      return { attempts, success_rate, duration_ms, from };
+    };
+    // one after another: a company's reads at once are capped (the next test)
+    const readAll = async () => {
+      const all = [];
+      for (const since of sinces) all.push(await read(since));
+      return all;
+    };
+    const fromMinutes = await readAll();
+    assert.ok(fromMinutes[0].attempts.total > 5_000, JSON.stringify(fromMinutes[0]));
+
+    const hours = await rollUpStats(ctx.sql);
+    assert.ok(hours >= 600 && hours <= 29 * 24, `${hours} hours rolled`);
+    assert.equal(await rollUpStats(ctx.sql), 0, "nothing twice");
+    const [{ until, rows }] = await ctx.sql<{ until: Date; rows: number }[]>`
+      select rolled_until as until, (select count(*)::int from webhook_endpoint_stats_hourly) as rows
+      from webhook_endpoint_stats_rollup`;
+    assert.ok(until.getTime() <= Date.now() - 24 * 3_600_000 && until.getTime() % 3_600_000 === 0, String(until));
+    assert.equal(rows, hours, "one row per endpoint and hour with minutes");
+    assert.deepEqual(await readAll(), fromMinutes);
+
+    // the month is read from the hours: without the rolled minutes after since's first hour, the same totals
+    // (the release before this one still reads those minutes: the service never deletes them before the retention)
+    const firstHour = new Date(Math.ceil(sinces[0].getTime() / 3_600_000) * 3_600_000);
+    await ctx.sql`delete from webhook_endpoint_stats
+      where endpoint_id = ${endpoint.id} and bucket >= ${firstHour} and bucket < ${until}`;
+    assert.deepEqual(await read(sinces[0]), fromMinutes[0]);
+  } finally {
+    await ctx.close();
+  }
+});
+
+Deno.test("stats reads: a company's reads at once are capped, another company's go through", async () => {
+  const ctx = await setup("endpoint_stats_cap", {
+    env: { WEBHOOK_STATS_READS_PER_COMPANY: "1", WEBHOOK_STATS_READS_PER_INSTANCE: "2" },
+  });
+  try {
+    const [a, b, c] = [await newCompany(ctx), await newCompany(ctx), await newCompany(ctx)];
+    const [ea, eb, ec] = await Promise.all([a, b, c].map((co) => createEndpoint(co, "http://127.0.0.1:9/unused")));
+    const { promise: held, resolve: hold } = Promise.withResolvers<void>();
+    const { promise: done, resolve: release } = Promise.withResolvers<void>();
+    // every stats read waits while this holds the rollup's row exclusively: reads stay in flight as long as wanted
+    const holding = ctx.sql.begin(async (tx) => {
+      await tx`lock table webhook_endpoint_stats_rollup in access exclusive mode`;
+      hold();
+      await done;
+    });
+    await held;
+    const waiting = async (n: number) => {
+      await eventually(`${n} reads waiting`, async () => {
+        const [{ count }] = await ctx.sql<{ count: number }[]>`
+          select count(*)::int as count from pg_locks where relation = 'webhook_endpoint_stats_rollup'::regclass
+            and not granted`;
+        return count === n;
+      }, 5_000);
+    };
+    try {
+      const first = a.get(`${ENDPOINTS}/${ea.id}/stats`);
+      await waiting(1);
+      const second = await a.get(`${ENDPOINTS}/${ea.id}/stats`);
+      assert.deepEqual([second.status, second.headers.get("retry-after")], [429, "1"], JSON.stringify(second.body));
+      const other = b.get(`${ENDPOINTS}/${eb.id}/stats`); // not refused: it waits like A's first
+      await waiting(2);
+      const third = await c.get(`${ENDPOINTS}/${ec.id}/stats`);
+      assert.deepEqual([third.status, third.headers.get("retry-after")], [503, "1"], "the instance's share is full");
+      release();
+      await holding;
+      assert.deepEqual([(await first).status, (await other).status], [200, 200]);
+      assert.equal((await a.get(`${ENDPOINTS}/${ea.id}/stats`)).status, 200, "the share is given back");
+    } finally {
+      release();
+      await holding;
+    }
+  } finally {
+    await ctx.close();
+  }
 });
