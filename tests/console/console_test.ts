@@ -347,6 +347,30 @@ Deno.test({
         assert.deepEqual(violations, []);
         assert.deepEqual(pageErrors, []);
       });
+
+      await t.step("Sign out ends the session: the token the tab held answers 401 from then on", async () => {
+        const token = await page.evaluate(() => sessionStorage.getItem("payments-console-token"));
+        assert.ok(token);
+        const bearer = { authorization: `Bearer ${token}` };
+        assert.equal((await ctx.app.request("/api/v1/subject/people", { headers: bearer })).status, 200);
+        const signedOut = page.waitForResponse((res) => res.url() === `${base}/api/v1/sign_out`, { timeout: 5_000 });
+        await page.$eval("#sign-out", (b) => (b as HTMLButtonElement).click());
+        assert.equal((await signedOut).status(), 204);
+        await page.waitForFunction(() => !document.getElementById("sign-in")!.hidden, { timeout: 5_000 });
+        assert.equal(await page.$eval("#sign-in-error", (el) => el.textContent), "");
+        assert.deepEqual(await page.evaluate(() => [sessionStorage.length, localStorage.length]), [0, 0]);
+        const res = await ctx.app.request("/api/v1/subject/people", { headers: bearer });
+        assert.deepEqual([res.status, await res.json()], [401, { errors: { detail: "Unauthorized" } }]);
+      });
+
+      await t.step("/docs keeps no token: none is stored, and one an earlier version stored is removed", async () => {
+        await page.goto(`${base}/docs`);
+        await page.evaluate(() => localStorage.setItem("authorized", '{"bearerAuth":{"value":"an old token"}}'));
+        await page.reload();
+        await page.waitForFunction(() => document.querySelector("#docs .swagger-ui"), { timeout: 10_000 });
+        assert.deepEqual(await page.evaluate(() => Object.keys(localStorage)), []);
+        assert.deepEqual(pageErrors, []);
+      });
     } finally {
       await browser.close();
       await server.shutdown();

@@ -76,7 +76,11 @@ Deno.test("operations: readiness, metrics, OpenAPI document and docs page", asyn
     const start = await ctx.app.request("/docs/assets/docs.js");
     assert.equal(start.status, 200);
     assert.match(start.headers.get("content-type") ?? "", /javascript/);
-    assert.match(await start.text(), /SwaggerUIBundle\(/);
+    const script = await start.text();
+    assert.match(script, /SwaggerUIBundle\(/);
+    // a token given to Authorize is not kept in localStorage (tests/console/console_test.ts tries it in a browser)
+    assert.match(script, /persistAuthorization: false/);
+    assert.match(script, /localStorage\.removeItem\("authorized"\)/);
     for (const asset of ["/docs/assets/swagger-ui-bundle.js", "/docs/assets/swagger-ui.css"]) {
       const res = await ctx.app.request(asset);
       assert.equal(res.status, 200, asset);

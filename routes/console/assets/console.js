@@ -92,6 +92,7 @@ function showApp(signedIn) {
   if (signedIn) refreshAll();
 }
 
+/** Forgets the token and what it showed, on this tab (also when the API answers 401: the session is over already). */
 function signOut() {
   sessionStorage.removeItem(TOKEN);
   // the next person to sign in on this tab sees nothing of this one's deliveries
@@ -114,7 +115,24 @@ $("sign-in-form").addEventListener("submit", async (event) => {
     $("sign-in-error").textContent = err.message;
   }
 });
-$("sign-out").addEventListener("click", signOut);
+/**
+ * Sign out: the session is ended on the server first (`POST /api/v1/sign_out`), so the token answers 401 everywhere
+ * from now on, not only on this tab, then forgotten here, whatever the server said.
+ */
+async function endSession() {
+  const token = sessionStorage.getItem(TOKEN);
+  let ended = !token;
+  if (token) {
+    const res = await fetch("/api/v1/sign_out", { method: "POST", headers: { authorization: `Bearer ${token}` } })
+      .catch(() => null);
+    await res?.text().catch(() => ""); // read to its end: the request is over, not left to the next page to cut off
+    // 401: the session had ended already
+    ended = res !== null && (res.ok || res.status === 401);
+  }
+  signOut();
+  if (!ended) $("sign-in-error").textContent = "Signed out on this tab; the server could not end the session now.";
+}
+$("sign-out").addEventListener("click", endSession);
 $("refresh").addEventListener("click", () => refreshAll());
 
 // --- endpoints
