@@ -29,8 +29,11 @@ export type DrainSteps = {
 };
 
 /**
- * How long one run may go on. A run hands its worker back after this long or this many attempts, leaving a job to
- * carry on: one busy endpoint does not hold a worker for ever, and a graceful shutdown waits for at most one attempt.
+ * How long one run may go on while other endpoints wait for a drainer. A run hands its drainer back after this long or
+ * this many attempts, waking its endpoint to carry on, once `othersWaiting` says another endpoint waits for it: one
+ * busy endpoint does not hold a drainer for ever while others wait, and one that nobody waits behind (a sequential
+ * endpoint beside another's backlog) does not pay a hand-over and a new claim every two seconds. A shutdown ends a run
+ * after its attempt in flight, whatever the budget.
  */
 export type DrainBudget = { ms: number; deliveries: number };
 export const RUN_BUDGET: DrainBudget = { ms: 2_000, deliveries: 200 };
@@ -40,7 +43,7 @@ export type DrainEnd =
   | "gone" // the endpoint does not exist
   | "idle" // nothing may start now: nothing due, or every slot taken by other runs
   | "inactive" // the endpoint is disabled: what was pending is failed
-  | "handed_over"; // budget spent or shutting down: the slot was released and a fresh job asked for
+  | "handed_over"; // budget spent with others waiting, or shutting down: the slot was released and the endpoint woken
 
 /**
  * Delivers what is due for one endpoint until nothing is, every slot is busy, or the run is over, holding at most
@@ -50,9 +53,9 @@ export type DrainEnd =
  */
 export async function drainEndpoint(
   steps: DrainSteps,
-  opts: { budget: DrainBudget; now: () => number; signal?: AbortSignal },
+  opts: { budget: DrainBudget; now: () => number; signal?: AbortSignal; othersWaiting?: () => boolean },
 ): Promise<DrainEnd> {
-  const { budget, now, signal } = opts;
+  const { budget, now, signal, othersWaiting = () => true } = opts;
   const started = now();
   let claim = await steps.claim();
   for (let attempts = 0; claim; attempts++) {
@@ -63,7 +66,8 @@ export async function drainEndpoint(
       return "inactive";
     }
     if (!delivery) return "idle";
-    if (attempts >= budget.deliveries || now() - started > budget.ms || signal?.aborted) {
+    const spent = attempts >= budget.deliveries || now() - started > budget.ms;
+    if (signal?.aborted || (spent && othersWaiting())) {
       await steps.release(delivery);
       // After the release, so that the job it adds finds the slot free.
       await steps.wake(delivery.slot);

@@ -78,11 +78,15 @@ export class Drainers {
 
   async #run(): Promise<void> {
     for (let endpointId = await this.#queue.take(); endpointId; endpointId = await this.#queue.take()) {
+      const id = endpointId;
+      let yielded = false;
       try {
         await drainEndpoint(this.opts.steps(endpointId, this.#abort.signal), {
           budget: this.opts.budget,
           now: () => performance.now(),
           signal: this.#stopping.signal,
+          // past its budget a run goes on until an endpoint with fewer runs waits (wake_queue.ts)
+          othersWaiting: () => yielded ||= this.#queue.yieldTurn(id),
         });
       } catch (err) {
         // What it held went back (drain.ts); the recovery sweep wakes the endpoint again.
@@ -91,7 +95,7 @@ export class Drainers {
           error: err instanceof Error ? err.message : String(err),
         });
       } finally {
-        this.#queue.done(endpointId);
+        this.#queue.done(endpointId, yielded);
       }
     }
   }

@@ -50,6 +50,8 @@ class FakeEndpoint {
   wokenLanes: number[] = [];
   /** The budget of every run, those started by `wake` included. */
   budget = NO_LIMIT;
+  /** Whether another endpoint waits for a drainer, asked once the budget is spent (the drainers ask their queue). */
+  othersWaiting: (() => boolean) | undefined = undefined;
   /** Runs started by `wake`, when `wakeRuns` is on (a worker picking up the job at once). */
   wakeRuns = true;
   runs: Promise<DrainEnd>[] = [];
@@ -226,7 +228,12 @@ class FakeEndpoint {
   }
 
   run(signal?: AbortSignal): Promise<DrainEnd> {
-    return drainEndpoint(this.steps(), { budget: this.budget, now: () => this.clock, signal });
+    return drainEndpoint(this.steps(), {
+      budget: this.budget,
+      now: () => this.clock,
+      signal,
+      othersWaiting: this.othersWaiting,
+    });
   }
 
   /** Runs `jobs` drains at once, then waits for those and every run they woke. */
@@ -321,6 +328,32 @@ Deno.test("the drain loop", async (t) => {
     assert.equal(fake.heldSlots(), 0);
     assert.ok(fake.records.every((r) => r.token === null), "no record stays leased");
   });
+
+  await t.step(
+    "past its budget a run goes on while no other endpoint waits for its drainer, and hands over once one does",
+    async () => {
+      const fake = new FakeEndpoint("sequential");
+      fake.emit(10);
+      fake.budget = { ms: Infinity, deliveries: 2 };
+      fake.wakeRuns = false;
+      let asked = 0;
+      // asked after the 2nd, 3rd, 4th and 5th deliveries: nobody waits the first three times
+      fake.othersWaiting = () => ++asked > 3;
+      assert.equal(await fake.run(), "handed_over");
+      assert.deepEqual(fake.sent, [1, 2, 3, 4, 5], "the run went on past its budget of 2 while nobody waited");
+      assert.equal(asked, 4, "asked only once the budget was spent, once per delivery");
+      assert.deepEqual(fake.calls.slice(-2), ["release", "wake"], "then it gave back what it held and woke it");
+      assert.equal(fake.heldSlots(), 0);
+
+      const alone = new FakeEndpoint("sequential");
+      alone.emit(10);
+      alone.budget = { ms: Infinity, deliveries: 2 };
+      alone.othersWaiting = () => false;
+      assert.deepEqual(await alone.drain(1), ["idle"], "one run, no hand-over, when nobody ever waits");
+      assert.deepEqual(alone.sent, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+      assert.ok(!alone.calls.includes("release"), "nothing given back in between");
+    },
+  );
 
   await t.step("a disabled endpoint: nothing is sent and what is pending is failed", async () => {
     const fake = new FakeEndpoint("parallel", 2);

@@ -1,6 +1,7 @@
 /**
  * The drainers' queue of woken endpoints (domain/webhooks/wake_queue.ts), without Postgres: each endpoint once however
- * often woken, and the first drainer of every endpoint before the second of any.
+ * often woken, the first drainer of every endpoint before the second of any, and a drainer given back only to an
+ * endpoint with fewer.
  */
 import assert from "node:assert/strict";
 import { WakeQueue } from "../../domain/webhooks/wake_queue.ts";
@@ -33,6 +34,25 @@ Deno.test("the queue of woken endpoints", async (t) => {
     const queue = new WakeQueue();
     for (const id of ["a", "b", "c"]) queue.wake(id);
     assert.deepEqual([await queue.take(), await queue.take(), await queue.take()], ["a", "b", "c"]);
+  });
+
+  await t.step("a run past its budget yields its drainer only to an endpoint with fewer runs, once", async () => {
+    const queue = new WakeQueue();
+    for (const id of ["busy", "busy", "quiet"]) {
+      queue.wake(id);
+      assert.equal(await queue.take(), id);
+    }
+    // busy has 2 runs, quiet 1; busy is woken again by its own fan-out
+    queue.wake("busy");
+    assert.equal(queue.yieldTurn("quiet"), false, "the endpoint waiting has more runs: quiet's run goes on");
+    assert.equal(queue.yieldTurn("busy"), false, "nothing but busy itself waits");
+    queue.wake("new");
+    assert.equal(queue.yieldTurn("busy"), true, "a run of busy gives its drainer to new");
+    assert.equal(queue.yieldTurn("busy"), false, "and only one: new needs one drainer");
+    assert.equal(queue.yieldTurn("quiet"), false, "nor quiet's: new is promised a drainer already");
+    queue.done("busy", true);
+    assert.equal(await queue.take(), "new");
+    assert.equal(queue.yieldTurn("busy"), false, "new has its drainer: busy's last run goes on");
   });
 
   await t.step("a taker waiting gets the next wake-up at once; closing hands waiting takers null", async () => {
