@@ -64,7 +64,8 @@ export async function endpointStats(
   // the histogram's buckets summed column by column (named by code, never by input)
   const histogram = sql.unsafe(DURATION_COLUMNS.map((c) => `coalesce(sum(s.${c}), 0)`).join(", "));
   const counted = sql.unsafe(COUNTED.map((c) => `s.${c}`).join(", "));
-  const ofEndpoint = sql`s.endpoint_id = e.id and s.company_id = e.company_id`;
+  // the ids as parameters, not e's columns: each range is planned on the primary key's (endpoint_id, bucket)
+  const ofEndpoint = sql`s.endpoint_id = ${endpointId} and s.company_id = ${companyId}`;
   const [row] = await sql<StatsRow[]>`
     select h.*, m.*
     from webhook_endpoints e

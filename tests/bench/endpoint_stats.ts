@@ -12,13 +12,14 @@
  *
  * Times `endpointStats` (the route's whole database part and its presentation) since 1 hour, 24 hours and 30 days
  * ago, in the same rounds so that a pause of the machine falls on each alike, and the scan of the log since 24 hours
- * ago. Measures only.
+ * ago. Then the minutes past a day are rolled into hours (`rollUpStats`, sql/0032, as the hourly retention job does),
+ * the 30-day read is checked to give the same totals, and the 30-day and 24-hour reads are timed again. Measures only.
  */
 import { setLogLevel } from "../../domain/basics/log.ts";
 import { connect, type Sql } from "../../domain/infra/db.ts";
 import { migrate } from "../../domain/infra/migrate.ts";
 import { DURATION_BUCKETS, DURATION_COLUMNS } from "../../domain/webhooks/attempt_stats.ts";
-import { endpointStats, minuteOf } from "../../domain/webhooks/endpoint_stats.ts";
+import { endpointStats, minuteOf, rollUpStats } from "../../domain/webhooks/endpoint_stats.ts";
 import { STATS_SHARDS } from "../../domain/webhooks/delivery/record_stats.ts";
 import { dropDatabase, freshDatabase } from "../support/helpers.ts";
 import { type Figures, round } from "./figures.ts";
@@ -184,6 +185,25 @@ export async function benchEndpointStats(): Promise<Figures> {
     }
     const [{ rows }] = await sql<{ rows: number }[]>`
       select count(*)::int as rows from webhook_endpoint_stats where endpoint_id = ${ENDPOINT}`;
+
+    // the same reads once the minutes past a day are summed in hours
+    const monthFromMinutes = await endpointStats(sql, COMPANY, ENDPOINT, spans["30d"]);
+    const rolling = performance.now();
+    const hoursRolled = await rollUpStats(sql);
+    const rollSeconds = (performance.now() - rolling) / 1000;
+    const monthFromHours = await endpointStats(sql, COMPANY, ENDPOINT, spans["30d"]);
+    if (JSON.stringify(monthFromHours.attempts) !== JSON.stringify(monthFromMinutes.attempts)) {
+      throw new Error(`rolled ${JSON.stringify(monthFromHours.attempts)}, minutes ${JSON.stringify(monthFromMinutes)}`);
+    }
+    const rolled: Record<string, number[]> = { "24h": [], "30d": [] };
+    for (let run = 0; run < WARM_UP + LONG_RUNS; run++) {
+      for (const span of ["24h", "30d"] as const) {
+        const t = performance.now();
+        await endpointStats(sql, COMPANY, ENDPOINT, spans[span]);
+        if (run >= WARM_UP) rolled[span].push(performance.now() - t);
+      }
+    }
+    const afterRollUp = Object.fromEntries(Object.entries(rolled).map(([span, list]) => [span, percentiles(list)]));
     const read = Object.fromEntries(Object.entries(times).map(([span, list]) => [span, percentiles(list)]));
     const scan = percentiles(scans);
     console.log(
@@ -201,6 +221,14 @@ export async function benchEndpointStats(): Promise<Figures> {
       } (${SCAN_RUNS} scans)`,
     );
     console.log(
+      `rolled ${hoursRolled} hours in ${rollSeconds.toFixed(1)} s; then, from hours past a day (${LONG_RUNS} reads):`,
+    );
+    for (const [span, p] of Object.entries(afterRollUp)) {
+      console.log(
+        `aggregate since ${span.padEnd(4)} ${p.p50.toFixed(2).padStart(8)} / ${p.p99.toFixed(2).padStart(8)}`,
+      );
+    }
+    console.log(
       `p50 / p95 of the durations (ms): aggregate ${day.duration_ms.p50} / ${day.duration_ms.p95}, ` +
         `log (exact) ${logged.p50} / ${logged.p95}`,
     );
@@ -215,6 +243,11 @@ export async function benchEndpointStats(): Promise<Figures> {
       stats_read_24h_p99_ms: round(read["24h"].p99, 2),
       stats_read_30d_p50_ms: round(read["30d"].p50, 2),
       stats_read_30d_p99_ms: round(read["30d"].p99, 2),
+      stats_hours_rolled: hoursRolled,
+      stats_rollup_s: round(rollSeconds, 1),
+      stats_read_30d_hours_p50_ms: round(afterRollUp["30d"].p50, 2),
+      stats_read_30d_hours_p99_ms: round(afterRollUp["30d"].p99, 2),
+      stats_read_24h_hours_p50_ms: round(afterRollUp["24h"].p50, 2),
       stats_log_scan_24h_p50_ms: round(scan.p50, 1),
       stats_log_scan_24h_p99_ms: round(scan.p99, 1),
       stats_p95_aggregate_ms: day.duration_ms.p95 ?? NaN,

@@ -206,6 +206,11 @@ const DESCRIPTIONS: Record<string, Description> = {
   stats_read_24h_p99_ms: { meaning: "99th percentile of that read, over the 1,000,000 attempts (ms)" },
   stats_read_30d_p50_ms: { meaning: "median read of the stats since 30 days ago: every minute of the retention (ms)" },
   stats_read_30d_p99_ms: { meaning: "99th percentile of that read (ms)" },
+  stats_hours_rolled: { meaning: "hours of minute rows rolled into hour rows past a day (rollUpStats)" },
+  stats_rollup_s: { meaning: "seconds that rollup took, one transaction per hour" },
+  stats_read_30d_hours_p50_ms: { meaning: "median read since 30 days ago once the minutes past a day are hours (ms)" },
+  stats_read_30d_hours_p99_ms: { meaning: "99th percentile of that read (ms)" },
+  stats_read_24h_hours_p50_ms: { meaning: "median read since 24 hours ago after the rollup (ms)" },
   stats_log_scan_24h_p50_ms: {
     meaning: "the same figures since 24 hours ago by scanning the attempt log (median, ms)",
   },
