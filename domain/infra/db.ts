@@ -18,7 +18,9 @@ export function connect(url: string, options: { max?: number } = {}): Sql {
     // idle for seconds after a database restart: a second at most, the callers retry on their own.
     backoff: (retries: number) => (0.5 + Math.random() / 2) * Math.min(0.05 * 2 ** retries, 1),
     onnotice: () => {},
-    connection: { application_name: "payments-api", TimeZone: "UTC" },
+    // jit off: every statement here is a short index read or write, and a plan whose estimate passes jit_above_cost
+    // (the stats read's sums over a busy endpoint's rows) spent about half a second compiling (docs/performance.md)
+    connection: { application_name: "payments-api", TimeZone: "UTC", jit: "off" },
     types: {
       // `date` stays the exact YYYY-MM-DD text; a JS Date would shift it by the process time zone.
       date: { to: 1082, from: [1082], serialize: (x: string) => x, parse: (x: string) => x },
