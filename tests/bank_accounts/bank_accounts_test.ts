@@ -434,7 +434,7 @@ Deno.test("bank accounts", async (t) => {
     async () => {
       const created = (await create(brazil({ bank: { code: "001", ispb: "00000000", name: "bb" } }))).body.data;
       const url = `${path}/${created.id}`;
-      // every update field is optional (interface.md): the code brings its ISPB and name from the directory
+      // every update field is optional (docs/errors.md, "Updates name only what they send"): the code brings its ISPB and name from the directory
       const itau = await company.put(url, { bank_account: { bank: { code: "341" } } });
       assert.equal(itau.status, 200, JSON.stringify(itau.body));
       assert.deepEqual(
