@@ -1,3 +1,7 @@
+/**
+ * The service's process (`deno task start`): puts it together in the order docs/architecture.md gives ("Start-up and
+ * shutdown"), and stops it on SIGTERM or SIGINT. A refused start is one line and exit 1 (`StartupError`).
+ */
 import { createApp } from "./routes/app.ts";
 import { taskList, upkeep } from "./jobs/index.ts";
 import type { Config } from "./domain/infra/config.ts";

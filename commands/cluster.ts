@@ -1,8 +1,3 @@
-import { parseArgs } from "node:util";
-import { ClusterError } from "./cluster/config.ts";
-import { clusterStatus, startCluster, stopCluster, switchoverCluster } from "./cluster/lifecycle.ts";
-import { startRehearsal, stopRehearsal, takeBackup } from "./cluster/recovery.ts";
-
 /**
  * `deno task cluster start|status|switchover|backup|restore-rehearsal|stop --dir <dir>`: a local Postgres HA cluster
  * (Patroni, a one-node etcd, HAProxy; two members, one a synchronous replica) whose every file lives in `<dir>`, on
@@ -28,6 +23,12 @@ import { startRehearsal, stopRehearsal, takeBackup } from "./cluster/recovery.ts
  *   removes its folder; `stop` stops it too. docs/production.md, "Backups and point-in-time recovery", shows a run.
  * - `stop`: stops every process of the cluster; running it again does nothing.
  */
+
+import { parseArgs } from "node:util";
+import { ClusterError } from "./cluster/config.ts";
+import { clusterStatus, startCluster, stopCluster, switchoverCluster } from "./cluster/lifecycle.ts";
+import { startRehearsal, stopRehearsal, takeBackup } from "./cluster/recovery.ts";
+
 const USAGE = [
   "usage: deno task cluster start|status|switchover|backup|stop --dir <dir> [--members N] [--strict] " +
   "[--timeout seconds]",

@@ -1,3 +1,8 @@
+/**
+ * The database the operator's commands write to, opened as `deno task start` would open it. Shared by the commands,
+ * so every one finds the same database the service uses.
+ */
+
 import type { Config } from "../domain/infra/config.ts";
 import { connect, ensureDatabase, serverAnswers, type Sql } from "../domain/infra/db.ts";
 import { EMBEDDED_PORT, startEmbeddedPostgres } from "../domain/infra/embedded_pg.ts";

@@ -1,11 +1,12 @@
-import { loadConfigWithLocalSecrets } from "../domain/infra/local_secrets.ts";
-import { pruneHistory } from "../domain/webhooks/retention.ts";
-import { openDatabase } from "./database.ts";
-
 /**
  * `deno task prune`: removes now the webhook history older than EVENT_RETENTION_DAYS, as the hourly job does, and
  * prints what went. Safe beside running instances: one pruner runs at a time.
  */
+
+import { loadConfigWithLocalSecrets } from "../domain/infra/local_secrets.ts";
+import { pruneHistory } from "../domain/webhooks/retention.ts";
+import { openDatabase } from "./database.ts";
+
 const config = await loadConfigWithLocalSecrets();
 const { sql, close } = await openDatabase(config);
 try {

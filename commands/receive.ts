@@ -1,8 +1,3 @@
-import { Webhook } from "standardwebhooks";
-import { signToken } from "../domain/integrators/tokens.ts";
-import { developmentCompanyId, loadConfigWithLocalSecrets } from "../domain/infra/local_secrets.ts";
-import { deliveryLine, printable } from "./delivery_line.ts";
-
 /**
  * `deno task receive [--port 4001]`: a webhook receiver for development (README, "Quickstart"). It listens on
  * loopback, waits for the service this checkout runs (`HOST`/`PORT`, as `deno task start` reads them), makes sure the
@@ -14,6 +9,11 @@ import { deliveryLine, printable } from "./delivery_line.ts";
  * so the quickstart has no step that copies a secret from one answer into the next command. Running it again
  * reuses the endpoint at the same URL (enabling it when it was disabled) instead of adding one.
  */
+
+import { Webhook } from "standardwebhooks";
+import { signToken } from "../domain/integrators/tokens.ts";
+import { developmentCompanyId, loadConfigWithLocalSecrets } from "../domain/infra/local_secrets.ts";
+import { deliveryLine, printable } from "./delivery_line.ts";
 
 const USAGE = "usage: deno task receive [--port <port>]   (default 4001)";
 const port = parsePort(Deno.args);

@@ -1,15 +1,16 @@
-import { loadConfigWithLocalSecrets } from "../domain/infra/local_secrets.ts";
-import { connect } from "../domain/infra/db.ts";
-import { sealStoredAnswers } from "../routes/policy/idempotency_store.ts";
-import { secretBoxFor } from "../domain/infra/secret_box.ts";
-import { sealStoredSecrets } from "../domain/webhooks/endpoints.ts";
-
 /**
  * `deno task reseal-secrets`: after SECRET_ENCRYPTION_KEY was rotated, re-seals every stored webhook signing secret
  * and every stored answer of an idempotent request with it, so that SECRET_ENCRYPTION_KEY_PREVIOUS can then be
  * removed at once (docs/production.md). Run it with the same environment as the service; running it again finds
  * nothing to do.
  */
+
+import { loadConfigWithLocalSecrets } from "../domain/infra/local_secrets.ts";
+import { connect } from "../domain/infra/db.ts";
+import { sealStoredAnswers } from "../routes/policy/idempotency_store.ts";
+import { secretBoxFor } from "../domain/infra/secret_box.ts";
+import { sealStoredSecrets } from "../domain/webhooks/endpoints.ts";
+
 const config = await loadConfigWithLocalSecrets();
 const sql = connect(config.databaseUrl, { max: 1 });
 try {

@@ -1,7 +1,3 @@
-import { signToken } from "../domain/integrators/tokens.ts";
-import { developmentCompanyId, loadConfigWithLocalSecrets } from "../domain/infra/local_secrets.ts";
-import { UUID_RE } from "../domain/basics/ids.ts";
-
 /**
  * `deno task token [company_id | --new]`: prints a bearer token, valid for JWT_MAX_TTL_SECONDS (30 days by default).
  * Without an argument the token is the development company's, the same company on every call (its id is kept in
@@ -10,6 +6,11 @@ import { UUID_RE } from "../domain/basics/ids.ts";
  * there the company is named, or `--new`. Without JWT_SECRET it signs with the secret the service generated under
  * `.data/secrets` (generating it first if the service never ran here), so the service accepts the token.
  */
+
+import { signToken } from "../domain/integrators/tokens.ts";
+import { developmentCompanyId, loadConfigWithLocalSecrets } from "../domain/infra/local_secrets.ts";
+import { UUID_RE } from "../domain/basics/ids.ts";
+
 const USAGE = "usage: deno task token [<company_id> | --new]";
 const [arg, ...rest] = Deno.args;
 if (rest.length > 0 || arg === "--help" || arg === "-h") fail(USAGE);

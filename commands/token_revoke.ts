@@ -1,12 +1,13 @@
+/**
+ * `deno task token:revoke <company_id>`: every token of the company issued until now answers 401 at once, on every
+ * instance, whether `deno task token` or sign-in made it. Tokens made from the next second on work.
+ */
+
 import { loadConfigWithLocalSecrets } from "../domain/infra/local_secrets.ts";
 import { UUID_RE } from "../domain/basics/ids.ts";
 import { revokeCompanyTokens } from "../domain/integrators/integrators.ts";
 import { openDatabase } from "./database.ts";
 
-/**
- * `deno task token:revoke <company_id>`: every token of the company issued until now answers 401 at once, on every
- * instance, whether `deno task token` or sign-in made it. Tokens made from the next second on work.
- */
 const companyId = Deno.args[0];
 if (!companyId || !UUID_RE.test(companyId)) {
   console.error("usage: deno task token:revoke <company_id>");

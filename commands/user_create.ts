@@ -1,14 +1,15 @@
+/**
+ * `deno task user:create --company <uuid> --username <name> [--name "<display>"]`: creates a user of the company
+ * (and the company when new) and prints the generated password once, alone on the last line. Only its hash is kept:
+ * a lost password is replaced with `deno task user:password`.
+ */
+
 import { parseArgs } from "node:util";
 import { loadConfigWithLocalSecrets } from "../domain/infra/local_secrets.ts";
 import { openDatabase } from "./database.ts";
 import { UUID_RE } from "../domain/basics/ids.ts";
 import { createUser } from "../domain/integrators/users.ts";
 
-/**
- * `deno task user:create --company <uuid> --username <name> [--name "<display>"]`: creates a user of the company
- * (and the company when new) and prints the generated password once, alone on the last line. Only its hash is kept:
- * a lost password is replaced with `deno task user:password`.
- */
 const { values } = parseArgs({
   args: Deno.args,
   options: { company: { type: "string" }, username: { type: "string" }, name: { type: "string" } },

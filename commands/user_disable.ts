@@ -1,12 +1,13 @@
+/**
+ * `deno task user:disable --username <name> [--enable]`: the user can no longer sign in, and every token it got from
+ * sign-in answers 401 at once, on every instance. `--enable` lets it sign in again (its old tokens stay ended).
+ */
+
 import { parseArgs } from "node:util";
 import { loadConfigWithLocalSecrets } from "../domain/infra/local_secrets.ts";
 import { openDatabase } from "./database.ts";
 import { setUserDisabled } from "../domain/integrators/users.ts";
 
-/**
- * `deno task user:disable --username <name> [--enable]`: the user can no longer sign in, and every token it got from
- * sign-in answers 401 at once, on every instance. `--enable` lets it sign in again (its old tokens stay ended).
- */
 const { values } = parseArgs({
   args: Deno.args,
   options: { username: { type: "string" }, enable: { type: "boolean", default: false } },

@@ -1,13 +1,14 @@
-import { parseArgs } from "node:util";
-import { loadConfigWithLocalSecrets } from "../domain/infra/local_secrets.ts";
-import { openDatabase } from "./database.ts";
-import { resetPassword } from "../domain/integrators/users.ts";
-
 /**
  * `deno task user:password --username <name>`: replaces the user's password with a generated one and prints it
  * once, alone on the last line. The user's sessions end: tokens it got from sign-in answer 401 at once, on every
  * instance.
  */
+
+import { parseArgs } from "node:util";
+import { loadConfigWithLocalSecrets } from "../domain/infra/local_secrets.ts";
+import { openDatabase } from "./database.ts";
+import { resetPassword } from "../domain/integrators/users.ts";
+
 const { values } = parseArgs({ args: Deno.args, options: { username: { type: "string" } } });
 if (!values.username) {
   console.error("usage: deno task user:password --username <name>");

@@ -1,3 +1,8 @@
+/**
+ * The webhook drainers made real: the drain steps built from Postgres statements, the sender and the clock. Apart
+ * from domain/webhooks/drainers.ts, which takes its steps as given (`DrainSteps`): here they are built from `Deps`.
+ */
+
 import type { Deps } from "../domain/infra/deps.ts";
 import type { Companion } from "../domain/infra/worker.ts";
 import { whileUnreachable } from "../domain/infra/db.ts";

@@ -1,3 +1,8 @@
+/**
+ * What the worker runs: every graphile-worker task by name, the webhook drainers beside it, and the upkeep of its
+ * sweeps, handed to `startWorker` (domain/infra/worker.ts), which runs them without importing any.
+ */
+
 import type { TaskList } from "graphile-worker";
 import type { Deps } from "../domain/infra/deps.ts";
 import { pruneIdempotencyKeys } from "../routes/policy/idempotency_store.ts";

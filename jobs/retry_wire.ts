@@ -1,3 +1,5 @@
+/** The worker task that retries a wire once its destination account was corrected (`PUT .../update_bank_account`). */
+
 import type { Task } from "graphile-worker";
 import { retryWire } from "../domain/rails/wires.ts";
 import type { Deps } from "../domain/infra/deps.ts";

@@ -1,3 +1,9 @@
+/**
+ * The whole HTTP API assembled (`createApp`): the middleware in the order every request meets it, the routes, the
+ * OpenAPI document, 405 with `Allow`, and `onError`, the only place an error becomes an answer (docs/architecture.md,
+ * "How a request travels").
+ */
+
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { TokenGuard } from "../domain/integrators/token_guard.ts";

@@ -1,3 +1,7 @@
+/**
+ * The operator's routes, outside `/api` and without a company token: liveness, readiness and Prometheus metrics.
+ */
+
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Sql } from "../domain/infra/db.ts";
 import type { Deps } from "../domain/infra/deps.ts";

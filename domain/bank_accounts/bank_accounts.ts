@@ -1,3 +1,7 @@
+/**
+ * Bank accounts stored: create, read, update, and the object every answer shows. What an account must hold is
+ * rules.ts's, so registration, update and the wire correction (rails/wires.ts) check the same rules.
+ */
 import type { Sql, Tx } from "../infra/db.ts";
 import { ErrorBag, notFound } from "../basics/errors.ts";
 import { newId } from "../basics/ids.ts";

@@ -1,3 +1,7 @@
+/**
+ * The bank directory: the stored row of the bank an account names by code or SWIFT. Kept apart from rules.ts, which
+ * is pure and checks an account's shape; this is the database half that runs after it.
+ */
 import type { Tx } from "../infra/db.ts";
 import { newId } from "../basics/ids.ts";
 import type { BankRef } from "./rules.ts";

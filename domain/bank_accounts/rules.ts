@@ -1,3 +1,7 @@
+/**
+ * What a bank account must look like, per country (README, Documents and bank accounts).
+ * Pure: no database. The directory lookup (stored bank names) happens afterwards in directory.ts.
+ */
 import { isValidEmail } from "@brazilian-utils/brazilian-utils";
 import { clabe } from "clabe-validator";
 import { countrySpecs, electronicFormatIBAN, isValidBIC, validateIBAN, ValidationErrorsIBAN } from "ibantools";
@@ -43,11 +47,6 @@ export type BankAccountInput = {
   bank?: { code?: Text; ispb?: Text; name?: Text; swift?: Text } | null;
   pix_info?: { type?: Text; key?: Text } | null;
 };
-
-/**
- * What a bank account must look like, per country (README, Documents and bank accounts).
- * Pure: no database. The directory lookup (stored bank names) happens afterwards in directory.ts.
- */
 
 /** INT: an international account of the company (USD or EUR), identified by SWIFT rather than a local code. */
 export type BankCountry = "BRA" | "MEX" | "COL" | "INT";

@@ -1,3 +1,4 @@
+/** Ids: the UUIDv7 a new row gets, and the pattern an id a client sends must match; shared by nearly every module. */
 import { v7 } from "uuid";
 
 /** Any RFC 4122 textual UUID; versions are not checked because companies bring their own. */

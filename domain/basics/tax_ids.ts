@@ -1,7 +1,3 @@
-import { isValidCNPJ, isValidCPF } from "@brazilian-utils/brazilian-utils";
-import { validate as validRutDigit } from "rut.js";
-import rfcModule from "validate-rfc";
-
 /**
  * Every tax id and national document the service checks, written once: people's documents (cpf, curp, cc, ce,
  * passport), company customers' tax ids (cnpj, rfc, nit, rut, tax_id), and the owners' documents of bank accounts
@@ -14,6 +10,9 @@ import rfcModule from "validate-rfc";
  * length, then the parts of its format, then the check digit (docs/errors.md, "What is wrong with a number"), so a
  * refusal says what to change rather than only "is invalid". `isValid...` is that check answering nothing.
  */
+import { isValidCNPJ, isValidCPF } from "@brazilian-utils/brazilian-utils";
+import { validate as validRutDigit } from "rut.js";
+import rfcModule from "validate-rfc";
 
 // the package's types describe an ES default export; loaded from CommonJS, its export is the function itself
 const validateRfc = rfcModule as unknown as (rfc: string) => { isValid: boolean; type?: string; errors?: string[] };

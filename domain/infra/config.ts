@@ -1,3 +1,8 @@
+/**
+ * The service's configuration: every environment variable checked once at start, with its default, into one `Config`
+ * (docs/production.md, docs/limits.md). Reads no file: the local secrets are handed in by local_secrets.ts.
+ */
+
 import { z } from "zod";
 import { lowEntropy, secretMaterial } from "./secret_strength.ts";
 

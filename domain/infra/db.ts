@@ -1,3 +1,8 @@
+/**
+ * The postgres.js pool and its types, and how to tell a database that is away from a statement that failed, so that
+ * callers can wait for it to come back. Creating the database and probing the server live here too.
+ */
+
 import postgres from "postgres";
 import { log } from "../basics/log.ts";
 

@@ -1,3 +1,5 @@
+/** The `Deps` handed to routes and jobs: kept apart so that a file needing only its type imports nothing else. */
+
 import type { Config } from "./config.ts";
 import type { Sql } from "./db.ts";
 

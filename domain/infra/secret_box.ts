@@ -1,5 +1,3 @@
-import type { Config } from "./config.ts";
-
 /**
  * Secrets the service must be able to read back (webhook signing secrets, and the stored answers of idempotent
  * requests, which may carry them) are stored sealed: AES-256-GCM with a random 96-bit nonce per value. A sealed text
@@ -9,6 +7,8 @@ import type { Config } from "./config.ts";
  * (docs/production.md). Each value is sealed for a context (for example the row it belongs to) that must be given
  * again to open it, so a sealed value copied elsewhere does not open.
  */
+
+import type { Config } from "./config.ts";
 
 export const SEALED_PREFIX = "enc:v1:";
 

@@ -1,3 +1,8 @@
+/**
+ * The graphile-worker runner of a worker process, and the session in `worker_processes` by which instances tell a dead
+ * peer from a live one and free its jobs and leases. The only file on the `pg` driver, which graphile-worker needs.
+ */
+
 import { Logger, run, type Runner, type TaskList, type WorkerEvents } from "graphile-worker";
 import { EventEmitter } from "node:events";
 // @ts-types="npm:@types/pg@8.23.1"

@@ -1,3 +1,7 @@
+/**
+ * The integrator account (the `companies` row) as authentication sees it: `tokens_valid_after`, read by token_guard.ts
+ * and moved by `deno task token:revoke` to end every token issued until then.
+ */
 import type { Sql } from "../infra/db.ts";
 
 /**

@@ -1,11 +1,11 @@
-import { randomBytes, scrypt, timingSafeEqual } from "node:crypto";
-import type { WorkQueue } from "../basics/work_pool.ts";
-
 /**
  * Password hashes: scrypt from node:crypto, a memory-hard function (N=2^15, r=8, p=1: 32 MiB and about 50-100 ms per
  * hash here), stored as `scrypt$N$r$p$<salt>$<hash>` (base64) so the cost can be raised later without breaking the
  * hashes already stored. The hash runs on libuv's thread pool, not on the event loop.
  */
+import { randomBytes, scrypt, timingSafeEqual } from "node:crypto";
+import type { WorkQueue } from "../basics/work_pool.ts";
+
 const COST = { N: 2 ** 15, r: 8, p: 1 };
 const KEY_BYTES = 32;
 const SALT_BYTES = 16;

@@ -1,11 +1,10 @@
-import type { Sql } from "../infra/db.ts";
-import { newId } from "../basics/ids.ts";
-
 /**
  * Sessions: a token from sign-in carries its session's id as `jti`, and answers only while the row is there, not
  * revoked and not expired (docs/production.md, "Sessions and revocation"). Ending one is an UPDATE; the
  * sessions_revoked trigger (sql/0021) tells every instance, whose caches (token_guard.ts) forget the company's.
  */
+import type { Sql } from "../infra/db.ts";
+import { newId } from "../basics/ids.ts";
 
 /** Opens a session of `userId` for `ttlSeconds`: its id goes in the token as `jti`. */
 export async function startSession(

@@ -1,6 +1,3 @@
-import type { Sql } from "../infra/db.ts";
-import { secondsToWait } from "../basics/time.ts";
-
 /**
  * Failed sign-ins within a sliding window, counted in Postgres (sql/0034) so every instance sees the same counts and a
  * restart forgets none (docs/limits.md, "Failed sign-ins"): per username at one client address, per address, and of
@@ -16,6 +13,8 @@ import { secondsToWait } from "../basics/time.ts";
  * await settleSignIn(sql, attempt, held, "succeeded"); // a correct one clears the pair's failures
  * ```
  */
+import type { Sql } from "../infra/db.ts";
+import { secondsToWait } from "../basics/time.ts";
 
 export type ThrottleLimits = {
   /** Failures of one username from one address. */

@@ -1,3 +1,7 @@
+/**
+ * `TokenGuard`: whether a verified token was revoked since (docs/production.md, "Sessions and revocation"). Its own
+ * file because it holds per-process state: the cached answers and the LISTEN that empties them.
+ */
 import type { Sql } from "../infra/db.ts";
 import { log } from "../basics/log.ts";
 import { companyTokensValidAfter } from "./integrators.ts";

@@ -1,3 +1,7 @@
+/**
+ * Bearer tokens: HS256 signing and checking, and the constant-time comparison of the metrics token. No database here:
+ * whether a valid token was revoked since is token_guard.ts's question.
+ */
 import { timingSafeEqual } from "node:crypto";
 import { sign, verify } from "hono/jwt";
 import type { Config } from "../infra/config.ts";

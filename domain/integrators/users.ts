@@ -1,3 +1,7 @@
+/**
+ * The users who sign in for a company: created, reset and disabled by an operator (`deno task user:...`), checked at
+ * sign-in. Hashing is passwords.ts's and sessions are sessions.ts's.
+ */
 import type { Sql } from "../infra/db.ts";
 import { newId } from "../basics/ids.ts";
 import type { WorkQueue } from "../basics/work_pool.ts";

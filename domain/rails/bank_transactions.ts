@@ -1,3 +1,7 @@
+/**
+ * Money from a payer the integrator has not registered: it waits, and becomes the person's identified pay-ins once
+ * they are registered (`registerPayer`), with a periodic sweep as the safety net.
+ */
 import type { Sql, TransactionSql, Tx } from "../infra/db.ts";
 import { ErrorBag } from "../basics/errors.ts";
 import { newId } from "../basics/ids.ts";

@@ -1,10 +1,10 @@
-import type postgres from "postgres";
-import type { Tx } from "../infra/db.ts";
-
 /**
  * Exchanges and wires are batches: transactions of one subject in one currency (and, for a wire, to one account)
  * travel together, in one open batch per day whose value is the total of what it carries.
  */
+import type postgres from "postgres";
+import type { Tx } from "../infra/db.ts";
+
 const MEMBER_COLUMN = { exchanges: "exchange_id", wires: "wire_id" } as const;
 export type BatchTable = keyof typeof MEMBER_COLUMN;
 

@@ -1,3 +1,4 @@
+/** Sandbox card payments (docs/sandbox.md, "Money in"): the card network's answer, one kind of transaction. */
 import type { TransactionSql } from "../infra/db.ts";
 import { moveMoney } from "./transactions.ts";
 

@@ -1,3 +1,7 @@
+/**
+ * The yearly limit (docs/clearance.md): what counts towards it, whether money for a subject may move now, and what a
+ * hold does to the subject. One place for the rule, which transactions.ts applies to every transaction.
+ */
 import type postgres from "postgres";
 import type { TransactionSql, Tx } from "../infra/db.ts";
 import { type MandatoryDocument, missingMandatoryDocuments } from "../subjects/documents.ts";

@@ -1,3 +1,6 @@
+/**
+ * Exchanges: the day's batch of cleared pay-ins of one subject and currency to convert, over batches.ts as wires.ts is.
+ */
 import type { TransactionSql } from "../infra/db.ts";
 import { newId } from "../basics/ids.ts";
 import { emitEvent } from "../webhooks/events.ts";

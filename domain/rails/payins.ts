@@ -1,3 +1,4 @@
+/** Sandbox pay-ins (docs/sandbox.md, "Money in"): money for a subject arrived, one kind of transaction. */
 import type { TransactionSql } from "../infra/db.ts";
 import { moveMoney } from "./transactions.ts";
 

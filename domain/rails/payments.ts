@@ -1,3 +1,8 @@
+/**
+ * The transactions API (README, "Transactions"): pay-ins into the company's own accounts and pay-outs to a
+ * subject's account, created through the one money path (`moveMoney`), so the sandbox and the API make the same
+ * rows and events and clearance applies to both.
+ */
 import type { Sql, TransactionSql, Tx } from "../infra/db.ts";
 import { ErrorBag, notFound, unprocessable } from "../basics/errors.ts";
 import { newId } from "../basics/ids.ts";
@@ -8,12 +13,6 @@ import { TRANSACTED_STATUSES } from "./clearance.ts";
 import { emitEvent } from "../webhooks/events.ts";
 import { expirePixCharge, issuePixCode, payPixCharge } from "./pix_charges.ts";
 import { changeTransactionStatus, moveMoney, type TransactionRow } from "./transactions.ts";
-
-/**
- * The transactions API (README, "Transactions"): pay-ins into the company's own accounts and pay-outs to a
- * subject's account, created through the one money path (`moveMoney`), so the sandbox and the API make the same
- * rows and events and clearance applies to both.
- */
 
 export type TransactionInput = {
   subject_id: string;

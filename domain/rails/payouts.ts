@@ -1,3 +1,7 @@
+/**
+ * Sandbox pay-outs (docs/sandbox.md, "Money out"): money for a subject sent to a bank account, one kind of
+ * transaction, which leaves in a wire (wires.ts).
+ */
 import type { TransactionSql, Tx } from "../infra/db.ts";
 import { ErrorBag } from "../basics/errors.ts";
 import { getBankAccount } from "../bank_accounts/bank_accounts.ts";

@@ -1,3 +1,7 @@
+/**
+ * Dynamic PIX charges: a QR code the subject pays or lets expire, its transaction pending until then. Also issues the
+ * code a pay-in of the transactions API answers with `use_dynamic_pix` (payments.ts).
+ */
 import type { TransactionSql } from "../infra/db.ts";
 import { notFound, validationFailed } from "../basics/errors.ts";
 import { newId } from "../basics/ids.ts";

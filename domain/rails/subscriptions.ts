@@ -1,3 +1,7 @@
+/**
+ * Automatic PIX subscriptions of the sandbox (docs/sandbox.md, "Subscriptions"): the QR code, invoices, cancellation
+ * and their events. Invoices record no transaction, so nothing here goes through `moveMoney`.
+ */
 import type { TransactionSql, Tx } from "../infra/db.ts";
 import { notFound, validationFailed } from "../basics/errors.ts";
 import { newId } from "../basics/ids.ts";

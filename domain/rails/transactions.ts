@@ -1,3 +1,7 @@
+/**
+ * The one path every kind of transaction takes (`moveMoney`): valued in USD, cleared or held, stored, then settled. The
+ * kinds (payins.ts, payouts.ts, pix_charges.ts...) only say what moves, so the rest is decided in one place.
+ */
 import type { Sql, TransactionSql } from "../infra/db.ts";
 import { newId } from "../basics/ids.ts";
 import { naiveUtc } from "../basics/time.ts";

@@ -1,3 +1,7 @@
+/**
+ * Wires: the day's batch of cleared pay-outs of one subject to one account (over batches.ts), the receiving bank's
+ * refusal, and the integrator's correction of the account (docs/sandbox.md, "Money out").
+ */
 import type { TransactionSql, Tx } from "../infra/db.ts";
 import { ErrorBag, notFound } from "../basics/errors.ts";
 import { newId } from "../basics/ids.ts";

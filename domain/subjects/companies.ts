@@ -1,15 +1,14 @@
+/**
+ * Company customers of an integrator (README, "Company customers"): subjects of kind `company`, in the same table as
+ * people, so every route that takes a subject id takes a company's; `subjects.ts` holds what they share. Registration
+ * is an upsert on the tax id, as for people. Theirs alone: the tax id implies the fiscal country.
+ */
 import type { Sql } from "../infra/db.ts";
 import { ErrorBag } from "../basics/errors.ts";
 import { checkTaxId } from "../basics/tax_ids.ts";
 import { fiscalCountryError } from "./company_rules.ts";
 import { type StoredQuotas, withinQuotas } from "./quotas.ts";
 import { getSubjectOf, type PatchCheck, saveSubject, type SubjectCreateInput, subjectUpdates } from "./subjects.ts";
-
-/**
- * Company customers of an integrator (README, "Company customers"): subjects of kind `company`, in the same table as
- * people, so every route that takes a subject id takes a company's; `subjects.ts` holds what they share. Registration
- * is an upsert on the tax id, as for people. Theirs alone: the tax id implies the fiscal country.
- */
 
 type CompanyCreateInput = SubjectCreateInput<"company">;
 

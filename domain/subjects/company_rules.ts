@@ -1,9 +1,9 @@
-import { COUNTRY_OF_TAX_ID } from "../basics/tax_ids.ts";
-
 /**
  * The identity of a company customer: which tax ids it registers with, and the fiscal country each implies. The
  * tax ids themselves (format, check digits) are checked in domain/basics/tax_ids.ts.
  */
+import { COUNTRY_OF_TAX_ID } from "../basics/tax_ids.ts";
+
 export const COMPANY_DOCUMENT_TYPES = ["cnpj", "rfc", "nit", "rut", "tax_id"] as const;
 export type CompanyDocumentType = typeof COMPANY_DOCUMENT_TYPES[number];
 

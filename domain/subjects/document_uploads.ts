@@ -1,3 +1,7 @@
+/**
+ * The upload of one document to an existing person. Apart from documents.ts because it needs people.ts, which imports
+ * documents.ts for a registration's documents: in one file the two would import each other.
+ */
 import type { Sql } from "../infra/db.ts";
 import { naiveUtc } from "../basics/time.ts";
 import { type DocumentInput, type DocumentSummary, insertDocument, prepareDocument } from "./documents.ts";

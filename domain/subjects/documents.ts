@@ -1,3 +1,7 @@
+/**
+ * A person's documents: checking one (the bytes' real type, Base64, name, 15 MB), storing and reading them, and the
+ * mandatory documents the yearly limit asks for (docs/clearance.md). The bytes themselves are storage.ts's.
+ */
 import { fileTypeFromBuffer } from "file-type";
 import type { Tx } from "../infra/db.ts";
 import { ApiError, ErrorBag, notFound } from "../basics/errors.ts";

@@ -1,3 +1,8 @@
+/**
+ * People: subjects of kind `person` (`subjects.ts` holds what they share with company customers). Theirs alone: the
+ * documents that may come with a registration, the rules across fields (`person_rules.ts`), and the review a
+ * reproved person goes back to when their documents are complete.
+ */
 import type postgres from "postgres";
 import type { Sql, TransactionSql, Tx } from "../infra/db.ts";
 import { ErrorBag, notFound } from "../basics/errors.ts";
@@ -12,12 +17,6 @@ import { checkPerson } from "./person_rules.ts";
 import { claimRoom, documentsUsage, refuseEarly, type StoredQuotas, withinQuotas } from "./quotas.ts";
 import { setStatus } from "./status.ts";
 import { getSubjectOf, type PatchCheck, saveSubject, type SubjectCreateInput, subjectUpdates } from "./subjects.ts";
-
-/**
- * People: subjects of kind `person` (`subjects.ts` holds what they share with company customers). Theirs alone: the
- * documents that may come with a registration, the rules across fields (`person_rules.ts`), and the review a
- * reproved person goes back to when their documents are complete.
- */
 
 /** A registration as a client sends it: a subject's, and the documents that may come with it. */
 export type PersonCreateInput = SubjectCreateInput<"person"> & { documents?: DocumentInput[] | null };

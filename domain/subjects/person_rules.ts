@@ -1,12 +1,12 @@
-import { ErrorBag } from "../basics/errors.ts";
-import { toCents } from "../basics/money.ts";
-import { countryAlpha3 } from "../basics/countries.ts";
-import { checkTaxId } from "../basics/tax_ids.ts";
-
 /**
  * Rules of the "Person" table that span fields, applied to the person as it would be stored. The document numbers
  * themselves are checked in domain/basics/tax_ids.ts.
  */
+
+import { ErrorBag } from "../basics/errors.ts";
+import { toCents } from "../basics/money.ts";
+import { countryAlpha3 } from "../basics/countries.ts";
+import { checkTaxId } from "../basics/tax_ids.ts";
 
 export const DOCUMENT_TYPES = ["cpf", "curp", "cc", "ce", "passport"] as const;
 export type DocumentType = typeof DOCUMENT_TYPES[number];

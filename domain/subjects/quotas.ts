@@ -1,9 +1,3 @@
-import type postgres from "postgres";
-import type { Limits } from "../infra/config.ts";
-import type { Tx } from "../infra/db.ts";
-import { unprocessable } from "../basics/errors.ts";
-import type { PreparedDocument } from "./documents.ts";
-
 /**
  * What one company may store (docs/limits.md, "Stored objects"): subjects (people and company customers together),
  * bank accounts, documents and the bytes of their files. Counted in `company_usage`, up to 64 rows per company (stripes,
@@ -11,6 +5,12 @@ import type { PreparedDocument } from "./documents.ts";
  * sql/0022_company_usage.sql): no create counts the company's history, and two creates at once, on any instances,
  * cannot both take the last place.
  */
+import type postgres from "postgres";
+import type { Limits } from "../infra/config.ts";
+import type { Tx } from "../infra/db.ts";
+import { unprocessable } from "../basics/errors.ts";
+import type { PreparedDocument } from "./documents.ts";
+
 export type StoredQuotas = Pick<
   Limits,
   "peoplePerCompany" | "bankAccountsPerCompany" | "documentsPerCompany" | "documentBytesPerCompany"

@@ -1,3 +1,7 @@
+/**
+ * A subject's status: every change (the back office's, or a hold at the yearly limit) goes through here, is written to
+ * the status log and emits the subject's event.
+ */
 import type { TransactionSql } from "../infra/db.ts";
 import { notFound } from "../basics/errors.ts";
 import { newId } from "../basics/ids.ts";

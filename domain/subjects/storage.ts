@@ -1,9 +1,9 @@
-import type { Tx } from "../infra/db.ts";
-
 /**
  * Where document bytes live. Postgres for now; this module is the seam where object storage would go,
  * so nothing else reads or writes `document_blobs`.
  */
+import type { Tx } from "../infra/db.ts";
+
 export async function putBlob(tx: Tx, documentId: string, bytes: Uint8Array): Promise<void> {
   await tx`insert into document_blobs (document_id, bytes) values (${documentId}, ${bytes})`;
 }

@@ -1,3 +1,10 @@
+/**
+ * What people and company customers share: one `people` table told apart by `kind` (so every foreign key to a
+ * subject takes either; docs/architecture.md, `domain/subjects/`), one row type, one presenter, the same
+ * register/update/get/list SQL. What sets a kind apart is declared in `KINDS`; its own rules (a person's documents
+ * and cross-field checks, a company's fiscal country) stay in `people.ts` and `companies.ts`.
+ */
+
 import type postgres from "postgres";
 import type { Sql, Tx } from "../infra/db.ts";
 import { ErrorBag, notFound } from "../basics/errors.ts";
@@ -7,13 +14,6 @@ import type { DocumentSummary } from "./documents.ts";
 import type { DocumentType } from "./person_rules.ts";
 import type { CompanyDocumentType } from "./company_rules.ts";
 import { type StoredQuotas, takeRoom } from "./quotas.ts";
-
-/**
- * What people and company customers share: one `people` table told apart by `kind` (so every foreign key to a
- * subject takes either; docs/architecture.md, `domain/subjects/`), one row type, one presenter, the same
- * register/update/get/list SQL. What sets a kind apart is declared in `KINDS`; its own rules (a person's documents
- * and cross-field checks, a company's fiscal country) stay in `people.ts` and `companies.ts`.
- */
 
 export const PAGE_SIZE = 100;
 

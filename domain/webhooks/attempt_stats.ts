@@ -1,10 +1,10 @@
-import { failureReason } from "./delivery/decisions.ts";
-
 /**
  * What the health aggregate of an endpoint counts (docs/webhooks.md, "Endpoint health"), as pure functions: the
  * outcome class of an attempt, the duration histogram's buckets, the tally of a batch of attempts that the record
  * statement adds to its endpoint's minute (delivery/record_stats.ts), and percentiles read back from summed buckets.
  */
+
+import { failureReason } from "./delivery/decisions.ts";
 
 /** An attempt's outcome: a 2xx, another status by class, or why no answer came (the texts of sender.ts). */
 export const OUTCOMES = ["succeeded", "http_3xx", "http_4xx", "http_5xx", "timeout", "network", "refused"] as const;

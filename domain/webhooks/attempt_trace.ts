@@ -1,3 +1,8 @@
+/**
+ * The tracing of delivery attempts (docs/webhooks.md, "Tracing"): a span per attempt in the trace of the request that
+ * emitted the event. Its own file so that OpenTelemetry stays out of sender.ts.
+ */
+
 import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import { inSpan } from "../infra/tracing.ts";
 

@@ -1,3 +1,8 @@
+/**
+ * The JSON body one endpoint receives for one delivery record, by its body settings (docs/webhooks.md, "Bodies"). Pure,
+ * and apart from sender.ts, so the shapes are tested without a receiver.
+ */
+
 import type { EndpointRow } from "./endpoints.ts";
 
 /** The endpoint's settings, and its signing secret in plain text (openSecrets) for inject_secret_in_body. */

@@ -1,5 +1,3 @@
-import { EVENT_TYPES, type EventType } from "./events.ts";
-
 /**
  * The event catalogue: per event type what it means, the JSON Schema (2020-12) of the body an endpoint with the
  * default settings receives, and an example body that validates. Written once and used three ways: `GET
@@ -7,6 +5,8 @@ import { EVENT_TYPES, type EventType } from "./events.ts";
  * one endpoint. The data keys are those the emitters write (docs/webhooks.md, Bodies); a test validates every body
  * the suite's receivers get against these schemas.
  */
+
+import { EVENT_TYPES, type EventType } from "./events.ts";
 
 /** A JSON Schema, as plain JSON. */
 export type JsonSchema = Record<string, unknown>;

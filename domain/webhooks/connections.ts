@@ -1,3 +1,8 @@
+/**
+ * The keep-alive connections to webhook receivers, one agent per destination (docs/webhooks.md, "Connections"). Its own
+ * file because the pool lives as long as the process, across attempts and endpoints, while sender.ts makes one attempt.
+ */
+
 import http from "node:http";
 import https from "node:https";
 

@@ -1,3 +1,8 @@
+/**
+ * The delivery records as integrators see and steer them (docs/webhooks.md, "Acknowledge and retry by hand"): the events
+ * list and detail, acknowledge, retry, recover, and the test event. The delivery engine itself is in delivery/.
+ */
+
 import type { Sql, TransactionSql, Tx } from "../infra/db.ts";
 import { ApiError, notFound, serviceUnavailable, unprocessable, validationFailed } from "../basics/errors.ts";
 import { isoUtc, isoUtcOrNull, pgTimestamptz } from "../basics/time.ts";

@@ -1,3 +1,8 @@
+/**
+ * The drain loop of one endpoint: claim, send, record, until nothing may start or the run's budget is spent. Its steps
+ * are parameters, so its ordering rules are tested with fakes and run for real with Postgres (jobs/drain_webhooks.ts).
+ */
+
 import { log } from "../basics/log.ts";
 import { metrics } from "../infra/metrics.ts";
 import type { Claim, ClaimedDelivery } from "./delivery/claim_data.ts";

@@ -1,3 +1,8 @@
+/**
+ * A process's webhook drainers: the drain loops, the LISTEN for wake-ups that feeds them, and the retry timer
+ * (docs/architecture.md, "The webhook engine"). The long-lived part of delivery; drain.ts is one run of one endpoint.
+ */
+
 import { log } from "../basics/log.ts";
 import { connect, type Sql } from "../infra/db.ts";
 import { dueEndpoints, wakeDueSince } from "./delivery/due.ts";

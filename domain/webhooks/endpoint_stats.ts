@@ -1,14 +1,14 @@
-import type { Sql } from "../infra/db.ts";
-import { notFound } from "../basics/errors.ts";
-import { isoUtc, isoUtcOrNull, pgTimestamptz } from "../basics/time.ts";
-import { DURATION_COLUMNS, durationQuantile, type Outcome, OUTCOMES } from "./attempt_stats.ts";
-
 /**
  * An endpoint's health since an instant (docs/webhooks.md, "Endpoint health"), read from the aggregate the record
  * statement keeps (sql/0027, delivery/record_stats.ts): its minute rows from `since` on, summed, and its last success
  * and failure. At most `STATS_SHARDS` rows per minute of the span are read, however many attempts they count; past a
  * day, the minutes are rolled into hour rows (sql/0032, `rollUpStats`), so a month's read sums hours.
  */
+
+import type { Sql } from "../infra/db.ts";
+import { notFound } from "../basics/errors.ts";
+import { isoUtc, isoUtcOrNull, pgTimestamptz } from "../basics/time.ts";
+import { DURATION_COLUMNS, durationQuantile, type Outcome, OUTCOMES } from "./attempt_stats.ts";
 
 /** How far back the stats go when the caller names no instant. */
 export const DEFAULT_STATS_HOURS = 24;

@@ -1,3 +1,8 @@
+/**
+ * Webhook endpoints: their settings and checks, their sealed secrets and Ed25519 keys and their rotation, the API's
+ * endpoint object, and create, update, disable and enable. Every way an endpoint becomes disabled goes through here.
+ */
+
 import type postgres from "postgres";
 import type { Sql, Tx } from "../infra/db.ts";
 import { conflict, ErrorBag, notFound } from "../basics/errors.ts";

@@ -1,3 +1,8 @@
+/**
+ * Reads events back by the records that point at them, a second statement bounded by the records' instants
+ * (docs/webhooks.md, "Reading the events back"). Its own file: the delivery claim and deliveries.ts's reads share it.
+ */
+
 import type { Tx } from "../infra/db.ts";
 
 /** Where an event is: its id, its company and its instant (a delivery record is written with its event's). */

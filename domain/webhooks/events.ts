@@ -1,3 +1,8 @@
+/**
+ * The outbox: every event type, and `emitEvent`, the one way to emit an event, which writes it with its delivery records
+ * and wake-ups in the transaction of the change that caused it (docs/webhooks.md, "From a change to a delivery record").
+ */
+
 import type { TransactionSql } from "../infra/db.ts";
 import { newId } from "../basics/ids.ts";
 import { notifyWake } from "./delivery/wake.ts";

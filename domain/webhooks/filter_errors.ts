@@ -1,12 +1,12 @@
-import type { Tx } from "../infra/db.ts";
-import { isoUtc } from "../basics/time.ts";
-
 /**
  * The errors of endpoints' filters, per endpoint (sql/0035, docs/webhooks.md "Filters"): counted by the transaction
  * that emits the event (`recordFilterErrors`, from events.ts), read into the endpoint's stats (`filterErrorsOf`). Kept
  * apart from filters.ts, which evaluates and knows no database, and from endpoint_stats.ts, whose attempts' aggregate
  * the delivery recorder keeps: a filter's error happens before any delivery exists.
  */
+
+import type { Tx } from "../infra/db.ts";
+import { isoUtc } from "../basics/time.ts";
 
 /** The longest last-error message kept (the filter's own text is at most 1000 characters). */
 const MAX_MESSAGE = 1000;

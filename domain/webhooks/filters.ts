@@ -1,15 +1,3 @@
-import { Environment, EvaluationError, ParseError } from "@marcbachmann/cel-js";
-import type { ErrorBag } from "../basics/errors.ts";
-import { metrics } from "../infra/metrics.ts";
-import {
-  assignRoles,
-  estimateFilter,
-  FilterBudgetExceeded,
-  Meter,
-  metered,
-  meterEvaluations,
-} from "./filter_budget.ts";
-
 /**
  * Payload filters: an endpoint's CEL expression over an event, evaluated once per event and endpoint at fan-out
  * (`emitEvent`, events.ts); docs/webhooks.md, "Filters", is the integrator's view.
@@ -22,6 +10,18 @@ import {
  * per evaluation of a typical filter here; the bench's `filter_eval_us`). Its `matches()` runs on JavaScript's
  * backtracking RegExp (a pattern can take exponential time): filters may not call it.
  */
+
+import { Environment, EvaluationError, ParseError } from "@marcbachmann/cel-js";
+import type { ErrorBag } from "../basics/errors.ts";
+import { metrics } from "../infra/metrics.ts";
+import {
+  assignRoles,
+  estimateFilter,
+  FilterBudgetExceeded,
+  Meter,
+  metered,
+  meterEvaluations,
+} from "./filter_budget.ts";
 
 /** Longest filter accepted, in characters; with MAX_AST_NODES, what bounds an evaluation's work. */
 export const MAX_FILTER_LENGTH = 1000;

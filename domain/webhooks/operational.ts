@@ -1,7 +1,3 @@
-import type { TransactionSql } from "../infra/db.ts";
-import { isoUtc } from "../basics/time.ts";
-import { emitEvent, OPERATIONAL_EVENT_TYPES, type OperationalEventType } from "./events.ts";
-
 /**
  * The operational events (docs/webhooks.md, "Operational events"): `endpoint.failing`, `endpoint.disabled` and
  * `delivery.exhausted`, emitted in the transaction of the change they report, to the company's other endpoints that
@@ -9,6 +5,10 @@ import { emitEvent, OPERATIONAL_EVENT_TYPES, type OperationalEventType } from ".
  * Records of operational events raise no `delivery.exhausted`: two failing endpoints subscribed to it would otherwise
  * tell each other about their failures forever.
  */
+
+import type { TransactionSql } from "../infra/db.ts";
+import { isoUtc } from "../basics/time.ts";
+import { emitEvent, OPERATIONAL_EVENT_TYPES, type OperationalEventType } from "./events.ts";
 
 /** An endpoint as an operational event names it. */
 type EndpointAbout = { id: string; company_id: string; url: string };

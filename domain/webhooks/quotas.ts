@@ -1,3 +1,8 @@
+/**
+ * A company's quota of webhook endpoints (how many are active, how much concurrency they share) and the slot rows kept
+ * in step with each endpoint's max_concurrency: the two go together, since each unit of concurrency is a slot row.
+ */
+
 import type { Tx } from "../infra/db.ts";
 import { ErrorBag, unprocessable } from "../basics/errors.ts";
 

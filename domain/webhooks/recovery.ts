@@ -1,3 +1,8 @@
+/**
+ * What the worker sweep does for webhook deliveries when something went wrong: frees the leases of dead worker
+ * processes and wakes endpoints whose due records nobody delivers. Apart from the delivery path, which never needs it.
+ */
+
 import type { Sql } from "../infra/db.ts";
 import { leaseFree } from "./delivery/lease.ts";
 import { wakeEndpoints } from "./delivery/wake.ts";

@@ -1,8 +1,3 @@
-import type { TransactionSql } from "../infra/db.ts";
-import { pgTimestamptz } from "../basics/time.ts";
-import { passesFilter } from "./filters.ts";
-import { OPERATIONAL_EVENT_TYPES } from "./events.ts";
-
 /**
  * Replay after disable (docs/webhooks.md, "Replay what a disabled endpoint missed"): the events an endpoint would have
  * received while it was disabled, queued for it as new delivery records, in event order.
@@ -16,6 +11,11 @@ import { OPERATIONAL_EVENT_TYPES } from "./events.ts";
  * whatever they turn out to be: a range of events the endpoint would not have received costs a call that bounded
  * time, and the answer's cursor (`after`) says where the next call goes on.
  */
+
+import type { TransactionSql } from "../infra/db.ts";
+import { pgTimestamptz } from "../basics/time.ts";
+import { passesFilter } from "./filters.ts";
+import { OPERATIONAL_EVENT_TYPES } from "./events.ts";
 
 /** At most this many skipped events are queued by one recover; the answer says whether more remain. */
 export const REPLAY_LIMIT = 10_000;

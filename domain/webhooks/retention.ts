@@ -1,7 +1,3 @@
-import type { Sql } from "../infra/db.ts";
-import { log } from "../basics/log.ts";
-import { rollUpStats } from "./endpoint_stats.ts";
-
 /**
  * Retention of the webhook history (docs/webhooks.md, "Retention"): what is older than EVENT_RETENTION_DAYS goes,
  * except records still pending, with their events and attempts.
@@ -13,6 +9,10 @@ import { rollUpStats } from "./endpoint_stats.ts";
  *   readers of the other days) and dropped, so none of their rows is deleted one by one and nothing is left for
  *   VACUUM. Until then, at most a day longer, they are unreachable: every read goes through a record.
  */
+
+import type { Sql } from "../infra/db.ts";
+import { log } from "../basics/log.ts";
+import { rollUpStats } from "./endpoint_stats.ts";
 
 /**
  * `stats_rows`: the endpoints' minutes and hours of health (sql/0027, sql/0032) past the retention, deleted in

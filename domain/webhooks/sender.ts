@@ -1,3 +1,8 @@
+/**
+ * One delivery attempt over HTTP: render, sign and POST (`sendDelivery`), and the POST itself (`sendWebhook`), which
+ * never throws and connects only to the addresses the URL guard checked (docs/webhooks.md, "Where requests go").
+ */
+
 import http from "node:http";
 import https from "node:https";
 import type { LookupFunction } from "node:net";

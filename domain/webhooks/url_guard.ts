@@ -1,5 +1,3 @@
-import { lookup } from "node:dns/promises";
-
 /**
  * Keeps webhook deliveries away from the service's own network (SSRF): only public unicast addresses may be
  * reached. Every special-purpose range of the IANA registries is refused (loopback, private, link-local with the
@@ -8,6 +6,8 @@ import { lookup } from "node:dns/promises";
  * Whatever does not parse as an address counts as not public. Link-local addresses, where clouds answer with their
  * instance metadata (credentials included), are refused even where private addresses are allowed (`isNeverReachable`).
  */
+
+import { lookup } from "node:dns/promises";
 
 /** IPv4 ranges no webhook may reach, as [first octets, prefix length]. */
 const BLOCKED_V4: [number[], number][] = [

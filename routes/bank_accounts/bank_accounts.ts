@@ -1,3 +1,8 @@
+/**
+ * The bank account routes: a customer's accounts under `/api/v1/subject/{id}` and the company's international ones;
+ * the shape is checked by schemas.ts, each country's rules by the domain.
+ */
+
 import { createRoute, z } from "@hono/zod-openapi";
 import {
   checkSubjectBankAccountPatch,

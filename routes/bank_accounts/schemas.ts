@@ -1,3 +1,8 @@
+/**
+ * The OpenAPI shapes of a bank account, as sent and as returned, with their examples. Apart from the routes because
+ * the rails' wires and payments embed the same account and the wire correction takes the same body.
+ */
+
 import { z } from "@hono/zod-openapi";
 import { uuid } from "../openapi/schemas.ts";
 import {

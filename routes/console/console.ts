@@ -1,3 +1,5 @@
+/** The integrator console's routes: `/console`, the page rendered once when the app is built, and its two assets. */
+
 import { Hono } from "hono";
 import { notFound } from "../../domain/basics/errors.ts";
 import { HTML_CSP } from "../policy/headers.ts";

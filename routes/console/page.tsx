@@ -1,12 +1,13 @@
-import type { FC } from "hono/jsx";
-import { CATALOGUE } from "../../domain/webhooks/catalogue.ts";
-import { EVENT_TYPES } from "../../domain/webhooks/events.ts";
-
 /**
  * The console's one page, rendered here; `assets/console.js` signs in, calls the public API with the token it keeps
  * for the tab (never in a URL, never in localStorage) and fills the tables (README, Integrator console). Every look
  * is in `assets/console.css`: the page carries classes, never a style attribute, which the policy would refuse.
  */
+
+import type { FC } from "hono/jsx";
+import { CATALOGUE } from "../../domain/webhooks/catalogue.ts";
+import { EVENT_TYPES } from "../../domain/webhooks/events.ts";
+
 const Field: FC<{ id: string; label: string; hint?: string; wide?: boolean; children: unknown }> = (
   { id, label, hint, wide, children },
 ) => (

@@ -1,3 +1,8 @@
+/**
+ * Sign-in and sign-out (`/api/v1/sign_in`, `/api/v1/sign_out`). Sign-in is the only `/api` route without a bearer
+ * token, so it brings its own throttle of failures and a bounded pool for the password hashes (docs/limits.md).
+ */
+
 import { createRoute, z } from "@hono/zod-openapi";
 import { authenticate, usernameKey } from "../../domain/integrators/users.ts";
 import { countSignInFailure, reserveSignIn, settleSignIn } from "../../domain/integrators/sign_in_throttle.ts";

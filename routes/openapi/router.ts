@@ -1,3 +1,5 @@
+/** `newRouter`, the router every route file starts from, so that no route has its own path for validation errors. */
+
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { type AppEnv, validationHook } from "./validation.ts";
 

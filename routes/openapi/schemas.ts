@@ -1,3 +1,8 @@
+/**
+ * The schema pieces every feature's routes share: text, ids, paging, amounts, the error responses and the helpers for
+ * JSON bodies and answers. Apart from the features' schemas.ts so every route is validated and documented the same way.
+ */
+
 import { z } from "@hono/zod-openapi";
 import "./validation.ts"; // installs the message vocabulary before any schema parses
 import { UUID_RE } from "../../domain/basics/ids.ts";

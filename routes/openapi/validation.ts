@@ -1,3 +1,8 @@
+/**
+ * How a request that fails its schema becomes an ApiError: the message vocabulary installed into zod, the hook every
+ * router shares and `alsoCheck`. One file, so every route words its validation errors alike (docs/errors.md).
+ */
+
 import { z } from "zod";
 import type { Context } from "hono";
 import {

@@ -1,3 +1,5 @@
+/** `/api`'s bearer-token check: the middleware that names a request's company, and its cache of verified tokens. */
+
 import type { MiddlewareHandler } from "hono";
 import type { TokenGuard } from "../../domain/integrators/token_guard.ts";
 import { unauthorized } from "../../domain/basics/errors.ts";

@@ -1,3 +1,8 @@
+/**
+ * Which address a request comes from, given the reverse proxies the service is told to trust (docs/production.md,
+ * "Behind a reverse proxy: the client's address"), and the warning when a forwarding header arrives untrusted.
+ */
+
 import type { Context, MiddlewareHandler } from "hono";
 import { log } from "../../domain/basics/log.ts";
 

@@ -1,3 +1,5 @@
+/** A route middleware capping the requests that run at once, per company and per instance: the endpoint stats reads. */
+
 import type { MiddlewareHandler } from "hono";
 import { serviceUnavailable, tooManyRequests } from "../../domain/basics/errors.ts";
 

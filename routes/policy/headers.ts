@@ -1,3 +1,8 @@
+/**
+ * The headers every answer carries (`securityHeaders`) and the content security policy of the HTML pages (`HTML_CSP`):
+ * app.ts mounts the first for every path, and `/docs` and `/console` both send the second.
+ */
+
 import type { MiddlewareHandler } from "hono";
 
 /**

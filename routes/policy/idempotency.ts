@@ -1,3 +1,8 @@
+/**
+ * `Idempotency-Key` on the API's POST requests: the middleware that replays a stored answer, and the header's place in
+ * the OpenAPI document. What is stored, and how, is idempotency_store.ts.
+ */
+
 import type { Context, MiddlewareHandler } from "hono";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { ApiError, BLANK, unprocessable, validationFailed } from "../../domain/basics/errors.ts";

@@ -1,3 +1,9 @@
+/**
+ * The `idempotency_keys` table: claiming a key, storing and replaying its sealed answer, and the upkeep of the rows.
+ * Apart from the middleware because the worker's pruning and the sealing of stored answers (at start, and by the
+ * reseal command) use it outside any request.
+ */
+
 import type { Sql } from "../../domain/infra/db.ts";
 import { isSealedBytes, SEALED_PREFIX, type SecretBox } from "../../domain/infra/secret_box.ts";
 

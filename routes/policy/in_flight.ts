@@ -1,3 +1,5 @@
+/** The instance-wide cap on requests handled at once, applied to every path before authentication and the body read. */
+
 import type { MiddlewareHandler } from "hono";
 import { serviceUnavailable } from "../../domain/basics/errors.ts";
 

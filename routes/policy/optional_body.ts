@@ -1,3 +1,5 @@
+/** A route middleware that lets a JSON POST without a body read as `{}`. */
+
 import type { MiddlewareHandler } from "hono";
 
 /**

@@ -1,3 +1,5 @@
+/** The middleware side of the per-company rate limit; the shared buckets it draws on are in rate_limit_buckets.ts. */
+
 import type { MiddlewareHandler } from "hono";
 import { tooManyRequests } from "../../domain/basics/errors.ts";
 import type { RateLimiter } from "./rate_limit_buckets.ts";

@@ -1,12 +1,12 @@
-import type { Sql } from "../../domain/infra/db.ts";
-import { secondsToWait } from "../../domain/basics/time.ts";
-
 /**
  * Request rates per key (a company id), counted where every instance sees them: a token bucket per key in Postgres
  * (`take_rate_tokens`, sql/0021), so N instances hold one company to one rate and a restart resets nothing
  * (docs/limits.md). An instance takes a few tokens at a time and spends them from memory, so most requests cost no
  * round trip. Local state is bounded: past `maxKeys` the idle keys are dropped, then the least recently used.
  */
+
+import type { Sql } from "../../domain/infra/db.ts";
+import { secondsToWait } from "../../domain/basics/time.ts";
 
 /** Milliseconds, injectable so tests can move time by hand. */
 export type Clock = () => number;

@@ -1,3 +1,5 @@
+/** Middleware that reads each request body whole, within a size and a time limit, before any route sees it. */
+
 import type { Context, MiddlewareHandler } from "hono";
 import { badRequest, payloadTooLarge, requestTimeout } from "../../domain/basics/errors.ts";
 

@@ -1,3 +1,8 @@
+/**
+ * The shapes of the transactions API (rails/payments.ts): the body that creates a transaction and its example, a
+ * payment, a void, a balance, a wire, the list's query. Apart from the routes: the sandbox's pay-in routes take some.
+ */
+
 import { z } from "@hono/zod-openapi";
 import { uuid } from "../openapi/schemas.ts";
 import { API_STATUSES } from "../../domain/rails/payments.ts";

@@ -1,3 +1,8 @@
+/**
+ * The transactions API: create, list, show, void and refund a transaction, the company's own bank accounts and their
+ * balances, and a wire with the transactions it carries. The shapes are payment_schemas.ts.
+ */
+
 import { createRoute, z } from "@hono/zod-openapi";
 import {
   accountBalance,

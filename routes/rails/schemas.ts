@@ -1,3 +1,8 @@
+/**
+ * What every money route's schemas build on: a positive `amount`, a known `currency` and the transaction entry of a
+ * subject's list. Apart from payment_schemas.ts because the sandbox's bodies and routes take them too.
+ */
+
 import { z } from "@hono/zod-openapi";
 import { CURRENCIES } from "../../domain/rails/transactions.ts";
 import { toCents } from "../../domain/basics/money.ts";

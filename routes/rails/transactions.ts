@@ -1,3 +1,5 @@
+/** A subject's transactions, 100 a page, and what it transacted this calendar year in each currency. */
+
 import { createRoute, z } from "@hono/zod-openapi";
 import {
   listSubjectTransactions,

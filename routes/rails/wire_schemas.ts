@@ -1,3 +1,8 @@
+/**
+ * The wire record the wire correction (rails/wires.ts) answers with, its destination account and company embedded.
+ * Not the `WireView` of payment_schemas.ts, which `GET /api/v1/wires/{id}` answers.
+ */
+
 import { z } from "@hono/zod-openapi";
 import { BankAccount } from "../bank_accounts/schemas.ts";
 

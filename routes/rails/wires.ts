@@ -1,3 +1,5 @@
+/** The wire correction: a new destination account for a wire waiting for correction, which is then retried. */
+
 import { createRoute, type z } from "@hono/zod-openapi";
 import { checkWireCorrection, correctWire, presentWire } from "../../domain/rails/wires.ts";
 import type { Deps } from "../../domain/infra/deps.ts";

@@ -1,3 +1,8 @@
+/**
+ * Sandbox routes that play the payment rails: money arriving (payins, bank transfers, PIX QR codes, card payments)
+ * and payouts leaving, each through the domain function a real rail would call (docs/sandbox.md).
+ */
+
 import { createRoute, z } from "@hono/zod-openapi";
 import {
   checkBankTransaction,

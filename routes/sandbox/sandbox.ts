@@ -1,3 +1,5 @@
+/** Gathers the sandbox's route files into the one router the app mounts when SANDBOX is on (docs/sandbox.md). */
+
 import type { Deps } from "../../domain/infra/deps.ts";
 import { newRouter } from "../openapi/router.ts";
 import { sandboxPaymentRoutes } from "./payments.ts";

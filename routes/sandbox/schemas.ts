@@ -1,11 +1,11 @@
+/** Sandbox bodies are plain JSON objects (no wrapper key); field errors name the field. */
+
 import { z } from "@hono/zod-openapi";
 import { REPROVAL_ITEMS, REQUIRED_DOCUMENTS } from "../../domain/subjects/status.ts";
 import { WIRE_ERROR_CODES } from "../../domain/rails/wires.ts";
 import { DOCUMENT_TYPES } from "../../domain/subjects/person_rules.ts";
 import { optionalText, requiredText, uuid } from "../openapi/schemas.ts";
 import { amount, currency } from "../rails/schemas.ts";
-
-/** Sandbox bodies are plain JSON objects (no wrapper key); field errors name the field. */
 
 /** An enum whose absence reads "can't be blank" (a bare z.enum would answer "must be one of" for it). */
 const oneOf = <T extends readonly [string, ...string[]]>(values: T) =>

@@ -1,3 +1,5 @@
+/** Sandbox routes that play the back office on a subject: approve, reprove, ask for documents (docs/sandbox.md). */
+
 import { createRoute, z } from "@hono/zod-openapi";
 import { getSubject, presentSubject } from "../../domain/subjects/subjects.ts";
 import { approveAndRelease } from "../../domain/rails/transactions.ts";

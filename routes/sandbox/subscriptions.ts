@@ -1,3 +1,5 @@
+/** Sandbox routes for automatic PIX subscriptions: create one, pay its next invoice, cancel it (docs/sandbox.md). */
+
 import { createRoute, z } from "@hono/zod-openapi";
 import {
   cancelSubscription,

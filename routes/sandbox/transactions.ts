@@ -1,3 +1,5 @@
+/** Sandbox routes for a pending pay-in: the payer pays it, or it expires unpaid (docs/sandbox.md). */
+
 import { createRoute, z } from "@hono/zod-openapi";
 import { expirePayment, payPayment, presentPayment } from "../../domain/rails/payments.ts";
 import type { Deps } from "../../domain/infra/deps.ts";

@@ -1,3 +1,8 @@
+/**
+ * The shape of a document as sent: inside a person's `documents` or as the body of an upload. Its own file because
+ * both subjects/schemas.ts and the document routes take it.
+ */
+
 import { z } from "@hono/zod-openapi";
 import { ALLOWED_FILE_TYPES } from "../../domain/subjects/documents.ts";
 import { optionalText, requiredText } from "../openapi/schemas.ts";

@@ -1,3 +1,5 @@
+/** A subject's documents: upload, list, one document's metadata, and its bytes as a download of their file type. */
+
 import { createRoute, z } from "@hono/zod-openapi";
 import { uploadDocument } from "../../domain/subjects/document_uploads.ts";
 import type { Deps } from "../../domain/infra/deps.ts";

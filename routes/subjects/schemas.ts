@@ -1,3 +1,9 @@
+/**
+ * The bodies and objects of both kinds of subject, people and company customers: one zod schema per body, used by
+ * the validator and the OpenAPI document. What the kinds share is written once below; each kind declares its
+ * document types, fiscal countries and own fields.
+ */
+
 import { z } from "@hono/zod-openapi";
 import { DOCUMENT_TYPES, FISCAL_COUNTRIES, toAlpha3 } from "../../domain/subjects/person_rules.ts";
 import { COMPANY_DOCUMENT_TYPES } from "../../domain/subjects/company_rules.ts";
@@ -6,12 +12,6 @@ import { rfcPfProblem } from "../../domain/basics/tax_ids.ts";
 import { countryAlpha3 } from "../../domain/basics/countries.ts";
 import { decimalString, optionalText, requiredText } from "../openapi/schemas.ts";
 import { DocumentInput } from "./document_schemas.ts";
-
-/**
- * The bodies and objects of both kinds of subject, people and company customers: one zod schema per body, used by
- * the validator and the OpenAPI document. What the kinds share is written once below; each kind declares its
- * document types, fiscal countries and own fields.
- */
 
 const birthDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, { message: "has invalid format", abort: true }).refine(
   (s) => {

@@ -1,3 +1,8 @@
+/**
+ * The routes of both kinds of subject, people and company customers: register, list, update and detail, written once
+ * and built per kind from what sets the kind apart.
+ */
+
 import { createRoute, z } from "@hono/zod-openapi";
 import { registerPayer } from "../../domain/rails/bank_transactions.ts";
 import { checkRegistration, personUpdates } from "../../domain/subjects/people.ts";

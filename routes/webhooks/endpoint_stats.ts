@@ -1,3 +1,8 @@
+/**
+ * An endpoint's health (`GET .../endpoints/{id}/stats`). Apart from endpoints.ts because its read costs Postgres more
+ * than most requests, so it runs under its own cap of reads at once, per company and per instance.
+ */
+
 import { createRoute, z } from "@hono/zod-openapi";
 import { endpointStats } from "../../domain/webhooks/endpoint_stats.ts";
 import { filterErrorsOf } from "../../domain/webhooks/filter_errors.ts";

@@ -1,3 +1,8 @@
+/**
+ * The webhook endpoint routes: create, show, list, update, disable, enable, rotate the signing secret, recover
+ * failed deliveries and send a test event. An endpoint's stats have a file of their own (endpoint_stats.ts).
+ */
+
 import { createRoute, z } from "@hono/zod-openapi";
 import {
   createEndpoint,

@@ -1,3 +1,8 @@
+/**
+ * The catalogue of webhook event types: the route that lists it, and `documentEventCatalogue`, which writes it into the
+ * OpenAPI document's `webhooks` so a reader of `/docs` sees every body a receiver gets.
+ */
+
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { CATALOGUE } from "../../domain/webhooks/catalogue.ts";
 import type { Deps } from "../../domain/infra/deps.ts";

@@ -1,3 +1,5 @@
+/** The webhook events of a company: the list, one record with its attempts, acknowledge, and retry by hand. */
+
 import { createRoute, z } from "@hono/zod-openapi";
 import {
   acknowledgeDelivery,

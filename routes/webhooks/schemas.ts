@@ -1,3 +1,8 @@
+/**
+ * The shapes of the webhook routes: endpoint bodies and objects, the rotated secret, delivery records and their
+ * attempts, the events query, recover and the endpoint stats. The event types they name come from the domain's lists.
+ */
+
 import { z } from "@hono/zod-openapi";
 import { EVENT_TYPES, OPERATIONAL_EVENT_TYPES } from "../../domain/webhooks/events.ts";
 import { MAX_PREVIOUS_SECRETS, SIGNATURE_SCHEMES } from "../../domain/webhooks/endpoints.ts";

@@ -1,3 +1,8 @@
+/**
+ * The first claim of a drain run (`claimNext`): one statement that leases an endpoint's free slot with the next record
+ * that may go. One statement of the lease protocol, like each file of this folder.
+ */
+
 import type { Sql } from "../../infra/db.ts";
 import { type Claim, toClaims } from "./claim_data.ts";
 import { claimedColumns, type ClaimRow, fillSlots } from "./fill_slots.ts";

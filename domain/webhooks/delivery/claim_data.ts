@@ -1,3 +1,8 @@
+/**
+ * What a claim hands the drain loop: the leased record with its event's data, read by a statement after the claiming
+ * one (event_data.ts says why events are read apart). Shared by the first claim and the recorder's hand-over.
+ */
+
 import { type Sql, whileUnreachable } from "../../infra/db.ts";
 import type { EndpointRow } from "../endpoints.ts";
 import { eventRows } from "../event_data.ts";

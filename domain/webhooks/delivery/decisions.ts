@@ -1,11 +1,11 @@
-import type { DisabledReason } from "../endpoints.ts";
-
 /**
  * What an attempt's answer decides, as pure functions (docs/webhooks.md, "Retries and the schedule", "What the
  * receiver's status changes", "When an endpoint is disabled"). The record statement (record.ts) only applies them:
  * what depends on the rows as the statement finds them (a record acknowledged meanwhile, the schedule reset by a
  * manual retry, the endpoint's failing clock moved by another attempt) is resolved there, from the values decided here.
  */
+
+import type { DisabledReason } from "../endpoints.ts";
 
 /** Attempts per schedule (docs/webhooks.md, Retries and the schedule). */
 export const MAX_ATTEMPTS = 10;

@@ -1,12 +1,12 @@
-import type { Sql } from "../../infra/db.ts";
-import { leaseFree } from "./lease.ts";
-import { notifyWake } from "./wake.ts";
-
 /**
  * What is due, for the drainers (domain/webhooks/drainers.ts): the endpoints with a record that may go now (read when
  * a process starts listening, and again whenever its listening session comes back, since wake-ups sent meanwhile were
  * not heard), and the retry timer's one statement.
  */
+
+import type { Sql } from "../../infra/db.ts";
+import { leaseFree } from "./lease.ts";
+import { notifyWake } from "./wake.ts";
 
 /** Active endpoints with a pending record due now that nobody holds, and the database's clock. */
 export async function dueEndpoints(sql: Sql): Promise<{ endpointIds: string[]; now: Date }> {

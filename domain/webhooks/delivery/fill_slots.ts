@@ -1,3 +1,8 @@
+/**
+ * Which record a slot carries next, as CTEs: written once for the first claim (claim.ts) and the hand-over after an
+ * attempt (record.ts), so both keep the same per-endpoint order (docs/architecture.md, "Per-endpoint order").
+ */
+
 import type postgres from "postgres";
 import type { Tx } from "../../infra/db.ts";
 import type { EndpointRow } from "../endpoints.ts";

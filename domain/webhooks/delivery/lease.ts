@@ -1,12 +1,12 @@
-import type postgres from "postgres";
-import type { Tx } from "../../infra/db.ts";
-
 /**
  * Leases: how a drainer holds a concurrency slot of an endpoint and the record it carries, across every process
  * sharing the database (docs/architecture.md, "Leases and slots"). A lease is not a lock held by a connection: it
  * names its holder (`leased_by`, a worker process) and runs out by itself, so a lost connection or a crash never
  * keeps a slot for ever. These are the fragments every statement of this folder shares.
  */
+
+import type postgres from "postgres";
+import type { Tx } from "../../infra/db.ts";
 
 /** Slack beyond the request timeout before a lease (slot and record) counts as abandoned by a crashed worker. */
 export const LEASE_SLACK_MS = 30_000;

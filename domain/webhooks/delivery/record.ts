@@ -1,3 +1,8 @@
+/**
+ * The record statement: one statement per batch of attempts that stores them, moves each record on, hands each slot to
+ * the next due record or frees it, and applies the endpoints' verdicts. Only the SQL; recorder.ts decides and batches.
+ */
+
 import type { Sql } from "../../infra/db.ts";
 import { type DisabledReason, disabling } from "../endpoints.ts";
 import type { SendResult } from "../sender.ts";

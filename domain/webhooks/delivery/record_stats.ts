@@ -1,3 +1,8 @@
+/**
+ * The part of the record statement (record.ts) that adds a batch's attempts to the endpoints' health aggregate
+ * (docs/webhooks.md, "Endpoint health"), kept apart from its records and slots.
+ */
+
 import type postgres from "postgres";
 import type { Tx } from "../../infra/db.ts";
 import type { SendResult } from "../sender.ts";

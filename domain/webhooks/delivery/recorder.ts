@@ -1,3 +1,8 @@
+/**
+ * The process's recorder of finished attempts: decides what each answer means (decisions.ts), writes attempts finishing
+ * together in one statement (record.ts) and emits the operational events they cause. record.ts holds only the SQL.
+ */
+
 import { Batcher } from "../../basics/batcher.ts";
 import { log } from "../../basics/log.ts";
 import { newId } from "../../basics/ids.ts";

@@ -1,3 +1,8 @@
+/**
+ * Giving a claimed slot and its record back without an attempt (`releaseClaim`): one statement of the lease protocol,
+ * like each file of this folder.
+ */
+
 import type { Sql } from "../../infra/db.ts";
 import type { ClaimedDelivery } from "./claim_data.ts";
 

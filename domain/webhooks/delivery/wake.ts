@@ -1,3 +1,8 @@
+/**
+ * The wake-up of an endpoint, a NOTIFY with its id: its own file because the producers, the delivery statements, the
+ * retry timer and the drainers all share it.
+ */
+
 import type postgres from "postgres";
 import type { Tx } from "../../infra/db.ts";
 
