@@ -15,6 +15,9 @@ create table sign_in_pair_failures (
 
 -- Failures of every address together, counted in buckets of a sixtieth of the window: a few dozen small rows to sum,
 -- and one row written per failure, after its hash (never while the pair's or the address's row is locked).
+-- 32-bit counts on purpose (squawk's prefer-bigint-over-int, docs/migrations.md): a bucket counts the failed sign-ins
+-- of a sixtieth of the window, which the hash pool bounds far below 2^31.
+-- squawk-ignore-file prefer-bigint-over-int
 create table sign_in_failure_buckets (
   bucket timestamptz primary key,
   failures int not null default 0
