@@ -16,6 +16,7 @@ import { secretBoxFor } from "./domain/infra/secret_box.ts";
 import { sealStoredSecrets } from "./domain/webhooks/endpoints.ts";
 import { sealStoredAnswers } from "./routes/policy/idempotency_store.ts";
 import { startWorker, stopWorker, type Worker } from "./domain/infra/worker.ts";
+import { VERSION } from "./domain/infra/version.ts";
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
@@ -42,7 +43,21 @@ function bind(config: Config) {
       { port: config.port, hostname: config.host, onListen: () => {} },
       (req, info) => handler(req, info),
     );
-    return { server, ready: (app: Handler) => handler = app };
+    return {
+      server,
+      ready: (app: Handler) => handler = app,
+      // while draining, each answer closes its connection: a client's next request goes back through the load
+      // balancer, to an instance that stays, instead of down a kept-alive socket about to close
+      drain: () => {
+        const app = handler;
+        handler = async (req, info) => {
+          const res = await app(req, info);
+          const headers = new Headers(res.headers); // a Response's own headers may be immutable
+          headers.set("connection", "close");
+          return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
+        };
+      },
+    };
   } catch (err) {
     if (err instanceof Deno.errors.AddrInUse) {
       throw new StartupError(
@@ -65,7 +80,7 @@ export async function start(config: Config) {
   if (config.appEnv === "production" && config.sandbox) {
     log.warn("SANDBOX is on in production: integrators can fabricate pay-ins and pay-outs that send real webhooks");
   }
-  const { server, ready } = bind(config);
+  const { server, ready, drain } = bind(config);
 
   let embedded: EmbeddedPostgres | null = null;
   let url = config.databaseUrl;
@@ -92,7 +107,14 @@ export async function start(config: Config) {
   await sealStoredAnswers(sql, box, { reseal: false });
 
   let worker: Worker | null = null;
-  const deps = { sql, config, processId: crypto.randomUUID(), workerRunning: () => worker !== null };
+  let draining = false;
+  const deps = {
+    sql,
+    config,
+    processId: crypto.randomUUID(),
+    workerRunning: () => worker !== null,
+    draining: () => draining,
+  };
   if (config.worker) {
     worker = await startWorker(url, config.workerConcurrency, taskList(deps), upkeep(deps));
   }
@@ -100,22 +122,31 @@ export async function start(config: Config) {
   const app = createApp(deps);
   ready(app.fetch);
   log.info("listening", {
+    version: VERSION,
     host: server.addr.hostname,
     port: server.addr.port,
     env: config.appEnv,
     worker: config.worker,
   });
 
-  const stop = async () => {
-    const deadline = new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS));
-    await Promise.race([
-      (async () => {
-        await server.shutdown();
-        if (worker) await stopWorker(worker);
-        worker = null;
-      })(),
-      deadline,
-    ]);
+  /**
+   * Hands the instance over (docs/production.md, "Upgrading"): from the first moment `/readyz` answers 503 and no new
+   * delivery starts here (those in flight finish, the lanes go to the other instances); requests are still served for
+   * `drainMs`, the time a load balancer's health check takes to see the instance go; then the socket closes once the
+   * requests in flight are answered. All of it within SHUTDOWN_GRACE_MS after the drain.
+   */
+  const stop = async ({ drainMs = 0 }: { drainMs?: number } = {}) => {
+    draining = true;
+    drain();
+    const handedOver = (async () => {
+      if (worker) await stopWorker(worker);
+      worker = null;
+    })();
+    if (drainMs > 0) await new Promise((resolve) => setTimeout(resolve, drainMs));
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const deadline = new Promise((resolve) => timer = setTimeout(resolve, SHUTDOWN_GRACE_MS));
+    await Promise.race([Promise.all([server.shutdown(), handedOver]), deadline]);
+    clearTimeout(timer);
     await sql.end({ timeout: 2 });
     if (embedded) await embedded.stop();
   };
@@ -179,8 +210,11 @@ if (import.meta.main) {
   const onSignal = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    log.info("shutting down", { signal });
-    await service.stop();
+    // SIGTERM is how an orchestrator or an operator ends an instance behind a load balancer: drain first. SIGINT is a
+    // person at a terminal: no wait.
+    const drainMs = signal === "SIGTERM" ? config.shutdownDrainMs : 0;
+    log.info("shutting down", { signal, version: VERSION, drain_ms: drainMs });
+    await service.stop({ drainMs });
     log.info("stopped");
     flushLogs();
     Deno.exit(0);

@@ -9,10 +9,18 @@ import { newRouter } from "./openapi/router.ts";
 import { gauge, renderMetrics } from "../domain/infra/metrics.ts";
 import { unauthorized } from "../domain/basics/errors.ts";
 import { bearerMatches } from "../domain/integrators/tokens.ts";
+import { VERSION } from "../domain/infra/version.ts";
 import { ErrorBody, jsonResponse, requestIdHeader, serverErrorResponses } from "./openapi/schemas.ts";
 
 const Health = z.object({ status: z.string() }).openapi("Health");
-const Readiness = z.object({ status: z.string(), database: z.string(), worker: z.string() }).openapi("Readiness");
+const Readiness = z.object({
+  status: z.string().openapi({
+    description: "`ready`, `not_ready`, or `draining` from SIGTERM until the process exits",
+  }),
+  database: z.string(),
+  worker: z.string(),
+  version: z.string().openapi({ description: "The release this instance runs (CHANGELOG.md)", example: VERSION }),
+}).openapi("Readiness");
 
 const healthz = createRoute({
   method: "get",
@@ -37,7 +45,7 @@ const readyz = createRoute({
   operationId: "getReadiness",
   tags: ["Operations"],
   security: [], // no bearer token needed
-  summary: "Readiness: the database answers and the worker runs (or is off by configuration)",
+  summary: "Readiness: the database answers, the worker runs (or is off by configuration) and no SIGTERM came",
   responses: {
     200: jsonResponse("Ready", Readiness),
     ...serverErrorResponses,
@@ -95,7 +103,7 @@ function databaseCheck(sql: Sql): () => Promise<boolean> {
     });
 }
 
-export function operationsRoutes({ sql, config, workerRunning }: Deps) {
+export function operationsRoutes({ sql, config, workerRunning, draining }: Deps) {
   const databaseAnswers = databaseCheck(sql);
   return newRouter()
     .openapi(healthz, async (c) => {
@@ -104,8 +112,9 @@ export function operationsRoutes({ sql, config, workerRunning }: Deps) {
     .openapi(readyz, async (c) => {
       const database = await databaseAnswers() ? "ok" : "unavailable";
       const worker = !config.worker ? "off" : workerRunning?.() ? "running" : "stopped";
+      if (draining?.()) return c.json({ status: "draining", database, worker, version: VERSION }, 503);
       const ready = database === "ok" && worker !== "stopped";
-      return c.json({ status: ready ? "ready" : "not_ready", database, worker }, ready ? 200 : 503);
+      return c.json({ status: ready ? "ready" : "not_ready", database, worker, version: VERSION }, ready ? 200 : 503);
     })
     .openapi(metricsRoute, async (c) => {
       if (config.metricsToken && !(await bearerMatches(c.req.header("authorization"), config.metricsToken))) {

@@ -166,6 +166,8 @@ const EnvSchema = z.object({
   METRICS_TOKEN: secret,
   BODY_TIMEOUT_MS: z.coerce.number().int().min(1).default(60_000),
   MAX_INFLIGHT_REQUESTS: z.coerce.number().int().min(1).default(512),
+  // how long a SIGTERM keeps serving, /readyz answering 503, before the socket closes (docs/production.md, "Upgrading")
+  SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).max(120_000).default(5_000),
   WORKER: flag(true),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(32),
   WEBHOOK_RETRY_SCHEDULE: schedule.default(expandSchedule(DEFAULT_RETRY_SCHEDULE.split(",").map(Number))),
@@ -210,6 +212,8 @@ export type Config = {
   bodyTimeoutMs: number;
   /** Requests handled at once; more answer 503 with Retry-After. */
   maxInflightRequests: number;
+  /** After SIGTERM: serving on, `/readyz` answering 503, so a load balancer stops sending before the socket closes. */
+  shutdownDrainMs: number;
   worker: boolean;
   workerConcurrency: number;
   /** Delays in seconds before attempts 2..10: always 9 numbers. */
@@ -319,6 +323,7 @@ export function loadConfig(
     metricsToken: e.METRICS_TOKEN ?? null,
     bodyTimeoutMs: e.BODY_TIMEOUT_MS,
     maxInflightRequests: e.MAX_INFLIGHT_REQUESTS,
+    shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
     worker: e.WORKER,
     workerConcurrency: e.WORKER_CONCURRENCY,
     retrySchedule: e.WEBHOOK_RETRY_SCHEDULE,

@@ -5,6 +5,10 @@
 
 import postgres from "postgres";
 import { log } from "../basics/log.ts";
+import { VERSION } from "./version.ts";
+
+/** Every connection of this release's pool says so (docs/production.md, "Upgrading"). */
+export const APPLICATION_NAME = `payments-api/${VERSION}`;
 
 /** The pool: each statement commits on its own; `sql.begin` opens a transaction. */
 export type Sql = postgres.Sql;
@@ -25,7 +29,8 @@ export function connect(url: string, options: { max?: number } = {}): Sql {
     onnotice: () => {},
     // jit off: every statement here is a short index read or write, and a plan whose estimate passes jit_above_cost
     // (the stats read's sums over a busy endpoint's rows) spent about half a second compiling (docs/performance.md)
-    connection: { application_name: "payments-api", TimeZone: "UTC", jit: "off" },
+    // application_name carries the release: the contract step refuses while another release is connected
+    connection: { application_name: APPLICATION_NAME, TimeZone: "UTC", jit: "off" },
     types: {
       // `date` stays the exact YYYY-MM-DD text; a JS Date would shift it by the process time zone.
       date: { to: 1082, from: [1082], serialize: (x: string) => x, parse: (x: string) => x },

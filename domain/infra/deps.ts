@@ -10,4 +10,6 @@ export type Deps = {
   /** This process, as registered in `worker_processes`; webhook leases carry it so a crash frees them at once. */
   processId: string;
   workerRunning?: () => boolean;
+  /** True from SIGTERM on: `/readyz` answers 503 so a load balancer stops sending (docs/production.md, "Upgrading"). */
+  draining?: () => boolean;
 };

@@ -31,7 +31,7 @@ export const SERVICE_V8_FLAGS: string[] = JSON.parse(await Deno.readTextFile(`${
  */
 export function startService(databaseUrl: string, env: Record<string, string> = {}): Promise<ServiceProcess> {
   return startServiceProcess(databaseUrl, env, {
-    baseEnv: { JWT_SECRET: BENCH_JWT_SECRET, LOG_LEVEL: "info", RATE_LIMIT_PER_SECOND: "0" },
+    baseEnv: { JWT_SECRET: BENCH_JWT_SECRET, LOG_LEVEL: "info", RATE_LIMIT_PER_SECOND: "0", SHUTDOWN_DRAIN_MS: "0" },
     v8Flags: SERVICE_V8_FLAGS,
     stderr: "inherit",
   });

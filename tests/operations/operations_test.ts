@@ -2,6 +2,10 @@ import assert from "node:assert/strict";
 import { emitEvent } from "../../domain/webhooks/events.ts";
 import { eventually, newCompany, setup } from "../support/helpers.ts";
 import { seqId, startReceiver } from "../support/webhook_receiver.ts";
+import project from "../../deno.json" with { type: "json" };
+
+/** The release an instance says it runs: the version in deno.json, which CHANGELOG.md names. */
+const version = project.version;
 
 Deno.test("operations: readiness, metrics, OpenAPI document and docs page", async (t) => {
   const ctx = await setup("operations");
@@ -13,14 +17,25 @@ Deno.test("operations: readiness, metrics, OpenAPI document and docs page", asyn
       status: "not_ready",
       database: "ok",
       worker: "stopped",
+      version,
     }]);
     const withWorker = await setup("operations_worker", { worker: true });
     const ready = await withWorker.app.request("/readyz");
-    assert.deepEqual([ready.status, await ready.json()], [200, { status: "ready", database: "ok", worker: "running" }]);
+    assert.deepEqual([ready.status, await ready.json()], [200, {
+      status: "ready",
+      database: "ok",
+      worker: "running",
+      version,
+    }]);
     await withWorker.close();
     const apiOnly = await setup("operations_api_only", { env: { WORKER: "off" } });
     const off = await apiOnly.app.request("/readyz");
-    assert.deepEqual([off.status, await off.json()], [200, { status: "ready", database: "ok", worker: "off" }]);
+    assert.deepEqual([off.status, await off.json()], [200, {
+      status: "ready",
+      database: "ok",
+      worker: "off",
+      version,
+    }]);
     await apiOnly.close();
   });
 

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import project from "../../deno.json" with { type: "json" };
 import { connect } from "../../domain/infra/db.ts";
 import { setLogLevel } from "../../domain/basics/log.ts";
 import { dropDatabase, eventually, freshDatabase } from "../support/helpers.ts";
@@ -48,7 +49,7 @@ Deno.test("two worker instances and an API-only one serve and deliver together",
 
     await t.step("the API-only instance is ready without a worker; the others run one", async () => {
       const ready = await fetch(`${apiOnly.base}/readyz`).then((r) => r.json());
-      assert.deepEqual(ready, { status: "ready", database: "ok", worker: "off" });
+      assert.deepEqual(ready, { status: "ready", database: "ok", worker: "off", version: project.version });
       const [registered] = await sql<{ n: string }[]>`select count(*) as n from worker_processes`;
       assert.equal(registered.n, "2");
     });

@@ -26,6 +26,7 @@ const TEST_SERVICE_ENV: Record<string, string> = {
   WEBHOOK_TIMEOUT_MS: "2000",
   WORKER_CONCURRENCY: "4", // keeps several services within max_connections
   LOG_LEVEL: "error",
+  SHUTDOWN_DRAIN_MS: "0", // a test's stop need not wait for a load balancer; the upgrade story sets its own
   ...HIGH_LIMITS,
 };
 
@@ -55,12 +56,15 @@ export async function startService(
     baseEnv?: Record<string, string>;
     v8Flags?: string[];
     stderr?: "inherit";
+    /** Another release's tree (tests/support/releases.ts): its own main.ts, deno.json and packages. */
+    release?: string;
   } = {},
 ): Promise<ServiceProcess> {
   const port = freePort();
+  const tree = opts.release ?? root;
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", ...opts.v8Flags ?? [], "--allow-all", "--config", `${root}deno.json`, `${root}main.ts`],
-    cwd: opts.cwd ?? root,
+    args: ["run", ...opts.v8Flags ?? [], "--allow-all", "--config", `${tree}deno.json`, `${tree}main.ts`],
+    cwd: opts.cwd ?? tree,
     env: serviceEnv(databaseUrl, port, env, opts.baseEnv),
     stdin: "null",
     stdout: opts.logs ? "piped" : "null",
