@@ -10,7 +10,7 @@ import { secretBoxFor } from "../domain/infra/secret_box.ts";
 import { claimNext } from "../domain/webhooks/delivery/claim.ts";
 import { leaseMsFor } from "../domain/webhooks/delivery/lease.ts";
 import { attemptRecorder } from "../domain/webhooks/delivery/recorder.ts";
-import { releaseClaim } from "../domain/webhooks/delivery/release.ts";
+import { releaseClaim, releaseUnheldLeases } from "../domain/webhooks/delivery/release.ts";
 import { wakeEndpoints } from "../domain/webhooks/delivery/wake.ts";
 import { RUN_BUDGET } from "../domain/webhooks/drain.ts";
 import { Drainers } from "../domain/webhooks/drainers.ts";
@@ -57,9 +57,11 @@ export function webhookDrainers({ sql, config, processId }: Deps): Companion {
       wake: () => patiently(() => wakeEndpoints(sql, [endpointId])),
       failPending: (endpoint) => patiently(() => failPendingDeliveries(sql, endpoint.company_id, [endpoint.id])),
     }),
+    releaseUnheld: (holding) => patiently(() => releaseUnheldLeases(sql, { ...lease, holding })),
   });
   return {
     start: (worker) => drainers.start(worker),
+    sessionReopened: () => drainers.sessionReopened(),
     stop: async () => {
       await drainers.stop();
       connections.close();

@@ -28,7 +28,15 @@ export function workerLogger() {
  * Work that runs beside graphile-worker in a worker process, started once the process is registered (so that what it
  * leases under the process id is freed if the process dies) and stopped before graphile-worker is.
  */
-export type Companion = { start(worker: { connectionString: string }): Promise<void>; stop(): Promise<void> };
+export type Companion = {
+  start(worker: { connectionString: string }): Promise<void>;
+  stop(): Promise<void>;
+  /**
+   * The liveness session was lost and is open again (a failover, a restart of the database): what the companion
+   * leased under the process id and does not know it holds (a statement whose answer was lost) may go back now.
+   */
+  sessionReopened?(): Promise<void>;
+};
 
 export type Worker = {
   runner: Runner;
@@ -77,7 +85,12 @@ class Liveness {
   /** When the session was last opened again after a loss (0: never lost). */
   private reopenedAt = 0;
 
-  constructor(private connectionString: string, readonly processId: string) {}
+  constructor(
+    private connectionString: string,
+    readonly processId: string,
+    /** Called each time the session is open again after a loss, once registered anew. */
+    private onReopened: () => Promise<unknown> = () => Promise.resolve(),
+  ) {}
 
   async connect(): Promise<void> {
     const client = new pg.Client({
@@ -138,6 +151,8 @@ class Liveness {
         await this.connect();
         this.reopenedAt = Date.now();
         log.info("worker liveness session open again", { process_id: this.processId });
+        // not awaited: a loss while it runs must find no reconnection in progress and start one
+        this.onReopened().catch((err) => log.warn("after the liveness session opened again", { error: err.message }));
         return;
       } catch { /* the database is still away */ }
     }
@@ -181,7 +196,11 @@ export async function startWorker(
     companions?: Companion[];
   } = {},
 ): Promise<Worker> {
-  const liveness = new Liveness(connectionString, opts.processId ?? crypto.randomUUID());
+  const companions = opts.companions ?? [];
+  // what the companions leased and lost track of when the session went (docs/production.md, "Leases whose claim went
+  // unanswered")
+  const reopened = () => Promise.all(companions.map((c) => c.sessionReopened?.()));
+  const liveness = new Liveness(connectionString, opts.processId ?? crypto.randomUUID(), reopened);
   await liveness.connect();
   const sweep = async () => {
     const session = liveness.session;
@@ -223,7 +242,6 @@ export async function startWorker(
   const sweeper = setInterval(() => {
     sweep().catch((err) => log.error("recovery sweep failed", { error: err.message }));
   }, SWEEP_EVERY_MS);
-  const companions = opts.companions ?? [];
   for (const companion of companions) await companion.start({ connectionString });
   return { runner, pool, liveness, sweeper, companions };
 }

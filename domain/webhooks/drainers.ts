@@ -7,6 +7,7 @@ import { log } from "../basics/log.ts";
 import { connect, type Sql } from "../infra/db.ts";
 import { dueEndpoints, wakeDueSince } from "./delivery/due.ts";
 import { WAKE_CHANNEL } from "./delivery/wake.ts";
+import type { Claim, ClaimedDelivery } from "./delivery/claim_data.ts";
 import { type DrainBudget, drainEndpoint, type DrainSteps } from "./drain.ts";
 import { WakeQueue } from "./wake_queue.ts";
 
@@ -28,7 +29,15 @@ export type DrainersOptions = {
   steps: (endpointId: string, abort: AbortSignal) => DrainSteps;
   /** How long a stop lets attempts in flight finish before aborting them. */
   graceMs?: number;
+  /**
+   * Gives back what this process leased before its worker liveness session opened again, except the records in
+   * `holding` (delivery/release.ts, `releaseUnheldLeases`); the endpoints freed. Absent: nothing is given back.
+   */
+  releaseUnheld?: (holding: string[]) => Promise<string[]>;
 };
+
+/** How long a release after the liveness session opened again waits for the lease statements sent before it. */
+const SETTLE_WAIT_MS = 60_000;
 
 /**
  * The webhook drainers of one process: `concurrency` drain loops (drain.ts) taking endpoints from a WakeQueue, which
@@ -49,6 +58,11 @@ export class Drainers {
   #listener: Sql | null = null;
   #connectionString = "";
   #heardAt = Date.now();
+  /** Records this process's runs hold (claimed, answer received, not yet recorded or released), by id: how many. */
+  readonly #held = new Map<string, number>();
+  /** The lease statements (claim, record, release) whose answer has not come yet. */
+  readonly #unanswered = new Set<Promise<unknown>>();
+  #releasing: Promise<void> = Promise.resolve();
 
   constructor(private readonly sql: Sql, private readonly opts: DrainersOptions) {}
 
@@ -73,7 +87,44 @@ export class Drainers {
     await Promise.all(this.#runs);
     clearTimeout(grace);
     await this.#turning;
+    // the runs are over, so whatever lease statements it waits for have been answered
+    await this.#releasing;
     await this.#listener?.end({ timeout: 0 }).catch(() => {});
+  }
+
+  /**
+   * The worker's liveness session opened again (a failover, a restart of the database): gives back the leases this
+   * process took before and does not know it holds (a claim whose answer was lost with its connection), so its
+   * endpoints go on now rather than when those leases run out (docs/production.md, "Leases whose claim went
+   * unanswered"). It waits for the lease statements sent before, whose answers make `#held` complete for the leases
+   * taken before; what a run holds, an attempt in flight, is left alone.
+   */
+  sessionReopened(): Promise<void> {
+    const release = this.opts.releaseUnheld;
+    if (!release) return Promise.resolve();
+    const sentBefore = [...this.#unanswered];
+    this.#releasing = this.#releasing.then(async () => {
+      if (this.#stopping.signal.aborted) return;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const settled = await Promise.race([
+        Promise.allSettled(sentBefore).then(() => true),
+        new Promise<boolean>((r) => timer = setTimeout(() => r(false), SETTLE_WAIT_MS)),
+      ]);
+      clearTimeout(timer);
+      if (!settled) {
+        // without their answers this process cannot tell what it holds: the leases run out by themselves
+        log.warn("webhook leases not given back: lease statements still unanswered", { waited_ms: SETTLE_WAIT_MS });
+        return;
+      }
+      const freed = await release([...this.#held.keys()]);
+      if (freed.length) {
+        log.info("webhook leases given back after the liveness session opened again", { endpoints: freed.length });
+      }
+      for (const id of freed) this.#queue.wake(id);
+    }).catch((err) => {
+      log.warn("could not give back webhook leases", { error: err instanceof Error ? err.message : String(err) });
+    });
+    return this.#releasing;
   }
 
   /** A record recorded by this process comes due again at `at`: the timer wakes its endpoint then (or sooner). */
@@ -86,7 +137,7 @@ export class Drainers {
       const id = endpointId;
       let yielded = false;
       try {
-        await drainEndpoint(this.opts.steps(endpointId, this.#abort.signal), {
+        await drainEndpoint(this.#tracked(this.opts.steps(endpointId, this.#abort.signal)), {
           budget: this.opts.budget,
           now: () => performance.now(),
           signal: this.#stopping.signal,
@@ -103,6 +154,46 @@ export class Drainers {
         this.#queue.done(endpointId, yielded);
       }
     }
+  }
+
+  /**
+   * `steps` with their lease statements tracked: each one unanswered is in `#unanswered` until its answer (or error)
+   * came, and each record it hands a run is in `#held` until the run recorded or released it.
+   */
+  #tracked(steps: DrainSteps): DrainSteps {
+    const hold = (claim: Claim | null) => {
+      if (claim?.delivery) this.#held.set(claim.delivery.id, (this.#held.get(claim.delivery.id) ?? 0) + 1);
+      return claim;
+    };
+    const drop = (delivery: ClaimedDelivery) => {
+      const n = (this.#held.get(delivery.id) ?? 0) - 1;
+      if (n > 0) this.#held.set(delivery.id, n);
+      else this.#held.delete(delivery.id);
+    };
+    const unanswered = <T>(statement: Promise<T>): Promise<T> => {
+      this.#unanswered.add(statement);
+      const answered = () => void this.#unanswered.delete(statement);
+      statement.then(answered, answered);
+      return statement;
+    };
+    return {
+      ...steps,
+      claim: async () => hold(await unanswered(steps.claim())),
+      recordAndClaimNext: async (delivery, result, endpoint) => {
+        const recorded = await unanswered(steps.recordAndClaimNext(delivery, result, endpoint));
+        // drain.ts releases the record when this throws
+        drop(delivery);
+        hold(recorded.next);
+        return recorded;
+      },
+      release: async (delivery) => {
+        try {
+          await unanswered(steps.release(delivery));
+        } finally {
+          drop(delivery);
+        }
+      },
+    };
   }
 
   /**
