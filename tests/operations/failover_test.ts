@@ -199,11 +199,20 @@ Deno.test({
       sql = postgres(url.toString(), { max: 2, onnotice: () => {} });
 
       // one after the other: the first applies the migrations
-      services.push(await startService(url.toString(), { WORKER_CONCURRENCY: "4" }, { readyTimeoutMs: 60_000 }));
-      services.push(await startService(url.toString(), { WORKER_CONCURRENCY: "4" }, { readyTimeoutMs: 60_000 }));
+      // at info, to count the leases given back when a worker's liveness session opens again
+      const env = { WORKER_CONCURRENCY: "4", LOG_LEVEL: "info" };
+      services.push(await startService(url.toString(), env, { readyTimeoutMs: 60_000, logs: true }));
+      services.push(await startService(url.toString(), env, { readyTimeoutMs: 60_000, logs: true }));
       const exited = services.map(() => false);
       services.forEach((s, i) => s.child.status.then(() => exited[i] = true));
       const [a, b] = services;
+
+      /** How many endpoints' leases the instances gave back after their liveness session opened again, so far. */
+      const givenBack = () =>
+        services.flatMap((s) => s.logs()).filter((l) =>
+          l.msg === "webhook leases given back after the liveness session opened again"
+        )
+          .reduce((n, l) => n + Number(l.endpoints), 0);
 
       const company = await httpCompany();
       for (
@@ -314,7 +323,10 @@ Deno.test({
         // a claim that committed on the lost primary but whose answer was lost is freed when the worker's liveness
         // session opens again (docs/production.md, "Leases whose claim went unanswered"), not when its lease runs out
         const lagS = longestLag(receiver, "/sequential", lostAtMs);
-        console.log(`failover: longest event → receipt lag on the sequential endpoint ${lagS.toFixed(1)} s`);
+        console.log(
+          `failover: longest event → receipt lag on the sequential endpoint ${lagS.toFixed(1)} s; ` +
+            `leases given back when a liveness session opened again: ${givenBack()}`,
+        );
         assert.ok(lagS < LAG_WITHIN_S, `an event waited ${lagS.toFixed(1)} s for the sequential endpoint`);
         assert.deepEqual(exited, [false, false], "both instances stayed up");
       });
@@ -349,7 +361,10 @@ Deno.test({
         await nothingLost(accepted);
         inOrder(accepted);
         const lagS = longestLag(receiver, "/sequential", beganAtMs);
-        console.log(`switchover: longest event → receipt lag on the sequential endpoint ${lagS.toFixed(1)} s`);
+        console.log(
+          `switchover: longest event → receipt lag on the sequential endpoint ${lagS.toFixed(1)} s; ` +
+            `leases given back when a liveness session opened again (both steps): ${givenBack()}`,
+        );
         assert.deepEqual(exited, [false, false], "both instances stayed up");
       });
 
