@@ -6,7 +6,7 @@ import { verifySignature } from "../../domain/webhooks/signature.ts";
 import { clusterDir, clusterStatus, clusterTask, clusterUnavailable, processesIn } from "../support/cluster.ts";
 import { eventually } from "../support/helpers.ts";
 import { httpCompany, type ServiceProcess, startService } from "../support/service_process.ts";
-import { sleep, startReceiver } from "../support/webhook_receiver.ts";
+import { type Arrival, sleep, startReceiver } from "../support/webhook_receiver.ts";
 import { createEndpointAt } from "../support/endpoints.ts";
 
 const whyNot = await clusterUnavailable();
@@ -107,14 +107,29 @@ Deno.test({
     const scratch = `${dir}-rehearsal`;
     const secrets = new Map<string, string>();
     const badSignatures: string[] = [];
+    /** The sequential endpoint's records in flight at the receiver, and each arrival that found one there. */
+    const sequentialInFlight = new Set<string>();
+    const overlaps: string[] = [];
     const receiver = startReceiver(async (arrival) => {
+      const record = arrival.path === "/sequential" ? String(arrival.body?.id) : null;
+      if (record && sequentialInFlight.size) {
+        overlaps.push(`${record} arrived at ${arrival.receivedAt} while ${[...sequentialInFlight]} was in flight`);
+      }
+      if (record) sequentialInFlight.add(record);
+      try {
+        return await answer(arrival);
+      } finally {
+        if (record) sequentialInFlight.delete(record);
+      }
+    });
+    const answer = async (arrival: Arrival) => {
       if (!(await verifySignature(arrival.raw, arrival.signature, secrets.get(arrival.path) ?? ""))) {
         badSignatures.push(arrival.path);
         return new Response("bad signature", { status: 400 });
       }
       await sleep(5);
       return new Response("ok");
-    });
+    };
     const services: ServiceProcess[] = [];
     let sql: postgres.Sql | null = null;
     try {
@@ -207,12 +222,21 @@ Deno.test({
       services.forEach((s, i) => s.child.status.then(() => exited[i] = true));
       const [a, b] = services;
 
-      /** How many endpoints' leases the instances gave back after their liveness session opened again, so far. */
-      const givenBack = () =>
-        services.flatMap((s) => s.logs()).filter((l) =>
+      /**
+       * How often the instances' liveness sessions opened again and how many endpoints' leases they gave back then,
+       * so far; a release that failed or was skipped logs a warning, which the story does not expect.
+       */
+      const givenBack = () => {
+        const lines = services.flatMap((s) => s.logs());
+        const reopened = lines.filter((l) => l.msg === "worker liveness session open again").length;
+        const endpoints = lines.filter((l) =>
           l.msg === "webhook leases given back after the liveness session opened again"
         )
           .reduce((n, l) => n + Number(l.endpoints), 0);
+        const failed = lines.filter((l) => /webhook leases/.test(String(l.msg)) && l.level === "warn");
+        assert.deepEqual(failed, [], "every release after a session opened again ran");
+        return `${endpoints} (sessions opened again: ${reopened})`;
+      };
 
       const company = await httpCompany();
       for (
@@ -292,7 +316,7 @@ Deno.test({
 
       /** The sequential endpoint got one at a time, in the order the pay-ins were acknowledged. */
       const inOrder = (accepted: PayIn[]) => {
-        assert.equal(receiver.maxInFlight("/sequential"), 1, "never two deliveries at once");
+        assert.equal(receiver.maxInFlight("/sequential"), 1, `never two deliveries at once: ${overlaps.join("; ")}`);
         const position = new Map(accepted.map((p, i) => [p.id, i]));
         const known = arrivalOrder(receiver, "/sequential").filter((tx) => position.has(tx));
         const positions = known.map((tx) => position.get(tx)!);
@@ -319,7 +343,6 @@ Deno.test({
         console.log(
           `failover: every acknowledged pay-in delivered ${((performance.now() - since) / 1000).toFixed(1)} s later`,
         );
-        inOrder(accepted);
         // a claim that committed on the lost primary but whose answer was lost is freed when the worker's liveness
         // session opens again (docs/production.md, "Leases whose claim went unanswered"), not when its lease runs out
         const lagS = longestLag(receiver, "/sequential", lostAtMs);
@@ -327,6 +350,7 @@ Deno.test({
           `failover: longest event → receipt lag on the sequential endpoint ${lagS.toFixed(1)} s; ` +
             `leases given back when a liveness session opened again: ${givenBack()}`,
         );
+        inOrder(accepted);
         assert.ok(lagS < LAG_WITHIN_S, `an event waited ${lagS.toFixed(1)} s for the sequential endpoint`);
         assert.deepEqual(exited, [false, false], "both instances stayed up");
       });
@@ -359,12 +383,12 @@ Deno.test({
         const old = after!.members.find((m) => m.name === before)!;
         assert.deepEqual([old.role, old.state, old.pids.length], ["replica", "running", 2]);
         await nothingLost(accepted);
-        inOrder(accepted);
         const lagS = longestLag(receiver, "/sequential", beganAtMs);
         console.log(
           `switchover: longest event → receipt lag on the sequential endpoint ${lagS.toFixed(1)} s; ` +
             `leases given back when a liveness session opened again (both steps): ${givenBack()}`,
         );
+        inOrder(accepted);
         assert.deepEqual(exited, [false, false], "both instances stayed up");
       });
 
