@@ -4,7 +4,7 @@
  */
 
 import { loadConfigWithLocalSecrets } from "../domain/infra/local_secrets.ts";
-import { pruneHistory } from "../domain/webhooks/retention.ts";
+import { pruneHistory } from "../domain/webhooks/endpoints/retention.ts";
 import { openDatabase } from "./database.ts";
 
 const config = await loadConfigWithLocalSecrets();

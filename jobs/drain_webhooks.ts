@@ -1,22 +1,22 @@
 /**
  * The webhook drainers made real: the drain steps built from Postgres statements, the sender and the clock. Apart
- * from domain/webhooks/drainers.ts, which takes its steps as given (`DrainSteps`): here they are built from `Deps`.
+ * from domain/webhooks/engine/drainers.ts, which takes its steps as given (`DrainSteps`): here they are built from `Deps`.
  */
 
 import type { Deps } from "../domain/infra/deps.ts";
 import type { Companion } from "../domain/infra/worker.ts";
 import { whileUnreachable } from "../domain/infra/db.ts";
 import { secretBoxFor } from "../domain/infra/secret_box.ts";
-import { claimNext } from "../domain/webhooks/delivery/claim.ts";
-import { leaseMsFor } from "../domain/webhooks/delivery/lease.ts";
-import { attemptRecorder } from "../domain/webhooks/delivery/recorder.ts";
-import { releaseClaim, releaseUnheldLeases } from "../domain/webhooks/delivery/release.ts";
-import { wakeEndpoints } from "../domain/webhooks/delivery/wake.ts";
-import { RUN_BUDGET } from "../domain/webhooks/drain.ts";
-import { Drainers } from "../domain/webhooks/drainers.ts";
-import { ConnectionPool } from "../domain/webhooks/connections.ts";
-import { failPendingDeliveries } from "../domain/webhooks/endpoints.ts";
-import { sendDelivery } from "../domain/webhooks/sender.ts";
+import { claimNext } from "../domain/webhooks/engine/statements/claim.ts";
+import { leaseMsFor } from "../domain/webhooks/engine/statements/lease.ts";
+import { attemptRecorder } from "../domain/webhooks/engine/recorder.ts";
+import { releaseClaim, releaseUnheldLeases } from "../domain/webhooks/engine/statements/release.ts";
+import { wakeEndpoints } from "../domain/webhooks/outbox/wake.ts";
+import { RUN_BUDGET } from "../domain/webhooks/engine/drain.ts";
+import { Drainers } from "../domain/webhooks/engine/drainers.ts";
+import { ConnectionPool } from "../domain/webhooks/engine/connections.ts";
+import { failPendingDeliveries } from "../domain/webhooks/endpoints/endpoints.ts";
+import { sendDelivery } from "../domain/webhooks/engine/sender.ts";
 
 /** How long a drain step waits for an unreachable database before the run fails. */
 const OUTAGE_PATIENCE_MS = 60_000;

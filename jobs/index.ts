@@ -10,9 +10,9 @@ import { pruneRateBuckets } from "../routes/policy/rate_limit_buckets.ts";
 import { pruneSessions } from "../domain/integrators/sessions.ts";
 import { pruneSignInFailures } from "../domain/integrators/sign_in_throttle.ts";
 import { identifyRegisteredPayers } from "../domain/rails/bank_transactions.ts";
-import { releaseDeadLeases, wakeStalledEndpoints } from "../domain/webhooks/recovery.ts";
-import { TASKS } from "../domain/webhooks/queue.ts";
-import { pruneHistory } from "../domain/webhooks/retention.ts";
+import { releaseDeadLeases, wakeStalledEndpoints } from "../domain/webhooks/engine/recovery.ts";
+import { TASKS } from "../domain/infra/tasks.ts";
+import { pruneHistory } from "../domain/webhooks/endpoints/retention.ts";
 import { log } from "../domain/basics/log.ts";
 import { webhookDrainers } from "./drain_webhooks.ts";
 import { retryWireTask } from "./retry_wire.ts";
@@ -27,7 +27,7 @@ export function taskList(deps: Deps): TaskList {
   };
 }
 
-/** What runs beside graphile-worker in a worker process: the webhook drainers (domain/webhooks/drainers.ts). */
+/** What runs beside graphile-worker in a worker process: the webhook drainers (domain/webhooks/engine/drainers.ts). */
 export function companions(deps: Deps) {
   return [webhookDrainers(deps)];
 }

@@ -16,7 +16,11 @@ type Module = {
 const LAYERS: [prefix: string, rank: number][] = [
   ["domain/basics/", 0],
   ["domain/infra/", 1],
-  ["domain/webhooks/", 2],
+  // webhooks in three rooms, each above the last: the outbox writes events and wakes, the endpoints room keeps what
+  // integrators set and read, the engine delivers (docs/architecture.md, "Layers")
+  ["domain/webhooks/outbox/", 2],
+  ["domain/webhooks/endpoints/", 2.1],
+  ["domain/webhooks/engine/", 2.2],
   ["domain/integrators/", 2],
   ["domain/subjects/", 3],
   ["domain/bank_accounts/", 4],

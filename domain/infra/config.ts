@@ -66,7 +66,7 @@ export type Limits = {
   endpointsPerCompany: number;
   /** The sum of max_concurrency over a company's active endpoints, and so its webhook slot rows. */
   concurrencyPerCompany: number;
-  /** Events one recover reads at most while looking for the skipped ones (domain/webhooks/replay.ts). */
+  /** Events one recover reads at most while looking for the skipped ones (domain/webhooks/outbox/replay.ts). */
   recoverScanEvents: number;
   /** Endpoint stats reads one company may have running at once in an instance, and all companies together. */
   statsReadsPerCompany: number;

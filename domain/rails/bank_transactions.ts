@@ -6,7 +6,7 @@ import type { Sql, TransactionSql, Tx } from "../infra/db.ts";
 import { ErrorBag } from "../basics/errors.ts";
 import { newId } from "../basics/ids.ts";
 import { isoUtc } from "../basics/time.ts";
-import { emitEvent } from "../webhooks/events.ts";
+import { emitEvent } from "../webhooks/outbox/events.ts";
 import { type PersonCreateInput, registerPerson } from "../subjects/people.ts";
 import { getSubjectOf } from "../subjects/subjects.ts";
 import type { StoredQuotas } from "../subjects/quotas.ts";

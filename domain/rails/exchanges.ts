@@ -3,7 +3,7 @@
  */
 import type { TransactionSql } from "../infra/db.ts";
 import { newId } from "../basics/ids.ts";
-import { emitEvent } from "../webhooks/events.ts";
+import { emitEvent } from "../webhooks/outbox/events.ts";
 import { fillBatch, openBatch } from "./batches.ts";
 
 /**

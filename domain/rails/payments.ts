@@ -10,7 +10,7 @@ import { naiveUtc } from "../basics/time.ts";
 import { type BankAccountRow, getBankAccount, presentOwnBankAccount } from "../bank_accounts/bank_accounts.ts";
 import { getSubject, presentSubject } from "../subjects/subjects.ts";
 import { TRANSACTED_STATUSES } from "./clearance.ts";
-import { emitEvent } from "../webhooks/events.ts";
+import { emitEvent } from "../webhooks/outbox/events.ts";
 import { expirePixCharge, issuePixCode, payPixCharge } from "./pix_charges.ts";
 import { changeTransactionStatus, moveMoney, type TransactionRow } from "./transactions.ts";
 

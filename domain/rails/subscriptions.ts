@@ -6,7 +6,7 @@ import type { TransactionSql, Tx } from "../infra/db.ts";
 import { notFound, validationFailed } from "../basics/errors.ts";
 import { newId } from "../basics/ids.ts";
 import { naiveUtc } from "../basics/time.ts";
-import { emitEvent } from "../webhooks/events.ts";
+import { emitEvent } from "../webhooks/outbox/events.ts";
 import { brCode } from "./pix_qr.ts";
 import { lockSubject } from "../subjects/status.ts";
 

@@ -6,7 +6,7 @@ import type { Sql, TransactionSql } from "../infra/db.ts";
 import { newId } from "../basics/ids.ts";
 import { naiveUtc } from "../basics/time.ts";
 import { applyClearance, type Clearance, decideClearance, movedThisYear, TRANSACTED_STATUSES } from "./clearance.ts";
-import { emitEvent, type EventType, subscribersOf } from "../webhooks/events.ts";
+import { emitEvent, type EventType, subscribersOf } from "../webhooks/outbox/events.ts";
 import { attachToExchange } from "./exchanges.ts";
 import { assertPerson } from "../subjects/people.ts";
 import { approveSubject } from "../subjects/status.ts";

@@ -13,9 +13,9 @@ import {
   presentBankAccount,
 } from "../bank_accounts/bank_accounts.ts";
 import type { BankAccountInput } from "../bank_accounts/rules.ts";
-import { emitEvent } from "../webhooks/events.ts";
+import { emitEvent } from "../webhooks/outbox/events.ts";
 import { batchMembers, fillBatch, openBatch } from "./batches.ts";
-import { TASKS } from "../webhooks/queue.ts";
+import { TASKS } from "../infra/tasks.ts";
 
 export const WIRE_ERROR_CODES = ["AC03", "AC14", "CH11", "AG03"] as const;
 export type WireErrorCode = typeof WIRE_ERROR_CODES[number];

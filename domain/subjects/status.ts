@@ -5,7 +5,7 @@
 import type { TransactionSql } from "../infra/db.ts";
 import { notFound } from "../basics/errors.ts";
 import { newId } from "../basics/ids.ts";
-import { emitEvent } from "../webhooks/events.ts";
+import { emitEvent } from "../webhooks/outbox/events.ts";
 
 /** Values of subject_reproved.items: the back office's reasons, plus the missing identity and tax documents. */
 export const REPROVAL_ITEMS = [

@@ -5,8 +5,8 @@
  */
 
 import type { FC } from "hono/jsx";
-import { CATALOGUE } from "../../domain/webhooks/catalogue.ts";
-import { EVENT_TYPES } from "../../domain/webhooks/events.ts";
+import { CATALOGUE } from "../../domain/webhooks/outbox/catalogue.ts";
+import { EVENT_TYPES } from "../../domain/webhooks/outbox/events.ts";
 
 const Field: FC<{ id: string; label: string; hint?: string; wide?: boolean; children: unknown }> = (
   { id, label, hint, wide, children },

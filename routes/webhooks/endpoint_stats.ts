@@ -4,8 +4,8 @@
  */
 
 import { createRoute, z } from "@hono/zod-openapi";
-import { endpointStats } from "../../domain/webhooks/endpoint_stats.ts";
-import { filterErrorsOf } from "../../domain/webhooks/filter_errors.ts";
+import { endpointStats } from "../../domain/webhooks/endpoints/stats.ts";
+import { filterErrorsOf } from "../../domain/webhooks/outbox/filter_errors.ts";
 import type { Deps } from "../../domain/infra/deps.ts";
 import { newRouter } from "../openapi/router.ts";
 import { capConcurrency } from "../policy/concurrency_cap.ts";

@@ -16,8 +16,8 @@ import {
   rotateSecret,
   updateEndpoint,
   validateEndpointInput,
-} from "../../domain/webhooks/endpoints.ts";
-import { presentDelivery, recoverDeliveries, sendTestEvent } from "../../domain/webhooks/deliveries.ts";
+} from "../../domain/webhooks/endpoints/endpoints.ts";
+import { presentDelivery, recoverDeliveries, sendTestEvent } from "../../domain/webhooks/endpoints/deliveries.ts";
 import type { MiddlewareHandler } from "hono";
 import type { Deps } from "../../domain/infra/deps.ts";
 import { secretBoxFor } from "../../domain/infra/secret_box.ts";

@@ -4,7 +4,7 @@
  */
 
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
-import { CATALOGUE } from "../../domain/webhooks/catalogue.ts";
+import { CATALOGUE } from "../../domain/webhooks/outbox/catalogue.ts";
 import type { Deps } from "../../domain/infra/deps.ts";
 import { newRouter } from "../openapi/router.ts";
 import { errorResponses, jsonResponse } from "../openapi/schemas.ts";

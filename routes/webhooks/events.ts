@@ -7,7 +7,7 @@ import {
   listDeliveries,
   presentDelivery,
   retryDelivery,
-} from "../../domain/webhooks/deliveries.ts";
+} from "../../domain/webhooks/endpoints/deliveries.ts";
 import type { Deps } from "../../domain/infra/deps.ts";
 import { newRouter } from "../openapi/router.ts";
 import { bodyErrorResponses, errorResponses, IdParam, jsonResponse } from "../openapi/schemas.ts";

@@ -4,11 +4,11 @@
  */
 
 import { z } from "@hono/zod-openapi";
-import { EVENT_TYPES, OPERATIONAL_EVENT_TYPES } from "../../domain/webhooks/events.ts";
-import { MAX_PREVIOUS_SECRETS, SIGNATURE_SCHEMES } from "../../domain/webhooks/endpoints.ts";
-import { MAX_FILTER_LENGTH } from "../../domain/webhooks/filters.ts";
-import type { TimeBound } from "../../domain/webhooks/deliveries.ts";
-import { REPLAY_LIMIT } from "../../domain/webhooks/replay.ts";
+import { EVENT_TYPES, OPERATIONAL_EVENT_TYPES } from "../../domain/webhooks/outbox/events.ts";
+import { MAX_PREVIOUS_SECRETS, SIGNATURE_SCHEMES } from "../../domain/webhooks/endpoints/endpoints.ts";
+import { MAX_FILTER_LENGTH } from "../../domain/webhooks/outbox/filters.ts";
+import type { TimeBound } from "../../domain/webhooks/endpoints/deliveries.ts";
+import { REPLAY_LIMIT } from "../../domain/webhooks/outbox/replay.ts";
 import { UUID_RE } from "../../domain/basics/ids.ts";
 import { requiredText, uuid } from "../openapi/schemas.ts";
 
@@ -45,7 +45,7 @@ const eventMapping = z.record(z.string(), z.string().trim().min(1, "is invalid")
 
 /**
  * A CEL expression over `event_type` and `data`; its rules (it parses, type-checks, gives a bool, no `matches()`, no
- * list macro nested in another) are domain/webhooks/filters.ts's, run by the routes with the URL's, so a 422 names the
+ * list macro nested in another) are domain/webhooks/outbox/filters.ts's, run by the routes with the URL's, so a 422 names the
  * position of the fault.
  */
 const filter = z.string().nullable().openapi({
@@ -76,7 +76,7 @@ const settings = {
 };
 
 /**
- * Shape only; whether http or a private host is allowed depends on configuration (domain/webhooks/endpoints.ts),
+ * Shape only; whether http or a private host is allowed depends on configuration (domain/webhooks/endpoints/endpoints.ts),
  * and the routes run that rule even when this shape fails.
  */
 const url = requiredText(2048).openapi({ example: "https://example.com/webhooks" });

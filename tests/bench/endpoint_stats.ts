@@ -6,7 +6,7 @@
  * the last 24 hours with 4 attempts each (90% 2xx, then 503, 404, timeouts and network failures; durations from 2 ms
  * to about 2 s, skewed short), in the month of day partitions a service at the default retention has. The aggregate is
  * then filled from that log by one statement that counts what the record statement counts (the outcome classes and
- * the duration buckets of domain/webhooks/attempt_stats.ts, written in SQL) per minute; the run checks that its totals
+ * the duration buckets of domain/webhooks/endpoints/attempt_stats.ts, written in SQL) per minute; the run checks that its totals
  * and percentiles agree with the log's before timing anything. The 29 days before hold aggregate rows only (a few
  * attempts every minute), so that a read of the whole retention meets as many rows as a busy endpoint has.
  *
@@ -18,9 +18,9 @@
 import { setLogLevel } from "../../domain/basics/log.ts";
 import { connect, type Sql } from "../../domain/infra/db.ts";
 import { migrate } from "../../domain/infra/migrate.ts";
-import { DURATION_BUCKETS, DURATION_COLUMNS } from "../../domain/webhooks/attempt_stats.ts";
-import { endpointStats, minuteOf, rollUpStats } from "../../domain/webhooks/endpoint_stats.ts";
-import { STATS_SHARDS } from "../../domain/webhooks/delivery/record_stats.ts";
+import { DURATION_BUCKETS, DURATION_COLUMNS } from "../../domain/webhooks/endpoints/attempt_stats.ts";
+import { endpointStats, minuteOf, rollUpStats } from "../../domain/webhooks/endpoints/stats.ts";
+import { STATS_SHARDS } from "../../domain/webhooks/engine/statements/record_stats.ts";
 import { dropDatabase, freshDatabase } from "../support/helpers.ts";
 import { type Figures, round } from "./figures.ts";
 import { A_MONTH, partitionPastDays } from "./partitions.ts";

@@ -3,12 +3,12 @@
  * typical filter per event, in process; and `emitEvent`'s fan-out to five endpoints of a company, without filters and
  * with one on each, in alternating rounds so that a pause of the machine falls on both. Every fanned-out event passes
  * the filter, so both write the same records: the difference is what evaluating the filters costs. The evaluation is
- * also timed as it was before the budget (domain/webhooks/filter_budget.ts): the same filter through a plain
+ * also timed as it was before the budget (domain/webhooks/outbox/filter_budget.ts): the same filter through a plain
  * `@marcbachmann/cel-js` environment, uncounted, in alternating runs beside the counted one.
  */
 import { Environment } from "@marcbachmann/cel-js";
-import { emitEvent } from "../../domain/webhooks/events.ts";
-import { filterProblem, passesFilter } from "../../domain/webhooks/filters.ts";
+import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
+import { filterProblem, passesFilter } from "../../domain/webhooks/outbox/filters.ts";
 import { newCompany, setup } from "../support/helpers.ts";
 import { bankTransactionData } from "../support/rails.ts";
 import { type Figures, round } from "./figures.ts";

@@ -1,6 +1,6 @@
 /**
  * Operational events (`BENCH_ONLY=operational`): what they cost the statement that records attempts. The recorder of
- * the drainers (domain/webhooks/delivery/recorder.ts) is driven without HTTP by 16 loops that claim, record a made-up
+ * the drainers (domain/webhooks/engine/recorder.ts) is driven without HTTP by 16 loops that claim, record a made-up
  * answer and go on with the record handed over, as drain.ts does, so the figures are the database's side alone:
  * - attempts that succeed: one statement per batch, the path operational events must leave as it was;
  * - attempts that fail (500, a retry schedule of zeros, 10 attempts per record), nobody subscribed: each batch becomes
@@ -8,11 +8,11 @@
  * - the same with an endpoint of the company subscribed: one `endpoint.failing` and one `delivery.exhausted` per
  *   record, emitted in the recorder's transaction.
  */
-import { claimNext } from "../../domain/webhooks/delivery/claim.ts";
-import { attemptRecorder } from "../../domain/webhooks/delivery/recorder.ts";
-import { createEndpoint } from "../../domain/webhooks/endpoints.ts";
-import { emitEvent, OPERATIONAL_EVENT_TYPES } from "../../domain/webhooks/events.ts";
-import type { SendResult } from "../../domain/webhooks/sender.ts";
+import { claimNext } from "../../domain/webhooks/engine/statements/claim.ts";
+import { attemptRecorder } from "../../domain/webhooks/engine/recorder.ts";
+import { createEndpoint } from "../../domain/webhooks/endpoints/endpoints.ts";
+import { emitEvent, OPERATIONAL_EVENT_TYPES } from "../../domain/webhooks/outbox/events.ts";
+import type { SendResult } from "../../domain/webhooks/engine/sender.ts";
 import { connect, type Sql } from "../../domain/infra/db.ts";
 import { setLogLevel } from "../../domain/basics/log.ts";
 import { migrate } from "../../domain/infra/migrate.ts";

@@ -6,9 +6,9 @@
  * after a call that opens the connections and prepares the statements. No worker runs: the records stay pending.
  * Measures only.
  */
-import { recoverDeliveries } from "../../domain/webhooks/deliveries.ts";
-import { createEndpoint, disableEndpoint, enableEndpoint } from "../../domain/webhooks/endpoints.ts";
-import { REPLAY_LIMIT } from "../../domain/webhooks/replay.ts";
+import { recoverDeliveries } from "../../domain/webhooks/endpoints/deliveries.ts";
+import { createEndpoint, disableEndpoint, enableEndpoint } from "../../domain/webhooks/endpoints/endpoints.ts";
+import { REPLAY_LIMIT } from "../../domain/webhooks/outbox/replay.ts";
 import { connect, type Sql } from "../../domain/infra/db.ts";
 import { setLogLevel } from "../../domain/basics/log.ts";
 import { migrate } from "../../domain/infra/migrate.ts";

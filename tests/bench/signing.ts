@@ -7,8 +7,13 @@
  */
 import { Buffer } from "node:buffer";
 import { createPublicKey, verify } from "node:crypto";
-import { newSigningKey, signEd25519, signPayload, standardWebhookHeaders } from "../../domain/webhooks/signature.ts";
-import { newSecret } from "../../domain/webhooks/endpoints.ts";
+import {
+  newSigningKey,
+  signEd25519,
+  signPayload,
+  standardWebhookHeaders,
+} from "../../domain/webhooks/endpoints/signature.ts";
+import { newSecret } from "../../domain/webhooks/endpoints/endpoints.ts";
 import { type Figures, round } from "./figures.ts";
 
 const ROUNDS = 7;

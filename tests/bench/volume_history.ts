@@ -6,7 +6,7 @@
  */
 import { connect, type Sql } from "../../domain/infra/db.ts";
 import { migrate } from "../../domain/infra/migrate.ts";
-import { type EventsFilter, listDeliveries } from "../../domain/webhooks/deliveries.ts";
+import { type EventsFilter, listDeliveries } from "../../domain/webhooks/endpoints/deliveries.ts";
 import { dropDatabase, freshDatabase } from "../support/helpers.ts";
 import { type Figures, round } from "./figures.ts";
 import { A_MONTH, partitionPastDays } from "./partitions.ts";

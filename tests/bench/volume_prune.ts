@@ -6,9 +6,9 @@
  * prune, then while `pruneHistory` removes the old history; what is inside the retention is counted before and after.
  * Measures only.
  */
-import { emitEvent } from "../../domain/webhooks/events.ts";
-import { createEndpoint } from "../../domain/webhooks/endpoints.ts";
-import { pruneHistory } from "../../domain/webhooks/retention.ts";
+import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
+import { createEndpoint } from "../../domain/webhooks/endpoints/endpoints.ts";
+import { pruneHistory } from "../../domain/webhooks/endpoints/retention.ts";
 import { taskList } from "../../jobs/index.ts";
 import { connect, type Sql } from "../../domain/infra/db.ts";
 import type { Deps } from "../../domain/infra/deps.ts";

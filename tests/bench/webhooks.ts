@@ -15,9 +15,9 @@
  *   parallel backlog, and the sequential endpoint's every step waits its turn).
  * Peak RSS is sampled through the whole run. Measures only; nothing here asserts a timing.
  */
-import { emitEvent } from "../../domain/webhooks/events.ts";
-import { createEndpoint } from "../../domain/webhooks/endpoints.ts";
-import { TASKS } from "../../domain/webhooks/queue.ts";
+import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
+import { createEndpoint } from "../../domain/webhooks/endpoints/endpoints.ts";
+import { TASKS } from "../../domain/infra/tasks.ts";
 import { companions, taskList } from "../../jobs/index.ts";
 import { type Config, loadConfig } from "../../domain/infra/config.ts";
 import { connect, ensureDatabase, type Sql } from "../../domain/infra/db.ts";

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import puppeteer, { type Page } from "puppeteer-core";
 import axe from "axe-core";
 import { createUser } from "../../domain/integrators/users.ts";
-import { emitEvent } from "../../domain/webhooks/events.ts";
+import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
 import { freePort } from "../support/free_port.ts";
 import { signToken } from "../../domain/integrators/tokens.ts";
 import { eventually, setup, TEST_TOKENS } from "../support/helpers.ts";

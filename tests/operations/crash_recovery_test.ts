@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { emitEvent } from "../../domain/webhooks/events.ts";
+import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
 import { connect } from "../../domain/infra/db.ts";
 import { setLogLevel } from "../../domain/basics/log.ts";
 import { dropDatabase, eventually, freshDatabase } from "../support/helpers.ts";

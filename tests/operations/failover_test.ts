@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import postgres from "postgres";
 import { parseBackupInfo } from "../../commands/cluster/backups.ts";
 import { parseStatus, primaryOf } from "../../commands/cluster/status.ts";
-import { verifySignature } from "../../domain/webhooks/signature.ts";
+import { verifySignature } from "../../domain/webhooks/endpoints/signature.ts";
 import { clusterDir, clusterStatus, clusterTask, clusterUnavailable, processesIn } from "../support/cluster.ts";
 import { eventually } from "../support/helpers.ts";
 import { httpCompany, type ServiceProcess, startService } from "../support/service_process.ts";

@@ -17,7 +17,7 @@ Deno.test("the import rules deno task check applies", async (t) => {
     () => {
       const order = [
         "domain/infra/db.ts",
-        "domain/webhooks/events.ts",
+        "domain/webhooks/outbox/events.ts",
         "domain/subjects/people.ts",
         "domain/bank_accounts/rules.ts",
         "domain/rails/transactions.ts",

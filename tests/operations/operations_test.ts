@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { emitEvent } from "../../domain/webhooks/events.ts";
+import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
 import { eventually, newCompany, setup } from "../support/helpers.ts";
 import { seqId, startReceiver } from "../support/webhook_receiver.ts";
 import project from "../../deno.json" with { type: "json" };

@@ -5,7 +5,7 @@
  * `/readyz` answers 200, as a load balancer's health check would.
  */
 import assert from "node:assert/strict";
-import { verifySignature } from "../../domain/webhooks/signature.ts";
+import { verifySignature } from "../../domain/webhooks/endpoints/signature.ts";
 import { createEndpointAt } from "../support/endpoints.ts";
 import { dropDatabase, eventually, freshDatabase, TEST_ENCRYPTION_KEY } from "../support/helpers.ts";
 import { previousRelease, type Release } from "../support/releases.ts";

@@ -326,7 +326,7 @@ Deno.test("each sandbox call emits its events with exactly the interface's data 
     });
 
     await t.step("all 17 event types of the rails were produced", async () => {
-      const { EVENT_TYPES, isOperational } = await import("../../domain/webhooks/events.ts");
+      const { EVENT_TYPES, isOperational } = await import("../../domain/webhooks/outbox/events.ts");
       // identified and the subscription ones were checked with `only` or by position; count what exists. The
       // operational types come from the webhooks themselves (tests/webhooks/operational_events_test.ts).
       const types = new Set((await eventsOf(ctx, company)).map((e) => e.type));

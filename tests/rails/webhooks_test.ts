@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { verifySignature } from "../../domain/webhooks/signature.ts";
+import { verifySignature } from "../../domain/webhooks/endpoints/signature.ts";
 import { eventually, newCompany, setup } from "../support/helpers.ts";
 import { assertCreated, keys, registerBrlAccount, registerPerson } from "../support/rails.ts";
 import { randomCpf } from "../support/check_digits.ts";

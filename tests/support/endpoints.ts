@@ -1,6 +1,6 @@
 /** Webhook endpoints and their delivery records, as an integrator registers and lists them; events as the rails emit them. */
 import assert from "node:assert/strict";
-import { emitEvent, type EventType } from "../../domain/webhooks/events.ts";
+import { emitEvent, type EventType } from "../../domain/webhooks/outbox/events.ts";
 import type { Company, Reply, TestContext } from "./helpers.ts";
 import type { httpCompany } from "./service_process.ts";
 

@@ -1,12 +1,12 @@
 /**
- * The record statement made again after a lost connection (domain/webhooks/delivery/record.ts, `again`), as a story
+ * The record statement made again after a lost connection (domain/webhooks/engine/statements/record.ts, `again`), as a story
  * the tests of what that statement keeps share: what it counts must count a batch once, whether or not the first try
  * committed.
  */
 import assert from "node:assert/strict";
 import { newId } from "../../domain/basics/ids.ts";
-import { claimNext } from "../../domain/webhooks/delivery/claim.ts";
-import { recordAttempts } from "../../domain/webhooks/delivery/record.ts";
+import { claimNext } from "../../domain/webhooks/engine/statements/claim.ts";
+import { recordAttempts } from "../../domain/webhooks/engine/statements/record.ts";
 import { type Company, newCompany, setup, type TestContext } from "./helpers.ts";
 import { createEndpoint, emit } from "./endpoints.ts";
 import { seqId } from "./webhook_receiver.ts";

@@ -6,8 +6,8 @@
 import { AssertionError } from "node:assert/strict";
 import { createHmac } from "node:crypto";
 import { Ajv2020 } from "ajv/dist/2020.js";
-import { CATALOGUE, type JsonSchema } from "../../domain/webhooks/catalogue.ts";
-import { verifySignature } from "../../domain/webhooks/signature.ts";
+import { CATALOGUE, type JsonSchema } from "../../domain/webhooks/outbox/catalogue.ts";
+import { verifySignature } from "../../domain/webhooks/endpoints/signature.ts";
 
 export type Arrival = {
   raw: string;

@@ -3,7 +3,7 @@
  * does not cover, and the guarantee that event data can never disguise the envelope.
  */
 import assert from "node:assert/strict";
-import { renderBody } from "../../domain/webhooks/body.ts";
+import { renderBody } from "../../domain/webhooks/engine/body.ts";
 
 type Settings = Parameters<typeof renderBody>[0];
 const SECRET = "f".repeat(64);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { Ajv2020 } from "ajv/dist/2020.js";
-import { EVENT_TYPES, isOperational, OPERATIONAL_EVENT_TYPES } from "../../domain/webhooks/events.ts";
+import { EVENT_TYPES, isOperational, OPERATIONAL_EVENT_TYPES } from "../../domain/webhooks/outbox/events.ts";
 import { eventually, newCompany, setup } from "../support/helpers.ts";
 import { startReceiver } from "../support/webhook_receiver.ts";
 import { registerBrlAccount, registerPerson, UNKNOWN_MXN_PAYER_TRANSFER } from "../support/rails.ts";

@@ -4,8 +4,8 @@
  * attempt that found it without sending the POST twice. TLS is still verified against each host name.
  */
 import assert from "node:assert/strict";
-import { ConnectionPool } from "../../domain/webhooks/connections.ts";
-import { sendWebhook } from "../../domain/webhooks/sender.ts";
+import { ConnectionPool } from "../../domain/webhooks/engine/connections.ts";
+import { sendWebhook } from "../../domain/webhooks/engine/sender.ts";
 import { rawHttpServer } from "../support/raw_http_server.ts";
 
 const fixture = (name: string) => Deno.readTextFileSync(new URL(`../fixtures/tls/${name}`, import.meta.url));

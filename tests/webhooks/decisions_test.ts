@@ -1,5 +1,5 @@
 /**
- * What an attempt's answer decides (domain/webhooks/delivery/decisions.ts), without Postgres: the next attempt's
+ * What an attempt's answer decides (domain/webhooks/endpoints/decisions.ts), without Postgres: the next attempt's
  * time, giving up after the tenth attempt of a schedule, Retry-After, a 410 and the failing clock of an endpoint.
  */
 import assert from "node:assert/strict";
@@ -12,7 +12,7 @@ import {
   MAX_ATTEMPTS,
   retryDelaySeconds,
   retryPlan,
-} from "../../domain/webhooks/delivery/decisions.ts";
+} from "../../domain/webhooks/endpoints/decisions.ts";
 
 /** The default WEBHOOK_RETRY_SCHEDULE, as configuration expands it. */
 const schedule = loadConfig({ JWT_SECRET: "decisions-test-secret-0123456789abcdef" }).retrySchedule;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { emitEvent } from "../../domain/webhooks/events.ts";
-import { parseSignatureHeader, verifySignature } from "../../domain/webhooks/signature.ts";
+import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
+import { parseSignatureHeader, verifySignature } from "../../domain/webhooks/endpoints/signature.ts";
 import { type Company, eventually, newCompany, setup } from "../support/helpers.ts";
 import { createEndpoint, emit, ENDPOINTS, EVENTS, listRecords } from "../support/endpoints.ts";
 import { type Arrival, hmac, type Receiver, sleep, startReceiver } from "../support/webhook_receiver.ts";

@@ -6,11 +6,11 @@
  */
 import assert from "node:assert/strict";
 import { newId } from "../../domain/basics/ids.ts";
-import type { Claim, ClaimedDelivery } from "../../domain/webhooks/delivery/claim_data.ts";
-import type { Recorded } from "../../domain/webhooks/delivery/recorder.ts";
-import { type DrainBudget, type DrainEnd, drainEndpoint, type DrainSteps } from "../../domain/webhooks/drain.ts";
-import type { EndpointRow } from "../../domain/webhooks/endpoints.ts";
-import type { SendResult } from "../../domain/webhooks/sender.ts";
+import type { Claim, ClaimedDelivery } from "../../domain/webhooks/engine/statements/claim_data.ts";
+import type { Recorded } from "../../domain/webhooks/engine/recorder.ts";
+import { type DrainBudget, type DrainEnd, drainEndpoint, type DrainSteps } from "../../domain/webhooks/engine/drain.ts";
+import type { EndpointRow } from "../../domain/webhooks/endpoints/endpoints.ts";
+import type { SendResult } from "../../domain/webhooks/engine/sender.ts";
 
 const NO_LIMIT: DrainBudget = { ms: Infinity, deliveries: Infinity };
 /** Lets the other runs move: every fake statement and request takes at least this one turn of the event loop. */

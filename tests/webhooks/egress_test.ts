@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { checkedAddresses, isPublicAddress, type Resolver } from "../../domain/webhooks/url_guard.ts";
-import { sendWebhook } from "../../domain/webhooks/sender.ts";
+import { checkedAddresses, isPublicAddress, type Resolver } from "../../domain/webhooks/endpoints/url_guard.ts";
+import { sendWebhook } from "../../domain/webhooks/engine/sender.ts";
 import { rawHttpServer } from "../support/raw_http_server.ts";
 import { EXAMPLE, startReceiver } from "../support/webhook_receiver.ts";
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { EVENT_TYPES } from "../../domain/webhooks/events.ts";
+import { EVENT_TYPES } from "../../domain/webhooks/outbox/events.ts";
 import { newCompany, setup } from "../support/helpers.ts";
 
 const BASE = "/api/v2/notifications/endpoints";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { emitEvent, type EventType } from "../../domain/webhooks/events.ts";
+import { emitEvent, type EventType } from "../../domain/webhooks/outbox/events.ts";
 import { type Company, newCompany, setup } from "../support/helpers.ts";
 import { type DeliveryRecord as Rec, emit, ENDPOINTS, EVENTS } from "../support/endpoints.ts";
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { emitEvent } from "../../domain/webhooks/events.ts";
+import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
 import { startWorker, stopWorker, type Worker } from "../../domain/infra/worker.ts";
 import { taskList, upkeep } from "../../jobs/index.ts";
 import { type Company, eventually, newCompany, setup, type TestContext } from "../support/helpers.ts";

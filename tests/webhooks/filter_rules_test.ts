@@ -14,7 +14,7 @@ import {
   MAX_EVENT_FILTERS_MS,
   passesFilter,
   position,
-} from "../../domain/webhooks/filters.ts";
+} from "../../domain/webhooks/outbox/filters.ts";
 import {
   assignRoles,
   estimateFilter,
@@ -24,7 +24,7 @@ import {
   Meter,
   metered,
   meterEvaluations,
-} from "../../domain/webhooks/filter_budget.ts";
+} from "../../domain/webhooks/outbox/filter_budget.ts";
 import {
   BIND_CHAIN,
   BIND_OUT_OF_MEMORY,

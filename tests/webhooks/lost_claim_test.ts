@@ -5,8 +5,8 @@
  */
 import assert from "node:assert/strict";
 import type { TransactionSql } from "../../domain/infra/db.ts";
-import { emitEvent } from "../../domain/webhooks/events.ts";
-import { leaseMsFor } from "../../domain/webhooks/delivery/lease.ts";
+import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
+import { leaseMsFor } from "../../domain/webhooks/engine/statements/lease.ts";
 import { eventually, newCompany, setup, type TestContext } from "../support/helpers.ts";
 import { createEndpoint } from "../support/endpoints.ts";
 import { sleep, startReceiver } from "../support/webhook_receiver.ts";

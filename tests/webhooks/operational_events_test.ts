@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { loadConfig } from "../../domain/infra/config.ts";
-import { failuresInARow } from "../../domain/webhooks/delivery/decisions.ts";
-import { enables, OPERATIONAL_EVENT_TYPES } from "../../domain/webhooks/events.ts";
+import { failuresInARow } from "../../domain/webhooks/endpoints/decisions.ts";
+import { enables, OPERATIONAL_EVENT_TYPES } from "../../domain/webhooks/outbox/events.ts";
 import { type Company, eventually, newCompany, setup, type TestContext } from "../support/helpers.ts";
 import { recordedAgain } from "../support/recorded_again.ts";
 import { createEndpoint, emit, ENDPOINTS, recordsOf } from "../support/endpoints.ts";

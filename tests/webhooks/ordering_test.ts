@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { emitEvent } from "../../domain/webhooks/events.ts";
+import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
 import { companions, taskList } from "../../jobs/index.ts";
 import { startWorker, stopWorker } from "../../domain/infra/worker.ts";
 import { type Company, eventually, newCompany, setup } from "../support/helpers.ts";

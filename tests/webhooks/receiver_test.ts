@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { catalogueEntry } from "../../domain/webhooks/catalogue.ts";
+import { catalogueEntry } from "../../domain/webhooks/outbox/catalogue.ts";
 import { bodyViolation, EXAMPLE, seqId, seqOf, startReceiver } from "../support/webhook_receiver.ts";
 
 const { example } = catalogueEntry("document_required");

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { emitEvent } from "../../domain/webhooks/events.ts";
+import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
 import { type Company, eventually, newCompany, setup } from "../support/helpers.ts";
 import { createEndpoint, ENDPOINTS, recordsOf } from "../support/endpoints.ts";
 import { type Arrival, seqId, seqOf, sleep, startReceiver } from "../support/webhook_receiver.ts";

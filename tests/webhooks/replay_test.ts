@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { v7 } from "uuid";
-import { RECOVER_LOCK, recoverDeliveries } from "../../domain/webhooks/deliveries.ts";
-import { pruneHistory } from "../../domain/webhooks/retention.ts";
-import { verifySignature } from "../../domain/webhooks/signature.ts";
+import { RECOVER_LOCK, recoverDeliveries } from "../../domain/webhooks/endpoints/deliveries.ts";
+import { pruneHistory } from "../../domain/webhooks/endpoints/retention.ts";
+import { verifySignature } from "../../domain/webhooks/endpoints/signature.ts";
 import { type Company, eventually, newCompany, setup } from "../support/helpers.ts";
 import { createEndpoint, emit, ENDPOINTS, recordsOf } from "../support/endpoints.ts";
 import { seqId, seqOf, sleep, startReceiver } from "../support/webhook_receiver.ts";

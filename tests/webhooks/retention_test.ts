@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { emitEvent } from "../../domain/webhooks/events.ts";
-import { ensurePartitions, pruneHistory } from "../../domain/webhooks/retention.ts";
+import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
+import { ensurePartitions, pruneHistory } from "../../domain/webhooks/endpoints/retention.ts";
 import { eventually, newCompany, setup } from "../support/helpers.ts";
 import { seqId, startReceiver } from "../support/webhook_receiver.ts";
 import { ENDPOINTS, EVENTS } from "../support/endpoints.ts";

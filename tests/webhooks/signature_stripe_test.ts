@@ -4,8 +4,8 @@
  */
 import assert from "node:assert/strict";
 import Stripe from "stripe";
-import { renderBody } from "../../domain/webhooks/body.ts";
-import { signPayload } from "../../domain/webhooks/signature.ts";
+import { renderBody } from "../../domain/webhooks/engine/body.ts";
+import { signPayload } from "../../domain/webhooks/endpoints/signature.ts";
 
 const SECRET = "9f".repeat(32);
 const OLD_SECRET = "a1".repeat(32);

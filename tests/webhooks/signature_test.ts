@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { renderBody } from "../../domain/webhooks/body.ts";
-import { checkedAddresses, isPrivateAddress, systemResolver } from "../../domain/webhooks/url_guard.ts";
-import { parseSignatureHeader, signPayload, verifySignature } from "../../domain/webhooks/signature.ts";
-import { sendWebhook } from "../../domain/webhooks/sender.ts";
+import { renderBody } from "../../domain/webhooks/engine/body.ts";
+import { checkedAddresses, isPrivateAddress, systemResolver } from "../../domain/webhooks/endpoints/url_guard.ts";
+import { parseSignatureHeader, signPayload, verifySignature } from "../../domain/webhooks/endpoints/signature.ts";
+import { sendWebhook } from "../../domain/webhooks/engine/sender.ts";
 import { EXAMPLE, hmac, startReceiver } from "../support/webhook_receiver.ts";
 
 const SECRET = "a".repeat(64);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { Webhook } from "standardwebhooks";
-import { emitEvent } from "../../domain/webhooks/events.ts";
+import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
 import { type Company, eventually, newCompany, setup } from "../support/helpers.ts";
 import { createEndpoint, ENDPOINTS } from "../support/endpoints.ts";
 import { type Arrival, type Receiver, seqId, startReceiver } from "../support/webhook_receiver.ts";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { emitEvent } from "../../domain/webhooks/events.ts";
-import { retryAfterSeconds } from "../../domain/webhooks/sender.ts";
+import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
+import { retryAfterSeconds } from "../../domain/webhooks/engine/sender.ts";
 import { type Company, eventually, newCompany, setup } from "../support/helpers.ts";
 import { createEndpoint, ENDPOINTS, EVENTS, recordsOf } from "../support/endpoints.ts";
 import { seqId, startReceiver } from "../support/webhook_receiver.ts";

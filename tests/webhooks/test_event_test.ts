@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { EVENT_TYPES } from "../../domain/webhooks/events.ts";
-import { verifySignature } from "../../domain/webhooks/signature.ts";
+import { EVENT_TYPES } from "../../domain/webhooks/outbox/events.ts";
+import { verifySignature } from "../../domain/webhooks/endpoints/signature.ts";
 import { eventually, newCompany, setup } from "../support/helpers.ts";
 import { createEndpoint, ENDPOINTS, EVENTS } from "../support/endpoints.ts";
 import { startReceiver } from "../support/webhook_receiver.ts";

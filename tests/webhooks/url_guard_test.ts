@@ -10,7 +10,7 @@ import {
   isNeverReachable,
   isPrivateAddress,
   systemResolver,
-} from "../../domain/webhooks/url_guard.ts";
+} from "../../domain/webhooks/endpoints/url_guard.ts";
 
 /** The check a delivery makes before it connects, with the operating system's resolver. */
 const assertPublicDestination = (url: URL) => checkedAddresses(url, { resolve: systemResolver, allowPrivate: false });

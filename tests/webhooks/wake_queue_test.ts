@@ -1,10 +1,10 @@
 /**
- * The drainers' queue of woken endpoints (domain/webhooks/wake_queue.ts), without Postgres: each endpoint once however
+ * The drainers' queue of woken endpoints (domain/webhooks/engine/wake_queue.ts), without Postgres: each endpoint once however
  * often woken, the first drainer of every endpoint before the second of any, and a drainer given back only to an
  * endpoint with fewer.
  */
 import assert from "node:assert/strict";
-import { WakeQueue } from "../../domain/webhooks/wake_queue.ts";
+import { WakeQueue } from "../../domain/webhooks/engine/wake_queue.ts";
 
 Deno.test("the queue of woken endpoints", async (t) => {
   await t.step("an endpoint woken many times waits once", async () => {

@@ -1,0 +1,634 @@
+/**
+ * Webhook endpoints: their settings and checks, their sealed secrets and Ed25519 keys and their rotation, the API's
+ * endpoint object, and create, update, disable and enable. Every way an endpoint becomes disabled goes through here.
+ */
+
+import type postgres from "postgres";
+import type { Sql, Tx } from "../../infra/db.ts";
+import { conflict, ErrorBag, notFound } from "../../basics/errors.ts";
+import { newId } from "../../basics/ids.ts";
+import { isoUtc, isoUtcOrNull } from "../../basics/time.ts";
+import { isSealed, SEALED_PREFIX, type SecretBox } from "../../infra/secret_box.ts";
+import { isIpLiteral, isLocalHostname, isNeverReachable, isPrivateAddress } from "./url_guard.ts";
+import { newSigningKey } from "./signature.ts";
+import { checkEndpointQuota, type EndpointQuota, fitSlots } from "./quotas.ts";
+import { emitEndpointDisabled } from "../outbox/operational.ts";
+import { checkFilter } from "../outbox/filters.ts";
+
+/** Endpoint settings as a client sends them; `null` or absent means the default on create, unchanged on update. */
+export type EndpointSettings = {
+  enabled_events?: string[] | null;
+  delivery_mode?: "parallel" | "sequential" | null;
+  event_payload_type?: "snapshot" | "thin" | null;
+  inject_secret_in_body?: boolean | null;
+  wrap_in_notification?: boolean | null;
+  max_concurrency?: number | null;
+  event_mapping?: Record<string, string> | null;
+  /** A CEL expression (filters.ts); `null` removes it on update, absent leaves it. */
+  filter?: string | null;
+  signature_scheme?: SignatureScheme | null;
+};
+export type EndpointCreateInput = EndpointSettings & { url: string };
+export type EndpointUpdateInput = EndpointSettings & { url?: string };
+
+/** How long a secret rotated away keeps signing (as v0) and verifying. */
+export const PREVIOUS_SECRET_TTL_HOURS = 24;
+/** At most this many secrets rotated away are kept (the oldest goes first): each adds a v0 to every signature. */
+export const MAX_PREVIOUS_SECRETS = 10;
+/** Slot rows 0..99 can exist per endpoint: the ceiling of max_concurrency. */
+export const MAX_CONCURRENCY = 100;
+
+/** A secret rotated away, as stored: sealed, with the instant it stops signing. */
+export type StoredPreviousSecret = { secret: string; expires_at: string };
+
+/**
+ * How an endpoint's deliveries are signed (docs/webhooks.md, "Ed25519 signatures"): with its shared secret, or with
+ * its Ed25519 private key, which only the service holds (the receiver verifies with the published public key).
+ */
+export const SIGNATURE_SCHEMES = ["hmac-sha256", "ed25519"] as const;
+export type SignatureScheme = (typeof SIGNATURE_SCHEMES)[number];
+
+/** An Ed25519 key rotated away, as stored: the private key sealed, the public one as published, its expiry. */
+export type StoredPreviousSigningKey = { secret_key: string; public_key: string; expires_at: string };
+
+export type DisabledReason = "manual" | "gone" | "failing";
+
+export type EndpointRow = {
+  id: string;
+  company_id: string;
+  url: string;
+  status: "active" | "disabled";
+  /** Why it is disabled (docs/webhooks.md, When an endpoint is disabled); null while active. */
+  disabled_reason: DisabledReason | null;
+  disabled_at: Date | null;
+  /** Since when every attempt failed (docs/webhooks.md, When an endpoint is disabled); null after a success. */
+  failing_since?: Date | null;
+  enabled_events: string[];
+  delivery_mode: "parallel" | "sequential";
+  event_payload_type: "snapshot" | "thin";
+  inject_secret_in_body: boolean;
+  wrap_in_notification: boolean;
+  max_concurrency: number;
+  event_mapping: Record<string, string> | null;
+  /** Which events it gets, beyond enabled_events (docs/webhooks.md, Filters); null: all of them. */
+  filter: string | null;
+  /** The signing secret, sealed (domain/infra/secret_box.ts): `openSecrets` reads it. Null for ed25519. */
+  sealed_secret: string | null;
+  /** Secrets rotated away, sealed, newest first; expired ones are ignored, and dropped at the next rotation. */
+  sealed_previous_secrets: StoredPreviousSecret[];
+  signature_scheme: SignatureScheme;
+  /** The `whsk_` Ed25519 private key, sealed; null for hmac-sha256. */
+  sealed_signing_key: string | null;
+  /** The `whpk_` public key of `sealed_signing_key`, as published; null for hmac-sha256. */
+  public_key: string | null;
+  /** Ed25519 keys rotated away (or left by a switch to hmac-sha256), newest first, as the secrets above. */
+  previous_signing_keys: StoredPreviousSigningKey[];
+  inserted_at: Date;
+  updated_at: Date;
+};
+
+/**
+ * An endpoint's secrets in plain text: the current one (none for ed25519), and those rotated away that still sign,
+ * newest first.
+ */
+export type EndpointSecrets = { secret: string | null; previous: { secret: string; expiresAt: Date }[] };
+
+/** 32 random bytes as 64 lowercase hex characters. */
+export function newSecret(): string {
+  return Array.from(crypto.getRandomValues(new Uint8Array(32)), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** A secret is sealed for its endpoint: copied to another endpoint's row, it does not open. */
+const sealContext = (endpointId: string) => `webhook_endpoints:${endpointId}`;
+
+/** What still signs of a list of credentials rotated away: unexpired, newest first. */
+function stillSigning<T extends { expires_at: string }>(list: T[]): (T & { expiresAt: Date })[] {
+  const now = Date.now();
+  return list.map((p) => ({ ...p, expiresAt: new Date(p.expires_at) }))
+    .filter((p) => p.expiresAt.getTime() > now)
+    .sort((a, b) => b.expiresAt.getTime() - a.expiresAt.getTime());
+}
+
+/** The endpoint's Ed25519 public keys rotated away that still sign, newest first, as the API shows them. */
+export function previousPublicKeys(e: Pick<EndpointRow, "previous_signing_keys">) {
+  return stillSigning(e.previous_signing_keys).map((k) => ({
+    public_key: k.public_key,
+    expires_at: isoUtc(k.expiresAt),
+  }));
+}
+
+/**
+ * The endpoint's `whsk_` private keys that sign, opened: the current one (ed25519 only), then those rotated away
+ * still signing, newest first.
+ */
+export async function openSigningKeys(
+  box: SecretBox,
+  e: Pick<EndpointRow, "id" | "sealed_signing_key" | "previous_signing_keys">,
+): Promise<string[]> {
+  const context = sealContext(e.id);
+  const sealed = [
+    ...(e.sealed_signing_key ? [e.sealed_signing_key] : []),
+    ...stillSigning(e.previous_signing_keys).map((k) => k.secret_key),
+  ];
+  return await Promise.all(sealed.map((k) => box.open(k, context)));
+}
+
+/** The endpoint's secrets, opened; previous secrets past their expiry are left out (they no longer sign). */
+export async function openSecrets(
+  box: SecretBox,
+  e: Pick<EndpointRow, "id" | "sealed_secret" | "sealed_previous_secrets">,
+): Promise<EndpointSecrets> {
+  const context = sealContext(e.id);
+  const now = Date.now();
+  const previous = e.sealed_previous_secrets
+    .map((p) => ({ sealed: p.secret, expiresAt: new Date(p.expires_at) }))
+    .filter((p) => p.expiresAt.getTime() > now)
+    .sort((a, b) => b.expiresAt.getTime() - a.expiresAt.getTime());
+  return {
+    secret: e.sealed_secret === null ? null : await box.open(e.sealed_secret, context),
+    previous: await Promise.all(
+      previous.map(async (p) => ({ secret: await box.open(p.sealed, context), expiresAt: p.expiresAt })),
+    ),
+  };
+}
+
+/**
+ * The endpoint object of the API, secrets included (create, show, update and list all carry them).
+ * `previous_secret` is the most recent secret rotated away; `previous_secrets` lists every one still signing.
+ * An ed25519 endpoint shows `secret: null` and its `public_key`; its private key is never shown.
+ */
+export async function presentEndpoint(box: SecretBox, e: EndpointRow) {
+  const { secret, previous } = await openSecrets(box, e);
+  return {
+    id: e.id,
+    company_id: e.company_id,
+    url: e.url,
+    status: e.status,
+    disabled_reason: e.status === "disabled" ? e.disabled_reason : null,
+    disabled_at: isoUtcOrNull(e.status === "disabled" ? e.disabled_at : null),
+    enabled_events: e.enabled_events,
+    delivery_mode: e.delivery_mode,
+    event_payload_type: e.event_payload_type,
+    inject_secret_in_body: e.inject_secret_in_body,
+    wrap_in_notification: e.wrap_in_notification,
+    max_concurrency: e.max_concurrency,
+    event_mapping: e.event_mapping,
+    filter: e.filter,
+    secret,
+    previous_secret: previous[0]?.secret ?? null,
+    previous_secret_expires_at: isoUtcOrNull(previous[0]?.expiresAt ?? null),
+    previous_secrets: previous.map((p) => ({ secret: p.secret, expires_at: isoUtc(p.expiresAt) })),
+    signature_scheme: e.signature_scheme,
+    public_key: e.public_key,
+    previous_public_keys: previousPublicKeys(e),
+    inserted_at: isoUtc(e.inserted_at),
+    updated_at: isoUtc(e.updated_at),
+  };
+}
+
+/** The answer to rotate_secret: the new secret (or public key) and the ones it replaced. */
+export async function presentRotation(box: SecretBox, e: EndpointRow) {
+  const { secret, previous } = await openSecrets(box, e);
+  return {
+    id: e.id,
+    secret,
+    previous_secret: previous[0]?.secret ?? null,
+    previous_secret_expires_at: isoUtcOrNull(previous[0]?.expiresAt ?? null),
+    signature_scheme: e.signature_scheme,
+    public_key: e.public_key,
+    previous_public_keys: previousPublicKeys(e),
+  };
+}
+
+/**
+ * https only, unless private URLs are allowed (local development and tests), in which case http and loopback or
+ * private hosts are accepted too; link-local and cloud metadata addresses never are. Names are not resolved here: the
+ * delivery checks the resolved addresses.
+ */
+export function checkEndpointUrl(errors: ErrorBag, raw: string, allowPrivateUrls: boolean) {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return errors.add("url", "has invalid format");
+  }
+  if (!["https:", "http:"].includes(url.protocol) || !url.hostname) return errors.add("url", "has invalid format");
+  if (url.username || url.password) return errors.add("url", "must not contain credentials");
+  if (isNeverReachable(url.hostname.replace(/^\[|\]$/g, ""))) {
+    return errors.add("url", "must not point to a link-local or cloud metadata address (no setting allows it)");
+  }
+  if (allowPrivateUrls) return;
+  // the setting is named: a refused local receiver otherwise leaves its developer guessing (README, "Quickstart")
+  if (url.protocol !== "https:") {
+    return errors.add(
+      "url",
+      "must be an https URL (http:// needs WEBHOOK_ALLOW_PRIVATE_URLS=true, never in production)",
+    );
+  }
+  const host = url.hostname.replace(/^\[|\]$/g, "");
+  if (isLocalHostname(host) || (isIpLiteral(host) && isPrivateAddress(host))) {
+    errors.add(
+      "url",
+      "must not point to a private, loopback or link-local address (those need WEBHOOK_ALLOW_PRIVATE_URLS=true, " +
+        "never in production)",
+    );
+  }
+}
+
+/**
+ * One active endpoint per URL and company: a second would get every event again, signed with another secret, so half
+ * of what its receiver gets would fail verification (docs/webhooks.md, "One endpoint per URL"). Called under the
+ * company's row lock that the quota check takes, so two registrations at once cannot both pass.
+ */
+async function refuseSecondAtUrl(tx: Tx, companyId: string, url: string, exceptId?: string): Promise<void> {
+  const [existing] = await tx<{ id: string }[]>`
+    select id from webhook_endpoints
+    where company_id = ${companyId} and url = ${url} and status = 'active'
+      and id is distinct from ${exceptId ?? null}::uuid
+    limit 1`;
+  if (existing) {
+    throw conflict({
+      url: [`is already the URL of active endpoint ${existing.id}: update that endpoint, or disable it first`],
+    });
+  }
+}
+
+/**
+ * An ed25519 endpoint has no shared secret, so none can be put in its bodies (docs/webhooks.md, "Ed25519
+ * signatures"). `scheme` and `injectSecret` are the values the endpoint would have after the request.
+ */
+export function checkSchemeSettings(errors: ErrorBag, scheme: SignatureScheme, injectSecret: boolean) {
+  if (scheme === "ed25519" && injectSecret) {
+    errors.add("inject_secret_in_body", "must be false with signature_scheme ed25519, which has no shared secret");
+  }
+}
+
+/** The settings' rules that depend on configuration (the URL) or on each other; throws every error at once. */
+export function validateEndpointInput(
+  input: {
+    url?: string | null;
+    signature_scheme?: SignatureScheme | null;
+    inject_secret_in_body?: boolean | null;
+    filter?: unknown;
+  },
+  opts: { allowPrivateUrls: boolean },
+) {
+  const errors = new ErrorBag();
+  if (typeof input.url === "string") checkEndpointUrl(errors, input.url, opts.allowPrivateUrls);
+  checkFilter(errors, input.filter);
+  checkSchemeSettings(errors, input.signature_scheme ?? "hmac-sha256", input.inject_secret_in_body ?? false);
+  errors.throwIfAny(422);
+}
+
+/** The columns of a new current credential of `scheme`, sealed for the endpoint. */
+async function newCredential(box: SecretBox, endpointId: string, scheme: SignatureScheme) {
+  if (scheme === "hmac-sha256") {
+    return {
+      sealed_secret: await box.seal(newSecret(), sealContext(endpointId)),
+      sealed_signing_key: null,
+      public_key: null,
+    };
+  }
+  const { secretKey, publicKey } = await newSigningKey();
+  return {
+    sealed_secret: null,
+    sealed_signing_key: await box.seal(secretKey, sealContext(endpointId)),
+    public_key: publicKey,
+  };
+}
+
+/**
+ * The SQL value of a list of credentials rotated away after `retired` joins it: `retired` (a jsonb object, or null
+ * for none) expiring PREVIOUS_SECRET_TTL_HOURS from now, the unexpired ones of `list` kept, newest first, at most
+ * MAX_PREVIOUS_SECRETS. In an update, the columns named on the right-hand side are the values before it.
+ */
+function retiring(tx: Tx, retired: postgres.Fragment, list: postgres.Fragment): postgres.Fragment {
+  return tx`(
+    select coalesce(jsonb_agg(p order by (p->>'expires_at')::timestamptz desc), '[]'::jsonb)
+    from (
+      select p from (
+        select ${retired} || jsonb_build_object(
+          'expires_at', now() + make_interval(hours => ${PREVIOUS_SECRET_TTL_HOURS})
+        ) as p
+        union all
+        select p from jsonb_array_elements(${list}) p
+      ) candidates
+      where p is not null and (p->>'expires_at')::timestamptz > now()
+      order by (p->>'expires_at')::timestamptz desc
+      limit ${MAX_PREVIOUS_SECRETS}
+    ) kept
+  )`;
+}
+
+/** The current secret, as an entry of `sealed_previous_secrets` (null when there is none). */
+const retiredSecret = (tx: Tx) =>
+  tx`case when sealed_secret is null then null else jsonb_build_object('secret', sealed_secret) end`;
+/** The current Ed25519 key, as an entry of `previous_signing_keys` (null when there is none). */
+const retiredSigningKey = (tx: Tx) =>
+  tx`case when sealed_signing_key is null then null
+    else jsonb_build_object('secret_key', sealed_signing_key, 'public_key', public_key) end`;
+
+/** SET items: the current credential, of either scheme, keeps signing for 24 hours among the previous ones. */
+const retiringCurrent = (tx: Tx) =>
+  tx`sealed_previous_secrets = ${retiring(tx, retiredSecret(tx), tx`sealed_previous_secrets`)},
+    previous_signing_keys = ${retiring(tx, retiredSigningKey(tx), tx`previous_signing_keys`)}`;
+
+/** The SET list of a switch to `scheme`: a new credential of it, the current one retiring (`retiringCurrent`). */
+function newCredentialSet(tx: Tx, credential: Awaited<ReturnType<typeof newCredential>>, scheme: SignatureScheme) {
+  return tx`
+    ${retiringCurrent(tx)},
+    signature_scheme = ${scheme},
+    sealed_secret = ${credential.sealed_secret},
+    sealed_signing_key = ${credential.sealed_signing_key},
+    public_key = ${credential.public_key}`;
+}
+
+export async function createEndpoint(
+  sql: Sql,
+  companyId: string,
+  input: EndpointCreateInput,
+  opts: { allowPrivateUrls: boolean; quota: EndpointQuota; box: SecretBox },
+): Promise<EndpointRow> {
+  validateEndpointInput(input, opts);
+  const id = newId();
+  const maxConcurrency = input.max_concurrency ?? 10;
+  const scheme = input.signature_scheme ?? "hmac-sha256";
+  const credential = await newCredential(opts.box, id, scheme);
+  return await sql.begin(async (tx) => {
+    await checkEndpointQuota(tx, companyId, opts.quota, { maxConcurrency });
+    await refuseSecondAtUrl(tx, companyId, input.url);
+    const [row] = await tx<EndpointRow[]>`
+      insert into webhook_endpoints (
+        id, company_id, url, filter, enabled_events, delivery_mode, event_payload_type, inject_secret_in_body,
+        wrap_in_notification, max_concurrency, event_mapping, signature_scheme, sealed_secret, sealed_signing_key,
+        public_key
+      ) values (
+        ${id}, ${companyId}, ${input.url}, ${input.filter ?? null}, ${input.enabled_events ?? ["*"]},
+        ${input.delivery_mode ?? "parallel"},
+        ${input.event_payload_type ?? "snapshot"}, ${input.inject_secret_in_body ?? false},
+        ${input.wrap_in_notification ?? false}, ${maxConcurrency},
+        ${input.event_mapping ? tx.json(input.event_mapping) : null}, ${scheme}, ${credential.sealed_secret},
+        ${credential.sealed_signing_key}, ${credential.public_key}
+      ) returning *`;
+    await fitSlots(tx, [id]);
+    return row;
+  });
+}
+
+export async function getEndpoint(sql: Tx, companyId: string, id: string): Promise<EndpointRow> {
+  const [row] = await sql<EndpointRow[]>`
+    select * from webhook_endpoints where company_id = ${companyId} and id = ${id}`;
+  if (!row) throw notFound();
+  return row;
+}
+
+/** Every endpoint of the company, oldest first, disabled ones included. */
+export function listEndpoints(sql: Sql, companyId: string): Promise<EndpointRow[]> {
+  return sql<EndpointRow[]>`select * from webhook_endpoints where company_id = ${companyId} order by id`;
+}
+
+export async function updateEndpoint(
+  sql: Sql,
+  companyId: string,
+  id: string,
+  input: EndpointUpdateInput,
+  opts: { allowPrivateUrls: boolean; quota: EndpointQuota; box: SecretBox },
+): Promise<EndpointRow> {
+  validateEndpointInput(input, opts);
+  const changes: Record<string, unknown> = {};
+  for (
+    const key of [
+      "url",
+      "enabled_events",
+      "delivery_mode",
+      "event_payload_type",
+      "inject_secret_in_body",
+      "wrap_in_notification",
+      "max_concurrency",
+    ] as const
+  ) {
+    if (input[key] !== undefined && input[key] !== null) changes[key] = input[key];
+  }
+  // null clears the filter, as it clears event_mapping
+  if (input.filter !== undefined) changes.filter = input.filter;
+  return await sql.begin(async (tx) => {
+    if (input.max_concurrency != null) {
+      await checkEndpointQuota(tx, companyId, opts.quota, { endpointId: id, maxConcurrency: input.max_concurrency });
+    }
+    if (input.url != null) {
+      await tx`select 1 from companies where id = ${companyId} for update`;
+      const [self] = await tx<{ status: string }[]>`
+        select status from webhook_endpoints where company_id = ${companyId} and id = ${id}`;
+      if (self?.status === "active") await refuseSecondAtUrl(tx, companyId, input.url, id);
+    }
+    const { set: switching } = await schemeSwitch(tx, companyId, id, input, opts.box);
+    const mapping = input.event_mapping === undefined
+      ? tx`event_mapping`
+      : input.event_mapping === null
+      ? tx`null`
+      : tx`${tx.json(input.event_mapping)}`;
+    const [row] = Object.keys(changes).length
+      ? await tx<EndpointRow[]>`
+          update webhook_endpoints set ${tx(changes)}, event_mapping = ${mapping}${switching}, updated_at = now()
+          where company_id = ${companyId} and id = ${id} returning *`
+      : await tx<EndpointRow[]>`
+          update webhook_endpoints set event_mapping = ${mapping}${switching}, updated_at = now()
+          where company_id = ${companyId} and id = ${id} returning *`;
+    if (!row) throw notFound();
+    await fitSlots(tx, [id]);
+    return row;
+  });
+}
+
+/**
+ * What an update does to the endpoint's signing (docs/webhooks.md, "Ed25519 signatures"): nothing (an empty
+ * fragment, wrapped: a fragment is a thenable, which an async function would run) unless `signature_scheme` changes, in which case a credential of the new scheme is made and the current
+ * one keeps signing for 24 hours, so the receiver can move to the new scheme without refusing a delivery. Checks the
+ * settings the endpoint would have (no secret in the body of an ed25519 endpoint) under the row's lock.
+ */
+async function schemeSwitch(
+  tx: Tx,
+  companyId: string,
+  id: string,
+  input: EndpointUpdateInput,
+  box: SecretBox,
+): Promise<{ set: postgres.Fragment }> {
+  if (input.signature_scheme == null && input.inject_secret_in_body !== true) return { set: tx`` };
+  const [current] = await tx<Pick<EndpointRow, "signature_scheme" | "inject_secret_in_body">[]>`
+    select signature_scheme, inject_secret_in_body from webhook_endpoints
+    where company_id = ${companyId} and id = ${id} for update`;
+  if (!current) throw notFound();
+  const scheme = input.signature_scheme ?? current.signature_scheme;
+  const errors = new ErrorBag();
+  checkSchemeSettings(errors, scheme, input.inject_secret_in_body ?? current.inject_secret_in_body);
+  errors.throwIfAny(422);
+  if (scheme === current.signature_scheme) return { set: tx`` };
+  return { set: tx`, ${newCredentialSet(tx, await newCredential(box, id, scheme), scheme)}` };
+}
+
+/**
+ * The one way an endpoint becomes disabled, as the SET list of an update of `webhook_endpoints`: by hand (`manual`),
+ * or by its attempts (`gone`, `failing`: domain/webhooks/engine/statements/record.ts). The first reason and instant are kept:
+ * disabling a disabled endpoint again changes neither. Its failing clock stops, and so does its failing streak
+ * (docs/webhooks.md, "Operational events").
+ */
+export function disabling(sql: Tx, reason: postgres.Fragment): postgres.Fragment {
+  return sql`status = 'disabled', updated_at = now(), failing_since = null,
+    consecutive_failures = 0, failing_alerted_at = null,
+    disabled_reason = case when status = 'active' then ${reason} else disabled_reason end,
+    disabled_at = case when status = 'active' then now() else disabled_at end`;
+}
+
+/**
+ * Soft delete: the endpoint gets nothing more, and what was still pending for it is marked failed. The company's
+ * other endpoints that subscribe hear of it (`endpoint.disabled`, reason `manual`) when it was active.
+ */
+export async function disableEndpoint(sql: Sql, companyId: string, id: string): Promise<EndpointRow> {
+  return await sql.begin(async (tx) => {
+    // the company before the endpoint, the order an update under the company's lock takes them in: the event's
+    // records take a key-share lock on the company
+    await tx`select 1 from companies where id = ${companyId} for key share`;
+    const [before] = await tx<{ status: string }[]>`
+      select status from webhook_endpoints where company_id = ${companyId} and id = ${id} for update`;
+    const [row] = await tx<EndpointRow[]>`
+      update webhook_endpoints set ${disabling(tx, tx`'manual'`)}
+      where company_id = ${companyId} and id = ${id} returning *`;
+    if (!row) throw notFound();
+    await failPendingDeliveries(tx, companyId, [id]);
+    await fitSlots(tx, [id]);
+    if (before?.status === "active") await emitEndpointDisabled(tx, row);
+    return row;
+  });
+}
+
+/**
+ * Makes a disabled endpoint active again, within the company's quota (as if created), with its slots back. Records
+ * that failed while it was disabled stay failed: recover them (`recoverDeliveries`) to have them sent. Enabling an
+ * active endpoint changes nothing.
+ */
+export async function enableEndpoint(
+  sql: Sql,
+  companyId: string,
+  id: string,
+  opts: { quota: EndpointQuota },
+): Promise<EndpointRow> {
+  return await sql.begin(async (tx) => {
+    // the lock the quota check takes, taken before reading: two enables at once then see each other's result
+    await tx`select 1 from companies where id = ${companyId} for update`;
+    const current = await getEndpoint(tx, companyId, id);
+    if (current.status === "active") return current;
+    await checkEndpointQuota(tx, companyId, opts.quota, { maxConcurrency: current.max_concurrency });
+    await refuseSecondAtUrl(tx, companyId, current.url, id);
+    const [row] = await tx<EndpointRow[]>`
+      update webhook_endpoints
+      set status = 'active', updated_at = now(), disabled_reason = null, disabled_at = null, failing_since = null,
+        consecutive_failures = 0, failing_alerted_at = null
+      where company_id = ${companyId} and id = ${id} returning *`;
+    await fitSlots(tx, [id]);
+    return row;
+  });
+}
+
+export async function disableAllEndpoints(sql: Sql, companyId: string): Promise<void> {
+  await sql.begin(async (tx) => {
+    const rows = await tx<{ id: string }[]>`
+      update webhook_endpoints set ${disabling(tx, tx`'manual'`)}
+      where company_id = ${companyId} and status = 'active' returning id`;
+    await failPendingDeliveries(tx, companyId, rows.map((r) => r.id));
+    await fitSlots(tx, rows.map((r) => r.id));
+  });
+}
+
+export async function failPendingDeliveries(tx: Tx, companyId: string, endpointIds: string[]) {
+  if (endpointIds.length === 0) return;
+  await tx`
+    update webhook_deliveries set status = 'failed', next_attempt_at = null, updated_at = now()
+    where company_id = ${companyId} and endpoint_id = any(${endpointIds}::uuid[]) and status = 'pending'`;
+}
+
+/**
+ * A new secret. The one it replaces keeps signing (as v0) and verifying for 24 hours, and so do the ones rotated
+ * away before it, each until its own expiry (at most MAX_PREVIOUS_SECRETS, newest first). An ed25519 endpoint gets a
+ * new key pair instead, its current key signing for 24 hours the same way.
+ */
+export async function rotateSecret(sql: Sql, box: SecretBox, companyId: string, id: string): Promise<EndpointRow> {
+  // One of each kind is made, and the statement keeps the one of the scheme the row has when it is updated: an update
+  // changing the scheme at the same moment cannot make the rotation give it a credential of the other kind.
+  const secret = await newCredential(box, id, "hmac-sha256");
+  const key = await newCredential(box, id, "ed25519");
+  const ed25519 = sql`signature_scheme = 'ed25519'`;
+  const [row] = await sql<EndpointRow[]>`
+    update webhook_endpoints set ${retiringCurrent(sql)},
+      sealed_secret = case when ${ed25519} then null else ${secret.sealed_secret} end,
+      sealed_signing_key = case when ${ed25519} then ${key.sealed_signing_key} end,
+      public_key = case when ${ed25519} then ${key.public_key} end,
+      updated_at = now()
+    where company_id = ${companyId} and id = ${id} returning *`;
+  if (!row) throw notFound();
+  return row;
+}
+
+/**
+ * Seals every secret still stored in plain text (rows written before secrets were sealed) and, with `reseal`,
+ * re-seals what an older key sealed, so that SECRET_ENCRYPTION_KEY_PREVIOUS can be removed afterwards. Expired
+ * previous secrets are dropped on the way. Idempotent and safe while the service runs: a row that changed in the
+ * meantime (a rotation) is not overwritten; it was written sealed with the current key anyway. A maintenance pass
+ * over every company, hence no company filter. Returns the number of endpoints rewritten.
+ */
+export async function sealStoredSecrets(sql: Sql, box: SecretBox, opts: { reseal: boolean }): Promise<number> {
+  const wanted = opts.reseal ? box.currentPrefix : SEALED_PREFIX;
+  let rewritten = 0;
+  let after = "00000000-0000-0000-0000-000000000000";
+  type Sealed = Pick<
+    EndpointRow,
+    "id" | "company_id" | "sealed_secret" | "sealed_previous_secrets" | "sealed_signing_key" | "previous_signing_keys"
+  >;
+  for (;;) {
+    const rows = await sql<Sealed[]>`
+      select id, company_id, sealed_secret, sealed_previous_secrets, sealed_signing_key, previous_signing_keys
+      from webhook_endpoints e
+      where id > ${after} and (
+        not starts_with(sealed_secret, ${wanted})
+        or not starts_with(sealed_signing_key, ${wanted})
+        or exists (
+          select 1 from jsonb_array_elements(e.sealed_previous_secrets) p where not starts_with(p->>'secret', ${wanted})
+        )
+        or exists (
+          select 1 from jsonb_array_elements(e.previous_signing_keys) p
+          where not starts_with(p->>'secret_key', ${wanted})
+        )
+      )
+      order by id limit 200`;
+    if (rows.length === 0) return rewritten;
+    after = rows[rows.length - 1].id;
+    for (const row of rows) {
+      const context = sealContext(row.id);
+      const reseal = async (value: string) =>
+        await box.seal(isSealed(value) ? await box.open(value, context) : value, context);
+      const resealOrNull = async (value: string | null) => value === null ? null : await reseal(value);
+      const previous: StoredPreviousSecret[] = [];
+      for (const p of stillSigning(row.sealed_previous_secrets)) {
+        previous.push({ secret: await reseal(p.secret), expires_at: p.expires_at });
+      }
+      const previousKeys: StoredPreviousSigningKey[] = [];
+      for (const k of stillSigning(row.previous_signing_keys)) {
+        previousKeys.push({
+          secret_key: await reseal(k.secret_key),
+          public_key: k.public_key,
+          expires_at: k.expires_at,
+        });
+      }
+      const updated = await sql`
+        update webhook_endpoints
+        set sealed_secret = ${await resealOrNull(row.sealed_secret)}, sealed_previous_secrets = ${sql.json(previous)},
+          sealed_signing_key = ${await resealOrNull(row.sealed_signing_key)},
+          previous_signing_keys = ${sql.json(previousKeys)}
+        where company_id = ${row.company_id} and id = ${row.id}
+          and sealed_secret is not distinct from ${row.sealed_secret}
+          and sealed_previous_secrets = ${sql.json(row.sealed_previous_secrets)}
+          and sealed_signing_key is not distinct from ${row.sealed_signing_key}
+          and previous_signing_keys = ${sql.json(row.previous_signing_keys)}`;
+      rewritten += updated.count;
+    }
+  }
+}

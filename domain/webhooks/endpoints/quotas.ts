@@ -1,0 +1,73 @@
+/**
+ * A company's quota of webhook endpoints (how many are active, how much concurrency they share) and the slot rows kept
+ * in step with each endpoint's max_concurrency: the two go together, since each unit of concurrency is a slot row.
+ */
+
+import type { Tx } from "../../infra/db.ts";
+import { ErrorBag, unprocessable } from "../../basics/errors.ts";
+
+/**
+ * What one company's webhook endpoints may hold: how many are active, and how much concurrency they share. Each
+ * unit of max_concurrency is a slot row leased per delivery in flight, so the second bound is also the bound on the
+ * company's slot rows (40 endpoints at 100 once made 4,080 rows in one go).
+ */
+export type EndpointQuota = { endpoints: number; concurrency: number };
+
+/**
+ * Refuses a change that would take the company past its quota. `endpointId` absent: one more endpoint becomes active
+ * (created, or enabled again) with `maxConcurrency`; present: an endpoint changes its max_concurrency, which counts
+ * only while it is active. 422, not 429: waiting does not help, disabling an endpoint or lowering a
+ * max_concurrency does. The company row is locked for the rest of the transaction, so two requests at once cannot
+ * both take the last place.
+ */
+export async function checkEndpointQuota(
+  tx: Tx,
+  companyId: string,
+  quota: EndpointQuota,
+  change: { endpointId?: string; maxConcurrency: number },
+): Promise<void> {
+  await tx`select 1 from companies where id = ${companyId} for update`;
+  const [use] = await tx<{ active: number; others: number; current: number | null; active_self: boolean }[]>`
+    select
+      count(*) filter (where id is distinct from ${change.endpointId ?? null}::uuid)::int as active,
+      coalesce(sum(max_concurrency) filter (where id is distinct from ${change.endpointId ?? null}::uuid), 0)::int
+        as others,
+      max(max_concurrency) filter (where id = ${change.endpointId ?? null}::uuid) as current,
+      bool_or(id = ${change.endpointId ?? null}::uuid) as active_self
+    from webhook_endpoints where company_id = ${companyId} and status = 'active'`;
+  if (change.endpointId === undefined && use.active >= quota.endpoints) {
+    throw unprocessable(`at most ${quota.endpoints} active endpoints per company: disable one first`);
+  }
+  // a disabled endpoint holds no slots; an unchanged or lowered value never needs room it does not have
+  if (change.endpointId !== undefined && (!use.active_self || change.maxConcurrency <= (use.current ?? 0))) return;
+  const room = quota.concurrency - use.others;
+  if (change.maxConcurrency > room) {
+    const errors = new ErrorBag();
+    errors.add(
+      "max_concurrency",
+      room >= 1
+        ? `must be less than or equal to ${room}: the company's active endpoints share ${quota.concurrency}`
+        : `has no room left: the company's active endpoints share ${quota.concurrency}`,
+    );
+    errors.throwIfAny(422);
+  }
+}
+
+/**
+ * Slot rows follow the endpoints: 0..max_concurrency-1 for an active endpoint, none for a disabled one. Rows a
+ * lowered max_concurrency or a disable leaves over are deleted unless a delivery holds them (its lease ends on its
+ * own; the claim never takes a slot past the limit).
+ */
+export async function fitSlots(tx: Tx, endpointIds: string[]) {
+  if (endpointIds.length === 0) return;
+  await tx`
+    insert into webhook_slots (endpoint_id, slot)
+    select e.id, s from webhook_endpoints e cross join generate_series(0, e.max_concurrency - 1) s
+    where e.id = any(${endpointIds}::uuid[]) and e.status = 'active'
+    on conflict do nothing`;
+  await tx`
+    delete from webhook_slots s using webhook_endpoints e
+    where e.id = s.endpoint_id and e.id = any(${endpointIds}::uuid[])
+      and s.slot >= case when e.status = 'active' then e.max_concurrency else 0 end
+      and (s.leased_until is null or s.leased_until < now())`;
+}

@@ -1,0 +1,43 @@
+/**
+ * The JSON body one endpoint receives for one delivery record, by its body settings (docs/webhooks.md, "Bodies"). Pure,
+ * and apart from sender.ts, so the shapes are tested without a receiver.
+ */
+
+import type { EndpointRow } from "../endpoints/endpoints.ts";
+
+/** The endpoint's settings, and its signing secret in plain text (openSecrets) for inject_secret_in_body. */
+type BodySettings =
+  & Pick<EndpointRow, "event_payload_type" | "wrap_in_notification" | "inject_secret_in_body" | "event_mapping">
+  & { secret: string };
+
+/**
+ * The JSON body one endpoint receives for one delivery record (docs/webhooks.md, Bodies):
+ * - snapshot (default): `{id, type, data}`, `id` being the delivery record id;
+ * - thin: `{id, type}`;
+ * - wrap_in_notification: `{notification: {type, ...data}}` (thin: `{notification: {id, type}}`), the format of
+ *   the earlier webhook generation, for receivers that still read it;
+ * - inject_secret_in_body adds `secret`, inside `notification` when wrapped;
+ * - event_mapping renames the outbound `type` only (the record keeps the real type).
+ */
+export function renderBody(
+  endpoint: BodySettings,
+  delivery: { id: string; type: string; data: Record<string, unknown> },
+): string {
+  const type = endpoint.event_mapping?.[delivery.type] ?? delivery.type;
+  const thin = endpoint.event_payload_type === "thin";
+  const secret = endpoint.inject_secret_in_body ? { secret: endpoint.secret } : {};
+  if (endpoint.wrap_in_notification) {
+    const fields = thin ? { id: delivery.id } : withoutKeys(delivery.data, ["type", "secret"]);
+    return JSON.stringify({ notification: { type, ...fields, ...secret } });
+  }
+  return JSON.stringify(
+    thin ? { id: delivery.id, type, ...secret } : { id: delivery.id, type, data: delivery.data, ...secret },
+  );
+}
+
+/** Event data never overrides the envelope's own keys. */
+function withoutKeys(data: Record<string, unknown>, keys: string[]) {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(data)) if (!keys.includes(k)) out[k] = v;
+  return out;
+}

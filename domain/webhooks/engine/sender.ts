@@ -1,0 +1,336 @@
+/**
+ * One delivery attempt over HTTP: render, sign and POST (`sendDelivery`), and the POST itself (`sendWebhook`), which
+ * never throws and connects only to the addresses the URL guard checked (docs/webhooks.md, "Where requests go").
+ */
+
+import http from "node:http";
+import https from "node:https";
+import type { LookupFunction } from "node:net";
+import type { SecretBox } from "../../infra/secret_box.ts";
+import { renderBody } from "./body.ts";
+import { honoursRetryAfter } from "../endpoints/decisions.ts";
+import type { ConnectionPool } from "./connections.ts";
+import { type EndpointRow, openSecrets, openSigningKeys } from "../endpoints/endpoints.ts";
+import { signPayload, standardWebhookHeaders } from "../endpoints/signature.ts";
+import {
+  BlockedDestination,
+  checkedAddresses,
+  isIpLiteral,
+  type Resolver,
+  systemResolver,
+} from "../endpoints/url_guard.ts";
+import { tracedAttempt } from "./attempt_trace.ts";
+
+/** Names the service to receivers (and in their logs). */
+export const USER_AGENT = "payments-api-webhooks/1.0";
+/** What is kept of a receiver's answer. */
+export const MAX_RESPONSE_BYTES = 16 * 1024;
+
+/** One attempt as the receiver answered it: what is recorded, and what decides the record's next state. */
+export type SendResult = {
+  ok: boolean;
+  httpStatus: number;
+  responseBody: string;
+  durationMs: number;
+  /** The answer's headers worth keeping (`keptHeaders`); empty without an answer. */
+  responseHeaders?: Record<string, string>;
+  /** A 429 or 503 answer's Retry-After, in seconds from the answer (at most a day); null otherwise. */
+  retryAfterSeconds?: number | null;
+};
+
+/** Headers of an answer that help to understand it; never cookies or credentials. */
+const KEPT_HEADERS = new Set([
+  "content-type",
+  "content-length",
+  "retry-after",
+  "server",
+  "date",
+  "location",
+  "x-request-id",
+  "request-id",
+  "x-correlation-id",
+  "cf-ray",
+  "x-amzn-requestid",
+  "x-amz-cf-id",
+]);
+/** Header values are cut to this many characters. */
+const MAX_HEADER_CHARS = 256;
+
+/** The headers of an answer that are recorded with the attempt. */
+export function keptHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    const key = name.toLowerCase();
+    if (!KEPT_HEADERS.has(key) || value === undefined) continue;
+    kept[key] = (Array.isArray(value) ? value.join(", ") : value).replaceAll("\u0000", "").slice(0, MAX_HEADER_CHARS);
+  }
+  return kept;
+}
+
+/** The longest postponement a Retry-After can ask for. */
+export const MAX_RETRY_AFTER_SECONDS = 24 * 60 * 60;
+
+/**
+ * Seconds to wait according to a Retry-After value, in either of its forms (delay-seconds or an HTTP date), capped
+ * at a day; null when it is absent or malformed. A date in the past is 0.
+ */
+export function retryAfterSeconds(value: string | undefined | null, nowMs = Date.now()): number | null {
+  if (!value) return null;
+  const text = value.trim();
+  let seconds: number;
+  if (/^\d+$/.test(text)) seconds = Number(text);
+  else {
+    // an HTTP date names its day of the week and GMT; Date.parse alone would also take "5" or "2026"
+    if (!/^[A-Za-z]{3},? /.test(text)) return null;
+    const at = Date.parse(text);
+    if (Number.isNaN(at)) return null;
+    seconds = Math.max(0, Math.ceil((at - nowMs) / 1000));
+  }
+  return Math.min(seconds, MAX_RETRY_AFTER_SECONDS);
+}
+
+export type SendOptions = {
+  timeoutMs: number;
+  /** Development and tests: http and private or loopback receivers. */
+  allowPrivateUrls: boolean;
+  signal?: AbortSignal;
+  /** Name resolution, done once per attempt; the operating system's unless a test swaps it. */
+  resolve?: Resolver;
+  /** Certificate authorities (PEM) trusted instead of the default ones: tests with their own TLS receivers. */
+  ca?: string[];
+  /** Keep-alive connections to reuse (docs/webhooks.md, "Connections"); without it each attempt opens its own. */
+  connections?: ConnectionPool;
+};
+
+/**
+ * Renders one delivery for its endpoint, signs it with the endpoint's current and previous secrets under both
+ * schemes (`service-signature` and the Standard Webhooks headers, with one timestamp) and POSTs it. Ed25519 keys
+ * (an ed25519 endpoint's, or those still signing after a switch) add `v1a` signatures to `webhook-signature`;
+ * `service-signature` is sent only while an HMAC secret signs, which an ed25519 endpoint has only in the 24 hours
+ * after a switch from hmac-sha256 (docs/webhooks.md, "Ed25519 signatures").
+ * Only a secret that does not open (a wrong SECRET_ENCRYPTION_KEY) throws: the job fails and the delivery stays
+ * pending until the key is fixed (docs/production.md).
+ */
+export async function sendDelivery(
+  box: SecretBox,
+  endpoint: EndpointRow,
+  delivery: { id: string; type: string; data: Record<string, unknown>; traceparent?: string | null },
+  opts: SendOptions,
+): Promise<SendResult> {
+  const { secret, previous } = await openSecrets(box, endpoint);
+  const signingKeys = await openSigningKeys(box, endpoint);
+  // an ed25519 endpoint cannot inject a secret (checkSchemeSettings): its body never reads this one
+  const body = renderBody({ ...endpoint, secret: secret ?? "" }, delivery);
+  const secrets = [...(secret === null ? [] : [secret]), ...previous.map((p) => p.secret)];
+  const timestamp = Math.floor(Date.now() / 1000);
+  const standard = standardWebhookHeaders(delivery.id, timestamp, body, secrets, {
+    signingKeys,
+    asymmetricFirst: endpoint.signature_scheme === "ed25519",
+  });
+  const headers: Record<string, string> = secrets.length
+    ? {
+      "service-signature": signPayload(body, secrets[0], { previousSecrets: secrets.slice(1), timestamp }),
+      ...standard,
+    }
+    : standard;
+  // a span of its own, continuing the trace of the request that emitted the event (docs/webhooks.md, "Tracing")
+  return await tracedAttempt(
+    endpoint,
+    delivery,
+    (trace) => sendWebhook(endpoint.url, body, { ...headers, ...trace }, opts),
+  );
+}
+
+/**
+ * One POST attempt. Never throws: a refusal, a network error or a timeout is a failed attempt with status 0 and
+ * the error as its text, which never names an address. Redirects are not followed (a 3xx is a failed attempt), and
+ * unless private URLs are allowed the destination must be https and resolve only to public addresses.
+ *
+ * The host name is resolved once, the addresses checked, and the connection opened to one of those addresses only
+ * (the request's `lookup` answers with them), so a second DNS answer can never redirect it; TLS still uses the host
+ * name for SNI and to verify the certificate. With `opts.connections` the connection is kept for the next attempt
+ * to the same host and checked addresses (a receiver that closes it meanwhile fails that attempt, which is never
+ * sent twice); without it, each attempt has a connection of its own, closed after the answer.
+ * The timeout covers name resolution, the request and reading the first 16 KiB of the answer.
+ */
+export async function sendWebhook(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  opts: SendOptions,
+): Promise<SendResult> {
+  const started = performance.now();
+  const timeout = AbortSignal.timeout(opts.timeoutMs);
+  const signal = opts.signal ? AbortSignal.any([timeout, opts.signal]) : timeout;
+  const result = (httpStatus: number, responseBody: string, answerHeaders: Answer["headers"] = {}): SendResult => ({
+    ok: httpStatus >= 200 && httpStatus < 300,
+    httpStatus,
+    responseBody,
+    durationMs: performance.now() - started,
+    responseHeaders: keptHeaders(answerHeaders),
+    retryAfterSeconds: honoursRetryAfter(httpStatus)
+      ? retryAfterSeconds(firstValue(answerHeaders["retry-after"]))
+      : null,
+  });
+  try {
+    const target = new URL(url);
+    if (target.protocol !== "https:" && (target.protocol !== "http:" || !opts.allowPrivateUrls)) {
+      // the setting is named so that whoever reads the attempt log knows what would change it (docs/webhooks.md)
+      return result(
+        0,
+        "refused: only https URLs are delivered (WEBHOOK_ALLOW_PRIVATE_URLS=true allows http, never in production)",
+      );
+    }
+    const addresses = await raceAbort(
+      checkedAddresses(target, { resolve: opts.resolve ?? systemResolver, allowPrivate: opts.allowPrivateUrls }),
+      signal,
+    );
+    const answer = await post(target, addresses, body, {
+      "content-type": "application/json",
+      "user-agent": USER_AGENT,
+      ...headers,
+    }, { signal, ca: opts.ca, connections: opts.connections });
+    return result(answer.status, decodePrefix(answer.bytes, answer.truncated), answer.headers);
+  } catch (err) {
+    if (err instanceof BlockedDestination) return result(0, err.message);
+    if (timeout.aborted) return result(0, `timeout after ${opts.timeoutMs} ms`);
+    if (opts.signal?.aborted) return result(0, "aborted: the worker is shutting down");
+    return result(0, describeFailure(err));
+  }
+}
+
+type Answer = {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  bytes: Uint8Array;
+  truncated: boolean;
+};
+
+const firstValue = (value: string | string[] | undefined) => Array.isArray(value) ? value[0] : value;
+
+/**
+ * POSTs to one of `addresses`, over a pooled connection or a fresh one, and reads the status and the first 16 KiB of
+ * the answer. A connection is closed unless the answer was read to its end and the pool keeps it.
+ */
+function post(
+  target: URL,
+  addresses: string[],
+  body: string,
+  headers: Record<string, string>,
+  opts: { signal: AbortSignal; ca?: string[]; connections?: ConnectionPool },
+): Promise<Answer> {
+  const host = target.hostname.replace(/^\[|\]$/g, "");
+  const pinned: LookupFunction = (_name, options, callback) => {
+    const all = addresses.map((address) => ({ address, family: address.includes(":") ? 6 : 4 }));
+    if ((options as { all?: boolean }).all) (callback as (e: null, a: typeof all) => void)(null, all);
+    else callback(null, all[0].address, all[0].family);
+  };
+  const bytes = new TextEncoder().encode(body);
+  const secure = target.protocol === "https:";
+  const port = target.port ? Number(target.port) : secure ? 443 : 80;
+  const pool = opts.connections;
+  const agent = pool ? pool.agentFor({ secure, host, port, addresses, ca: opts.ca }) : false;
+  return new Promise<Answer>((resolve, reject) => {
+    let settled = false;
+    const settle = (outcome: () => void, keep = false) => {
+      if (settled) return;
+      settled = true;
+      opts.signal.removeEventListener("abort", onAbort);
+      if (!keep || !pool) request.destroy();
+      outcome();
+    };
+    const onAbort = () => settle(() => reject(opts.signal.reason));
+    const request = (secure ? https : http).request({
+      host,
+      port,
+      path: `${target.pathname}${target.search}`,
+      method: "POST",
+      headers: { ...headers, "content-length": String(bytes.length), ...(pool ? {} : { connection: "close" }) },
+      // without a pool this connection is used for this request only
+      agent,
+      lookup: pinned,
+      // the certificate must name the host (an IP literal is matched as an IP address)
+      ...(secure ? { servername: isIpLiteral(host) ? undefined : host, ca: opts.ca, rejectUnauthorized: true } : {}),
+    }, (response) => {
+      const chunks: Uint8Array[] = [];
+      let size = 0;
+      // The status and headers arrived: a body cut short (a reset, a close) still counts as the receiver's answer.
+      const answered = (truncated: boolean, complete = false) =>
+        settle(() =>
+          resolve({
+            status: response.statusCode ?? 0,
+            headers: response.headers,
+            bytes: concat(chunks, MAX_RESPONSE_BYTES),
+            truncated,
+          }), complete);
+      response.on("data", (chunk: Uint8Array) => {
+        chunks.push(chunk);
+        size += chunk.length;
+        if (size > MAX_RESPONSE_BYTES) answered(true);
+      });
+      // read to its end: the connection may carry the next attempt
+      response.on("end", () => answered(false, true));
+      response.on("close", () => answered(false));
+      response.on("error", () => answered(false));
+    });
+    // Deno's node:http sends a request again, unasked, when a kept connection turns out closed (its
+    // maybeRetryRequest, skipped for a request marked as a retry already): a POST the receiver may have read must
+    // fail this attempt instead, to be recorded and retried on the schedule (docs/webhooks.md, "Connections").
+    // tests/webhooks/connections_test.ts fails if a Deno upgrade sends it twice again.
+    if (pool) (request as unknown as { _retrying: boolean })._retrying = true;
+    request.on("error", (err) => settle(() => reject(err)));
+    if (opts.signal.aborted) return onAbort();
+    opts.signal.addEventListener("abort", onAbort, { once: true });
+    request.end(bytes);
+  });
+}
+
+function concat(chunks: Uint8Array[], limit: number): Uint8Array {
+  const size = Math.min(limit, chunks.reduce((n, c) => n + c.length, 0));
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    if (at >= size) break;
+    const part = chunk.subarray(0, size - at);
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
+}
+
+/** The answer as text. A cut in the middle of a UTF-8 sequence decodes to U+FFFD: drop it. Postgres text cannot hold NUL. */
+function decodePrefix(bytes: Uint8Array, truncated: boolean): string {
+  const text = new TextDecoder().decode(bytes).replaceAll("\u0000", "");
+  return truncated ? text.replace(/\uFFFD$/, "") : text;
+}
+
+/** Network and TLS errors by kind: their own messages may hold the address that was connected to. */
+const FAILURES: [RegExp, string][] = [
+  [/^ECONNREFUSED$/, "connection refused"],
+  [/^(ECONNRESET|EPIPE)$/, "connection reset"],
+  [/^(EHOSTUNREACH|ENETUNREACH|EADDRNOTAVAIL)$/, "host unreachable"],
+  [/^ETIMEDOUT$/, "connection timed out"],
+  [/ALTNAME|HOSTNAME/i, "TLS: the certificate does not match the host name"],
+  [/EXPIRED/i, "TLS: the certificate has expired"],
+  [/CERT|VERIFY|SIGNATURE|ISSUER/i, "TLS: the certificate is not trusted"],
+  [/SSL|TLS/i, "TLS handshake failed"],
+  [/^HPE_/, "the answer is not valid HTTP"],
+];
+
+/** What went wrong, with the error code so that an operator can look it up: "connection refused (ECONNREFUSED)". */
+function describeFailure(err: unknown): string {
+  const raw = (err as { code?: unknown })?.code;
+  // codes are short upper-case names; anything else is not shown, since a message could name an address
+  const code = typeof raw === "string" && /^[A-Z0-9_]{2,64}$/.test(raw) ? raw : "";
+  const text = FAILURES.find(([pattern]) => pattern.test(code))?.[1] ?? "connection failed";
+  return code ? `${text} (${code})` : text;
+}
+
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}

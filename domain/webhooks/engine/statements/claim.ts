@@ -1,0 +1,60 @@
+/**
+ * The first claim of a drain run (`claimNext`): one statement that leases an endpoint's free slot with the next record
+ * that may go. One statement of the lease protocol, like each file of this folder.
+ */
+
+import type { Sql } from "../../../infra/db.ts";
+import { type Claim, toClaims } from "./claim_data.ts";
+import { claimedColumns, type ClaimRow, fillSlots } from "./fill_slots.ts";
+import { asyncCommit, type Lease, leaseFree, leaseUntil, slotLimit } from "./lease.ts";
+import { notifyWake } from "../../outbox/wake.ts";
+
+/**
+ * The first claim of a drain run, one statement: re-reads the endpoint (so a rotation or a disable is seen at once),
+ * leases its lowest free slot and the next record that may go (fill_slots.ts). Null when the endpoint does not
+ * exist; `delivery` null when nothing is due or no slot is free.
+ *
+ * When more is due than this slot carries and the endpoint has slots beyond it, it wakes the endpoint again
+ * (wake.ts), so a backlog fans out over the slots one drainer at a time, whoever woke the endpoint.
+ */
+export async function claimNext(sql: Sql, endpointId: string, opts: Lease): Promise<Claim | null> {
+  const lease = leaseUntil(sql, opts.leaseMs);
+  const [row] = await sql<(ClaimRow & { woken: string })[]>`
+    with ep as (
+      select * from webhook_endpoints where id = ${endpointId}
+    ), commit_mode as (
+      ${asyncCommit(sql)}
+    ), free_slot as (
+      select s.slot from webhook_slots s
+      where s.endpoint_id = ${endpointId} and s.slot < (select ${slotLimit(sql, "ep")} from ep)
+        and ${leaseFree(sql, "s")}
+      order by s.slot limit 1
+      for update skip locked
+    ), gate as (
+      select 0 as idx, ep.id as endpoint_id, f.slot, ep.delivery_mode, null::uuid as attempted, false as still_pending
+      from ep cross join free_slot f
+    ), ${fillSlots(sql, lease, opts.owner)}, taken_slot as (
+      update webhook_slots s set delivery_id = p.next_id, leased_until = ${lease}, leased_by = ${opts.owner}
+      from paired p join gate g on g.idx = p.idx
+      where s.endpoint_id = g.endpoint_id and s.slot = g.slot
+      returning s.slot
+    ), fan_out as (
+      select ${endpointId}::uuid
+      from taken_slot ts cross join ep
+      where ts.slot + 1 < ${slotLimit(sql, "ep")} and exists (
+        select 1 from webhook_deliveries d
+        where d.endpoint_id = ${endpointId} and d.status = 'pending' and d.next_attempt_at <= now()
+          and ${leaseFree(sql, "d")} and d.id not in (select id from taken)
+      )
+    ), woken as (
+      select ${notifyWake(sql, sql`select * from fan_out`)} as woken
+    )
+    select ep.*, ${claimedColumns(sql)}, taken_slot.slot, (select woken from woken) as woken
+    from ep
+    cross join commit_mode
+    left join taken t on true
+    left join taken_slot on true`;
+  if (!row) return null;
+  const { woken: _, ...claim } = row;
+  return (await toClaims(sql, [claim], Date.now() + opts.leaseMs / 2))[0];
+}

@@ -1,0 +1,52 @@
+/**
+ * What is due, for the drainers (domain/webhooks/engine/drainers.ts): the endpoints with a record that may go now (read when
+ * a process starts listening, and again whenever its listening session comes back, since wake-ups sent meanwhile were
+ * not heard), and the retry timer's one statement.
+ */
+
+import type { Sql } from "../../../infra/db.ts";
+import { leaseFree } from "./lease.ts";
+import { notifyWake } from "../../outbox/wake.ts";
+
+/** Active endpoints with a pending record due now that nobody holds, and the database's clock. */
+export async function dueEndpoints(sql: Sql): Promise<{ endpointIds: string[]; now: Date }> {
+  const rows = await sql<{ id: string | null; now: Date }[]>`
+    select e.id, now() as now from (select 1) as one
+    left join webhook_endpoints e on e.status = 'active' and exists (
+      select 1 from webhook_deliveries d
+      where d.endpoint_id = e.id and d.status = 'pending' and d.next_attempt_at <= now() and ${leaseFree(sql, "d")}
+    )`;
+  return { endpointIds: rows.flatMap((r) => r.id ? [r.id] : []), now: rows[0].now };
+}
+
+/** How far back the timer looks again: a record written just before its last turn may have committed just after. */
+const OVERLAP_SECONDS = 2;
+
+/**
+ * The retry timer's turn, one statement: wakes (wake.ts) every endpoint with a pending record that came due since
+ * `since` (a failed attempt's retry, a Retry-After, and a new event's record too, should its wake-up have been missed)
+ * and nobody holds, names them, and says when the next pending record comes due.
+ * Both read the index of pending records by due time, so a turn costs the records that came due, not the backlog.
+ * An empty wake-up goes out too: the drainers' proof that their LISTEN still hears.
+ */
+export async function wakeDueSince(
+  sql: Sql,
+  since: Date,
+): Promise<{ endpointIds: string[]; now: Date; nextInMs: number | null }> {
+  const [row] = await sql<{ endpoint_ids: string[]; now: Date; next_in_ms: number | null }[]>`
+    with due as (
+      select distinct d.endpoint_id from webhook_deliveries d
+      where d.status = 'pending' and d.next_attempt_at <= now()
+        and d.next_attempt_at > ${since}::timestamptz - ${OVERLAP_SECONDS} * interval '1 second'
+        and ${leaseFree(sql, "d")}
+    ), woken as (
+      select ${notifyWake(sql, sql`select endpoint_id from due`)} as woken
+    )
+    select now() as now, (select woken from woken) as woken, array(select endpoint_id from due) as endpoint_ids, ${
+    notifyWake(sql, sql`select ''`)
+  } as heartbeat, (
+      select extract(epoch from min(d.next_attempt_at) - now())::float8 * 1000 from webhook_deliveries d
+      where d.status = 'pending' and d.next_attempt_at > now()
+    ) as next_in_ms`;
+  return { endpointIds: row.endpoint_ids, now: row.now, nextInMs: row.next_in_ms };
+}

@@ -1,0 +1,44 @@
+/**
+ * Leases: how a drainer holds a concurrency slot of an endpoint and the record it carries, across every process
+ * sharing the database (docs/architecture.md, "Leases and slots"). A lease is not a lock held by a connection: it
+ * names its holder (`leased_by`, a worker process) and runs out by itself, so a lost connection or a crash never
+ * keeps a slot for ever. These are the fragments every statement of this folder shares.
+ */
+
+import type postgres from "postgres";
+import type { Tx } from "../../../infra/db.ts";
+
+/** Slack beyond the request timeout before a lease (slot and record) counts as abandoned by a crashed worker. */
+export const LEASE_SLACK_MS = 30_000;
+
+/** How long a drainer holds a slot and its record for one attempt made with this request timeout. */
+export function leaseMsFor(timeoutMs: number): number {
+  return timeoutMs + LEASE_SLACK_MS;
+}
+
+/** Who leases, for how long: `owner` is the worker process (worker_processes.id), whose crash frees its leases. */
+export type Lease = { leaseMs: number; owner: string };
+
+/** A lease of `ms` milliseconds from now, as SQL. */
+export const leaseUntil = (sql: Tx, ms: number): postgres.Fragment => sql`now() + ${ms} * interval '1 millisecond'`;
+
+/** How many slots of the endpoint row `ep` may be in use: none once it is disabled, one when it is sequential. */
+export function slotLimit(sql: Tx, ep: string): postgres.Fragment {
+  const e = sql(ep);
+  return sql`case when ${e}.status <> 'active' then 0 when ${e}.delivery_mode = 'sequential' then 1
+    else ${e}.max_concurrency end`;
+}
+
+/** A slot or a record may be leased when nobody holds it, or its holder let the lease run out (a crash). */
+export function leaseFree(sql: Tx, row: string): postgres.Fragment {
+  const r = sql(row);
+  return sql`(${r}.leased_until is null or ${r}.leased_until < now())`;
+}
+
+/**
+ * A claim commits asynchronously (no wait for the WAL flush): a claim lost to a database crash only leaves its record
+ * to be claimed again, and its attempt, then in flight, made again, which at-least-once delivery allows. What an
+ * attempt recorded commits synchronously (record.ts), as do the events and records the producers write. A CTE of the
+ * claim statement.
+ */
+export const asyncCommit = (sql: Tx): postgres.Fragment => sql`select set_config('synchronous_commit', 'off', true)`;

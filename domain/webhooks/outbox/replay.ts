@@ -1,0 +1,152 @@
+/**
+ * Replay after disable (docs/webhooks.md, "Replay what a disabled endpoint missed"): the events an endpoint would have
+ * received while it was disabled, queued for it as new delivery records, in event order.
+ *
+ * Skipped = an event of the company, of a type the endpoint enables (and that its filter lets through, when it has
+ * one), not a test event sent to another endpoint, inserted within one of the endpoint's disabled periods
+ * (sql/0030), within [since, until) and within the retention, for which the endpoint has no record. "No record" is
+ * what makes it idempotent: a replayed event has one from then on, so a second recover queues nothing again.
+ *
+ * One call reads at most `scan` of the company's events in the range (WEBHOOK_RECOVER_SCAN_EVENTS, docs/limits.md),
+ * whatever they turn out to be: a range of events the endpoint would not have received costs a call that bounded
+ * time, and the answer's cursor (`after`) says where the next call goes on.
+ */
+
+import type { TransactionSql } from "../../infra/db.ts";
+import { pgTimestamptz } from "../../basics/time.ts";
+import { passesFilter } from "./filters.ts";
+import { OPERATIONAL_EVENT_TYPES } from "./events.ts";
+
+/** At most this many skipped events are queued by one recover; the answer says whether more remain. */
+export const REPLAY_LIMIT = 10_000;
+/** Events of the range read by one recover when the configuration names no other bound. */
+export const DEFAULT_SCAN_EVENTS = 20_000;
+
+export type ReplayEndpoint = { id: string; enabled_events: string[]; filter?: string | null };
+
+export type ReplayWindow = {
+  since: Date;
+  until?: Date;
+  /** EVENT_RETENTION_DAYS: an event older than that has lost its records (retention.ts), so is not told apart. */
+  retentionDays: number;
+};
+
+export type ReplayBounds = {
+  /** Records queued at most (REPLAY_LIMIT). */
+  limit?: number;
+  /** Events of the range read at most (DEFAULT_SCAN_EVENTS). */
+  scan?: number;
+  /** Go on after this event id: the `skipped_after` of the previous call's answer. */
+  after?: string | null;
+};
+
+export type Replayed = {
+  skipped: number;
+  remaining: boolean;
+  /** The last event this call dealt with, while more of the range remain; null once the range is done. */
+  after: string | null;
+};
+
+const NO_EVENT = "00000000-0000-0000-0000-000000000000";
+
+/**
+ * Queues the skipped events of `endpoint` (at most `limit`, oldest first, among at most `scan` events read after
+ * `after`) as pending records due now, in the caller's transaction. The caller holds the endpoint's recover lock
+ * (deliveries.ts): two replays at once would both find the same events without a record. It wakes the endpoint.
+ */
+export async function replaySkipped(
+  tx: TransactionSql,
+  companyId: string,
+  endpoint: ReplayEndpoint,
+  window: ReplayWindow,
+  bounds: ReplayBounds = {},
+): Promise<Replayed> {
+  const limit = bounds.limit ?? REPLAY_LIMIT;
+  const scan = bounds.scan ?? DEFAULT_SCAN_EVENTS;
+  const nothing = { skipped: 0, remaining: false, after: null };
+  // as text both ways: postgres.js would hand a timestamptz to JavaScript's Date, which keeps no microseconds
+  const since = pgTimestamptz(window.since);
+  const until = window.until ? pgTimestamptz(window.until) : null;
+  const [range] = await tx<{ periods: number; lo: string; hi: string; empty: boolean }[]>`
+    select periods, lo::text, hi::text, lo >= hi as empty from (
+      select count(*)::int as periods,
+        greatest(${since}::text::timestamptz, now() - ${window.retentionDays}::float8 * interval '1 day',
+          min(p.disabled_from)) as lo,
+        least(${until}::text::timestamptz, now(), max(coalesce(p.disabled_until, 'infinity'))) as hi
+      from webhook_endpoint_disabled_periods p
+      where p.company_id = ${companyId} and p.endpoint_id = ${endpoint.id}
+        and coalesce(p.disabled_until, 'infinity') > ${since}::text::timestamptz
+        and p.disabled_from < least(${until}::text::timestamptz, now())
+    ) b`;
+  if (range.periods === 0 || range.empty) return nothing;
+  const lo = tx`${range.lo}::timestamptz`;
+  const hi = tx`${range.hi}::timestamptz`;
+  // as the fan-out decides (events.ts, `enables`): a type named, or `*` for all but the operational ones, which are
+  // never sent to the endpoint they are about
+  const types = endpoint.enabled_events.includes("*")
+    ? tx`and (e.type = any(${endpoint.enabled_events}::text[]) or e.type <> all(${OPERATIONAL_EVENT_TYPES}::text[]))`
+    : tx`and e.type = any(${endpoint.enabled_events}::text[])`;
+  const notAbout = tx`and (e.type <> all(${OPERATIONAL_EVENT_TYPES}::text[]) or e.about <> ${endpoint.id})`;
+  const filter = endpoint.filter ?? null;
+
+  // The bounded read: the next `scan` events of the company in the range by id (events_company_idx of each day's
+  // partition), then the conditions on those alone. `read`/`last` say how far it went, candidates or not.
+  const rows = await tx<{ read: number; last: string | null; id: string | null; type: string; data?: unknown }[]>`
+    with scanned as materialized (
+      select e.id, e.type, e.inserted_at, e.only_endpoint_id, e.data->>'endpoint_id' as about
+        ${filter === null ? tx`` : tx`, e.data`}
+      from events e
+      where e.company_id = ${companyId} and e.inserted_at >= ${lo} and e.inserted_at < ${hi}
+        and e.id > ${bounds.after ?? NO_EVENT}
+      order by e.id
+      limit ${scan}
+    ), edge as (
+      select count(*)::int as read, (array_agg(id order by id desc))[1]::text as last from scanned
+    )
+    select edge.read, edge.last, c.* from edge left join lateral (
+      select e.id, e.type ${filter === null ? tx`` : tx`, e.data`} from scanned e
+      where e.only_endpoint_id is null ${types} ${notAbout}
+        and exists (
+          select 1 from webhook_endpoint_disabled_periods p
+          where p.company_id = ${companyId} and p.endpoint_id = ${endpoint.id}
+            and e.inserted_at > p.disabled_from and e.inserted_at < coalesce(p.disabled_until, 'infinity'))
+        -- a record is written with its event's instant (event_data.ts): one index probe per status
+        and not exists (
+          select 1 from webhook_deliveries d
+          where d.company_id = ${companyId} and d.endpoint_id = ${endpoint.id}
+            and d.status in ('pending', 'succeeded', 'failed') and d.inserted_at = e.inserted_at and d.event_id = e.id)
+    ) c on true
+    order by c.id`;
+  const { read, last } = rows[0];
+  let after = read === scan ? last : null;
+  const chosen: string[] = [];
+  for (const r of rows) {
+    if (r.id === null) continue;
+    // as emitEvent decides (events.ts): the stored data are what the fan-out's filter saw
+    if (filter !== null && !passesFilter(filter, r.type, (r.data ?? {}) as Record<string, unknown>)) continue;
+    if (chosen.length === limit) {
+      after = chosen[chosen.length - 1]; // the next call starts at this one's first event left over
+      break;
+    }
+    chosen.push(r.id);
+  }
+  if (chosen.length === 0) return { skipped: 0, remaining: after !== null, after };
+
+  // Set-based, each record at its event's instant. Its id keeps the first 11 bytes of the event's (the UUIDv7's
+  // milliseconds and the whole counter that orders ids made in the same millisecond: its last 6 bits are in the 11th
+  // byte) and takes the rest at random: the replayed records sort among the endpoint's others by event, which is the
+  // order both delivery modes take records due at the same instant in.
+  const [{ queued }] = await tx<{ queued: number }[]>`
+    with queued as (
+      insert into webhook_deliveries (id, company_id, event_id, endpoint_id, type, next_attempt_at, inserted_at)
+      select encode(overlay(uuid_send(gen_random_uuid()) placing substring(uuid_send(e.id) from 1 for 11) from 1 for 11),
+          'hex')::uuid,
+        ${companyId}, e.id, ${endpoint.id}, e.type, now(), e.inserted_at
+      from events e
+      where e.company_id = ${companyId} and e.inserted_at >= ${lo} and e.inserted_at < ${hi}
+        and e.id = any(${chosen}::uuid[])
+      returning 1
+    )
+    select count(*)::int as queued from queued`;
+  return { skipped: queued, remaining: after !== null, after };
+}
