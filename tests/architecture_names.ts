@@ -4,7 +4,7 @@
  * naming every file the document does not name.
  *
  * A file is named by its path from the repository root (`domain/infra/tasks.ts`), or by any shorter end of it that
- * no other source file shares (`queue.ts`, `infra/tasks.ts`). Inside a folder's section (under a heading that is the
+ * no other source file shares (`tasks.ts`, `infra/tasks.ts`). Inside a folder's section (under a heading that is the
  * folder alone: ### `domain/subjects/`) or paragraph (one that opens with the folder in bold: **`routes/policy/`**), a
  * name is also read from that folder: there `people.ts` is `domain/subjects/people.ts`, although
  * `routes/subjects/people.ts` has the same name. A name two files share names neither anywhere else: `schemas.ts` alone

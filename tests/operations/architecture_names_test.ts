@@ -4,7 +4,7 @@ import { mentions, unnamed } from "../architecture_names.ts";
 Deno.test("the check that docs/architecture.md names every source file", async (t) => {
   const files = [
     "domain/subjects/people.ts",
-    "domain/infra/tasks.ts",
+    "domain/webhooks/queue.ts",
     "routes/console/page.tsx",
     "routes/subjects/people.ts",
     "routes/subjects/schemas.ts",
@@ -15,13 +15,13 @@ Deno.test("the check that docs/architecture.md names every source file", async (
   await t.step("a file the document never writes is reported, and only that one", () => {
     const doc = "`main.ts` starts it; `domain/subjects/people.ts`, `routes/subjects/people.ts`, `page.tsx`,\n" +
       "`subjects/schemas.ts` and `rails/schemas.ts` are the rest.";
-    assert.deepEqual(unnamed(files, doc), ["domain/infra/tasks.ts"]);
+    assert.deepEqual(unnamed(files, doc), ["domain/webhooks/queue.ts"]);
   });
 
   await t.step("a file name no other source file has names it anywhere; a path names its file", () => {
-    assert.deepEqual(unnamed(["domain/infra/tasks.ts"], "the queue (`queue.ts`)"), []);
-    assert.deepEqual(unnamed(["domain/infra/tasks.ts"], "see domain/infra/tasks.ts."), []);
-    assert.deepEqual(unnamed(["domain/infra/tasks.ts"], "`infra/tasks.ts`"), []);
+    assert.deepEqual(unnamed(["domain/webhooks/queue.ts"], "the queue (`queue.ts`)"), []);
+    assert.deepEqual(unnamed(["domain/webhooks/queue.ts"], "see domain/webhooks/queue.ts."), []);
+    assert.deepEqual(unnamed(["domain/webhooks/queue.ts"], "`webhooks/queue.ts`"), []);
   });
 
   await t.step("a name two files share names neither, outside their folder's paragraph", () => {
@@ -60,8 +60,8 @@ Deno.test("the check that docs/architecture.md names every source file", async (
   });
 
   await t.step("a file named only in part, or only by a longer name, is not named", () => {
-    assert.deepEqual(unnamed(["domain/infra/tasks.ts"], "`queue` and `dispatch_queue.ts`"), [
-      "domain/infra/tasks.ts",
+    assert.deepEqual(unnamed(["domain/webhooks/queue.ts"], "`queue` and `dispatch_queue.ts`"), [
+      "domain/webhooks/queue.ts",
     ]);
     assert.deepEqual(unnamed(["main.ts"], "`main.tsx` and `domain.ts`"), ["main.ts"]);
   });

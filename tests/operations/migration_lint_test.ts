@@ -158,7 +158,7 @@ insert into notes (id, body) values (gen_random_uuid(), 'it''s; fine -- really')
     version: "1.0.0",
     commit: "e0108b95ab37609f5fc60a38931eb1b04db6a971",
     sources: [{
-      path: "domain/infra/tasks.ts",
+      path: "domain/webhooks/queue.ts",
       text: "// the queue\n\nreturn sql`add_drain_jobs(${x})`;\n",
       line: 1,
     }],
@@ -172,7 +172,7 @@ insert into notes (id, body) values (gen_random_uuid(), 'it''s; fine -- really')
       ["alter table people drop column social_name;", "this release names it in domain/people.ts:2"],
       [
         "drop function add_drain_jobs(graphile_worker.job_spec[], boolean);",
-        "the previous release (1.0.0, e0108b9) names it in domain/infra/tasks.ts:3",
+        "the previous release (1.0.0, e0108b9) names it in domain/webhooks/queue.ts:3",
       ],
       ["alter table webhook_endpoints rename column add_drain_jobs to jobs;", "the previous release (1.0.0"],
     ];

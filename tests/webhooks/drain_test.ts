@@ -2,7 +2,7 @@
  * The drain loop with fake steps: no Postgres, no HTTP. The fake endpoint keeps its records and slots in memory and
  * applies the same lease rules as the real statements (domain/webhooks/delivery/), one step at a time, so these
  * tests show what the loop itself must do for those rules to hold: hand its slot on, claim once more after freeing
- * it, release what it holds before asking for a fresh job, stop on a disabled endpoint or an abort.
+ * it, release what it holds before waking its endpoint for a fresh run, stop on a disabled endpoint or an abort.
  */
 import assert from "node:assert/strict";
 import { newId } from "../../domain/basics/ids.ts";
@@ -25,7 +25,7 @@ type FakeRecord = {
   attempts: number;
 };
 
-/** One endpoint as the database would hold it, with a receiver and a job queue around it. */
+/** One endpoint as the database would hold it, with a receiver and the wake-ups around it. */
 class FakeEndpoint {
   /** Milliseconds, moved by the sender (each attempt takes `sendMs`) and by the tests. */
   clock = 0;
@@ -52,7 +52,7 @@ class FakeEndpoint {
   budget = NO_LIMIT;
   /** Whether another endpoint waits for a drainer, asked once the budget is spent (the drainers ask their queue). */
   othersWaiting: (() => boolean) | undefined = undefined;
-  /** Runs started by `wake`, when `wakeRuns` is on (a worker picking up the job at once). */
+  /** Runs started by `wake`, when `wakeRuns` is on (a drainer taking the wake-up at once). */
   wakeRuns = true;
   runs: Promise<DrainEnd>[] = [];
   /** Called inside the record step after its snapshot is taken: records emitted then are not seen by that step. */
@@ -216,7 +216,7 @@ class FakeEndpoint {
       wake: (lane) => {
         this.calls.push("wake");
         this.wokenLanes.push(lane);
-        // the job may start at once: the worker is free
+        // the run may start at once: a drainer is free
         if (this.wakeRuns) this.runs.push(this.run());
         return tick();
       },
@@ -236,9 +236,9 @@ class FakeEndpoint {
     });
   }
 
-  /** Runs `jobs` drains at once, then waits for those and every run they woke. */
-  async drain(jobs = 1): Promise<DrainEnd[]> {
-    const started = Array.from({ length: jobs }, () => this.run());
+  /** Runs `runs` drains at once, then waits for those and every run they woke. */
+  async drain(runs = 1): Promise<DrainEnd[]> {
+    const started = Array.from({ length: runs }, () => this.run());
     const ends = await Promise.all(started);
     for (let i = 0; i < this.runs.length; i++) ends.push(await this.runs[i]);
     this.runs = [];
@@ -292,7 +292,7 @@ Deno.test("the drain loop", async (t) => {
     fake.duringRecord = async () => {
       fake.duringRecord = null;
       fake.emit(1);
-      // its drain job runs now, finds the slot taken and leaves it to the holder
+      // its wake-up starts a run now, which finds the slot taken and leaves it to the holder
       late = await fake.run();
     };
     assert.deepEqual(await fake.drain(1), ["idle"]);
@@ -301,7 +301,7 @@ Deno.test("the drain loop", async (t) => {
     assert.deepEqual(fake.seqsWithStatus("succeeded"), [1, 2]);
   });
 
-  await t.step("the delivery budget: the record in hand is released, then a fresh job carries on", async () => {
+  await t.step("the delivery budget: the record in hand is released, then a fresh run carries on", async () => {
     const fake = new FakeEndpoint("sequential");
     fake.emit(5);
     fake.budget = { ms: Infinity, deliveries: 2 };

@@ -1,6 +1,7 @@
 /**
  * The drain loop of one endpoint: claim, send, record, until nothing may start or the run's budget is spent. Its steps
- * are parameters, so its ordering rules are tested with fakes and run for real with Postgres (jobs/drain_webhooks.ts).
+ * are parameters, so its ordering rules are tested with fakes and run for real with Postgres (the steps of
+jobs/drain_webhooks.ts, run by the drainers of drainers.ts).
  */
 
 import { log } from "../../basics/log.ts";
@@ -13,7 +14,7 @@ import { failureReason } from "../endpoints/decisions.ts";
 
 /**
  * What the drain loop does to the world, one endpoint at a time. The real steps are Postgres statements
- * (domain/webhooks/delivery/) and the HTTP sender, wired up by the `deliver_webhook` task; tests pass fakes.
+ * (engine/statements/) and the HTTP sender, wired up in jobs/drain_webhooks.ts; tests pass fakes.
  */
 export type DrainSteps = {
   /** Leases a free slot with the next record that may start now; null when the endpoint does not exist. */
@@ -27,7 +28,7 @@ export type DrainSteps = {
   recordAndClaimNext(delivery: ClaimedDelivery, result: SendResult, endpoint: EndpointRow): Promise<Recorded>;
   /** Gives back a slot and its record without an attempt. */
   release(delivery: ClaimedDelivery): Promise<void>;
-  /** Asks for another drain job for this endpoint, on the lane of the slot given up. */
+  /** Wakes this endpoint again (a NOTIFY every drainer hears), so another run carries on where this one handed over. */
   wake(slot: number): Promise<void>;
   /** Marks what is still pending for a disabled endpoint as failed. */
   failPending(endpoint: EndpointRow): Promise<void>;
@@ -53,8 +54,8 @@ export type DrainEnd =
 /**
  * Delivers what is due for one endpoint until nothing is, every slot is busy, or the run is over, holding at most
  * one slot and one attempt in flight. The slot goes from record to record in the step that records an attempt;
- * when that step frees it, the loop claims once more, so a record that arrived meanwhile (whose drain job found the
- * slot taken and left) is not stranded. Every record claimed is either recorded or released.
+ * when that step frees it, the loop claims once more, so a record that arrived meanwhile (whose wake-up found the
+ * slot taken and was dropped) is not stranded. Every record claimed is either recorded or released.
  */
 export async function drainEndpoint(
   steps: DrainSteps,
@@ -74,7 +75,7 @@ export async function drainEndpoint(
     const spent = attempts >= budget.deliveries || now() - started > budget.ms;
     if (signal?.aborted || (spent && othersWaiting())) {
       await steps.release(delivery);
-      // After the release, so that the job it adds finds the slot free.
+      // After the release, so that the run the wake-up starts finds the slot free.
       await steps.wake(delivery.slot);
       return "handed_over";
     }

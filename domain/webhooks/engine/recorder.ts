@@ -51,7 +51,7 @@ type Carried = { anyOk: boolean; gone: boolean; failed: number };
 /**
  * Records attempts (record.ts) as they finish, in batches: attempts finishing while a previous write is in flight are
  * written together (domain/basics/batcher.ts), one of each endpoint before a second of any. One per process, made by
- * the delivery task; what an answer decides is decided here (decisions.ts), before the statement.
+ * the drain loop; what an answer decides is decided here (decisions.ts), before the statement.
  */
 export function attemptRecorder(sql: Sql, opts: RecorderOptions) {
   const carried = new Map<string, Carried>();

@@ -7,7 +7,7 @@ import type { Sql } from "../../infra/db.ts";
 import { leaseFree } from "./statements/lease.ts";
 import { wakeEndpoints } from "../outbox/wake.ts";
 
-/** A due record that no job has picked up for this long is woken again by the sweep. */
+/** A due record that no drainer has claimed for this long is woken again by the sweep. */
 const STALLED_AFTER_SECONDS = 10;
 
 /**

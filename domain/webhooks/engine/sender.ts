@@ -108,7 +108,7 @@ export type SendOptions = {
  * (an ed25519 endpoint's, or those still signing after a switch) add `v1a` signatures to `webhook-signature`;
  * `service-signature` is sent only while an HMAC secret signs, which an ed25519 endpoint has only in the 24 hours
  * after a switch from hmac-sha256 (docs/webhooks.md, "Ed25519 signatures").
- * Only a secret that does not open (a wrong SECRET_ENCRYPTION_KEY) throws: the job fails and the delivery stays
+ * Only a secret that does not open (a wrong SECRET_ENCRYPTION_KEY) throws: the drain run fails and the delivery stays
  * pending until the key is fixed (docs/production.md).
  */
 export async function sendDelivery(
