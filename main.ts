@@ -13,7 +13,7 @@ import { flushLogs, log, setLogLevel } from "./domain/basics/log.ts";
 import { ensurePartitions } from "./domain/webhooks/endpoints/retention.ts";
 import { migrate } from "./domain/infra/migrate.ts";
 import { secretBoxFor } from "./domain/infra/secret_box.ts";
-import { sealStoredSecrets } from "./domain/webhooks/endpoints/endpoints.ts";
+import { sealStoredSecrets } from "./domain/webhooks/endpoints/credentials.ts";
 import { sealStoredAnswers } from "./routes/policy/idempotency_store.ts";
 import { startWorker, stopWorker, type Worker } from "./domain/infra/worker.ts";
 import { VERSION } from "./domain/infra/version.ts";

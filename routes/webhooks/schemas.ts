@@ -5,7 +5,8 @@
 
 import { z } from "@hono/zod-openapi";
 import { EVENT_TYPES, OPERATIONAL_EVENT_TYPES } from "../../domain/webhooks/outbox/events.ts";
-import { MAX_PREVIOUS_SECRETS, SIGNATURE_SCHEMES } from "../../domain/webhooks/endpoints/endpoints.ts";
+import { MAX_PREVIOUS_SECRETS } from "../../domain/webhooks/endpoints/credentials.ts";
+import { SIGNATURE_SCHEMES } from "../../domain/webhooks/endpoints/endpoint_row.ts";
 import { MAX_FILTER_LENGTH } from "../../domain/webhooks/outbox/filters.ts";
 import type { TimeBound } from "../../domain/webhooks/endpoints/deliveries.ts";
 import { REPLAY_LIMIT } from "../../domain/webhooks/outbox/replay.ts";

@@ -13,7 +13,7 @@ import {
   signPayload,
   standardWebhookHeaders,
 } from "../../domain/webhooks/endpoints/signature.ts";
-import { newSecret } from "../../domain/webhooks/endpoints/endpoints.ts";
+import { newSecret } from "../../domain/webhooks/endpoints/credentials.ts";
 import { type Figures, round } from "./figures.ts";
 
 const ROUNDS = 7;

@@ -5,7 +5,7 @@ import { localSecret } from "../../domain/infra/local_secrets.ts";
 import { setLogLevel } from "../../domain/basics/log.ts";
 import { migrationFiles } from "../../domain/infra/migrate.ts";
 import { createSecretBox } from "../../domain/infra/secret_box.ts";
-import { MAX_PREVIOUS_SECRETS } from "../../domain/webhooks/endpoints/endpoints.ts";
+import { MAX_PREVIOUS_SECRETS } from "../../domain/webhooks/endpoints/credentials.ts";
 import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
 import { parseSignatureHeader, verifySignature } from "../../domain/webhooks/endpoints/signature.ts";
 import { dropDatabase, eventually, freshDatabase, newCompany, setup, TEST_JWT_SECRET } from "../support/helpers.ts";

@@ -5,7 +5,7 @@
  * manual retry, the endpoint's failing clock moved by another attempt) is resolved there, from the values decided here.
  */
 
-import type { DisabledReason } from "./endpoints.ts";
+import type { DisabledReason } from "./endpoint_row.ts";
 
 /** Attempts per schedule (docs/webhooks.md, Retries and the schedule). */
 export const MAX_ATTEMPTS = 10;

@@ -3,7 +3,7 @@
  * and apart from sender.ts, so the shapes are tested without a receiver.
  */
 
-import type { EndpointRow } from "../endpoints/endpoints.ts";
+import type { EndpointRow } from "../endpoints/endpoint_row.ts";
 
 /** The endpoint's settings, and its signing secret in plain text (openSecrets) for inject_secret_in_body. */
 type BodySettings =

@@ -8,7 +8,7 @@ import { log } from "../../basics/log.ts";
 import { metrics } from "../../infra/metrics.ts";
 import type { Claim, ClaimedDelivery } from "./statements/claim_data.ts";
 import type { Recorded } from "./recorder.ts";
-import type { EndpointRow } from "../endpoints/endpoints.ts";
+import type { EndpointRow } from "../endpoints/endpoint_row.ts";
 import type { SendResult } from "./sender.ts";
 import { failureReason } from "../endpoints/decisions.ts";
 

@@ -7,7 +7,7 @@ import { Batcher } from "../../basics/batcher.ts";
 import { log } from "../../basics/log.ts";
 import { newId } from "../../basics/ids.ts";
 import { type Sql, whileUnreachable } from "../../infra/db.ts";
-import type { DisabledReason, EndpointRow } from "../endpoints/endpoints.ts";
+import type { DisabledReason, EndpointRow } from "../endpoints/endpoint_row.ts";
 import type { SendResult } from "./sender.ts";
 import { type Claim, type ClaimedDelivery, toClaims } from "./statements/claim_data.ts";
 import {

@@ -10,7 +10,8 @@ import type { SecretBox } from "../../infra/secret_box.ts";
 import { renderBody } from "./body.ts";
 import { honoursRetryAfter } from "../endpoints/decisions.ts";
 import type { ConnectionPool } from "./connections.ts";
-import { type EndpointRow, openSecrets, openSigningKeys } from "../endpoints/endpoints.ts";
+import type { EndpointRow } from "../endpoints/endpoint_row.ts";
+import { openSecrets, openSigningKeys } from "../endpoints/credentials.ts";
 import { signPayload, standardWebhookHeaders } from "../endpoints/signature.ts";
 import {
   BlockedDestination,

@@ -4,7 +4,7 @@
  */
 
 import { type Sql, whileUnreachable } from "../../../infra/db.ts";
-import type { EndpointRow } from "../../endpoints/endpoints.ts";
+import type { EndpointRow } from "../../endpoints/endpoint_row.ts";
 import { eventRows } from "../../outbox/event_data.ts";
 import type { ClaimRow } from "./fill_slots.ts";
 

@@ -5,7 +5,7 @@
 
 import type postgres from "postgres";
 import type { Tx } from "../../../infra/db.ts";
-import type { EndpointRow } from "../../endpoints/endpoints.ts";
+import type { EndpointRow } from "../../endpoints/endpoint_row.ts";
 import { leaseFree } from "./lease.ts";
 
 /**

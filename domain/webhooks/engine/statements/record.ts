@@ -4,7 +4,8 @@
  */
 
 import type { Sql } from "../../../infra/db.ts";
-import { type DisabledReason, disabling } from "../../endpoints/endpoints.ts";
+import type { DisabledReason } from "../../endpoints/endpoint_row.ts";
+import { disabling } from "../../endpoints/endpoints.ts";
 import type { SendResult } from "../sender.ts";
 import type { ClaimedDelivery } from "./claim_data.ts";
 import { type FailingAlert, failureReason, type Health } from "../../endpoints/decisions.ts";

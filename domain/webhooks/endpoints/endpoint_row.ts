@@ -1,0 +1,55 @@
+/**
+ * What an endpoint row holds, as every room reads it: the settings, the state, and the credentials as stored (sealed).
+ * A file of its own so that the credentials (credentials.ts), the endpoint operations (endpoints.ts) and the engine
+ * share the row's shape without importing each other.
+ */
+
+/** A secret rotated away, as stored: sealed, with the instant it stops signing. */
+export type StoredPreviousSecret = { secret: string; expires_at: string };
+
+/**
+ * How an endpoint's deliveries are signed (docs/webhooks.md, "Ed25519 signatures"): with its shared secret, or with
+ * its Ed25519 private key, which only the service holds (the receiver verifies with the published public key).
+ */
+export const SIGNATURE_SCHEMES = ["hmac-sha256", "ed25519"] as const;
+
+export type SignatureScheme = (typeof SIGNATURE_SCHEMES)[number];
+
+/** An Ed25519 key rotated away, as stored: the private key sealed, the public one as published, its expiry. */
+export type StoredPreviousSigningKey = { secret_key: string; public_key: string; expires_at: string };
+
+export type DisabledReason = "manual" | "gone" | "failing";
+
+export type EndpointRow = {
+  id: string;
+  company_id: string;
+  url: string;
+  status: "active" | "disabled";
+  /** Why it is disabled (docs/webhooks.md, When an endpoint is disabled); null while active. */
+  disabled_reason: DisabledReason | null;
+  disabled_at: Date | null;
+  /** Since when every attempt failed (docs/webhooks.md, When an endpoint is disabled); null after a success. */
+  failing_since?: Date | null;
+  enabled_events: string[];
+  delivery_mode: "parallel" | "sequential";
+  event_payload_type: "snapshot" | "thin";
+  inject_secret_in_body: boolean;
+  wrap_in_notification: boolean;
+  max_concurrency: number;
+  event_mapping: Record<string, string> | null;
+  /** Which events it gets, beyond enabled_events (docs/webhooks.md, Filters); null: all of them. */
+  filter: string | null;
+  /** The signing secret, sealed (domain/infra/secret_box.ts): `openSecrets` reads it. Null for ed25519. */
+  sealed_secret: string | null;
+  /** Secrets rotated away, sealed, newest first; expired ones are ignored, and dropped at the next rotation. */
+  sealed_previous_secrets: StoredPreviousSecret[];
+  signature_scheme: SignatureScheme;
+  /** The `whsk_` Ed25519 private key, sealed; null for hmac-sha256. */
+  sealed_signing_key: string | null;
+  /** The `whpk_` public key of `sealed_signing_key`, as published; null for hmac-sha256. */
+  public_key: string | null;
+  /** Ed25519 keys rotated away (or left by a switch to hmac-sha256), newest first, as the secrets above. */
+  previous_signing_keys: StoredPreviousSigningKey[];
+  inserted_at: Date;
+  updated_at: Date;
+};
