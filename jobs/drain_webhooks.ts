@@ -1,6 +1,6 @@
 /**
  * The webhook drainers made real: the drain steps built from Postgres statements, the sender and the clock. Apart
- * from domain/webhooks/engine/drainers.ts, which takes its steps as given (`DrainSteps`): here they are built from `Deps`.
+ * from domain/webhooks/engine/engine.ts, which takes its steps as given (`DrainSteps`): here they are built from `Deps`.
  */
 
 import type { Deps } from "../domain/infra/deps.ts";
@@ -12,8 +12,8 @@ import { leaseMsFor } from "../domain/webhooks/engine/statements/lease.ts";
 import { attemptRecorder } from "../domain/webhooks/engine/recorder.ts";
 import { releaseClaim, releaseUnheldLeases } from "../domain/webhooks/engine/statements/release.ts";
 import { wakeEndpoints } from "../domain/webhooks/outbox/wake.ts";
-import { RUN_BUDGET } from "../domain/webhooks/engine/drain.ts";
-import { Drainers } from "../domain/webhooks/engine/drainers.ts";
+import { RUN_BUDGET } from "../domain/webhooks/engine/engine.ts";
+import { Drainers } from "../domain/webhooks/engine/engine.ts";
 import { ConnectionPool } from "../domain/webhooks/engine/connections.ts";
 import { failPendingDeliveries } from "../domain/webhooks/endpoints/endpoints.ts";
 import { sendDelivery } from "../domain/webhooks/engine/sender.ts";

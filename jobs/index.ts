@@ -27,7 +27,7 @@ export function taskList(deps: Deps): TaskList {
   };
 }
 
-/** What runs beside graphile-worker in a worker process: the webhook drainers (domain/webhooks/engine/drainers.ts). */
+/** What runs beside graphile-worker in a worker process: the webhook drainers (domain/webhooks/engine/engine.ts). */
 export function companions(deps: Deps) {
   return [webhookDrainers(deps)];
 }

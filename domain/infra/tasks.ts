@@ -1,6 +1,6 @@
 /**
  * The graphile-worker tasks of the service. Webhook deliveries are not among them: drainers claim them straight from
- * webhook_deliveries (domain/webhooks/engine/drainers.ts; docs/webhooks.md, "Fair delivery under backlog" says why).
+ * webhook_deliveries (domain/webhooks/engine/engine.ts; docs/webhooks.md, "Fair delivery under backlog" says why).
  */
 export const TASKS = {
   retryWire: "retry_wire",

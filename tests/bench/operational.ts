@@ -1,7 +1,7 @@
 /**
  * Operational events (`BENCH_ONLY=operational`): what they cost the statement that records attempts. The recorder of
  * the drainers (domain/webhooks/engine/recorder.ts) is driven without HTTP by 16 loops that claim, record a made-up
- * answer and go on with the record handed over, as drain.ts does, so the figures are the database's side alone:
+ * answer and go on with the record handed over, as the drain loop (engine.ts) does, so the figures are the database's side alone:
  * - attempts that succeed: one statement per batch, the path operational events must leave as it was;
  * - attempts that fail (500, a retry schedule of zeros, 10 attempts per record), nobody subscribed: each batch becomes
  *   a transaction, and the operational events find nobody to tell;

@@ -8,7 +8,12 @@ import assert from "node:assert/strict";
 import { newId } from "../../domain/basics/ids.ts";
 import type { Claim, ClaimedDelivery } from "../../domain/webhooks/engine/statements/claim_data.ts";
 import type { Recorded } from "../../domain/webhooks/engine/recorder.ts";
-import { type DrainBudget, type DrainEnd, drainEndpoint, type DrainSteps } from "../../domain/webhooks/engine/drain.ts";
+import {
+  type DrainBudget,
+  type DrainEnd,
+  drainEndpoint,
+  type DrainSteps,
+} from "../../domain/webhooks/engine/engine.ts";
 import type { EndpointRow } from "../../domain/webhooks/endpoints/endpoint_row.ts";
 import type { SendResult } from "../../domain/webhooks/engine/sender.ts";
 

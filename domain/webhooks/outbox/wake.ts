@@ -11,7 +11,7 @@ import type { Tx } from "../../infra/db.ts";
  * with the endpoint id as its payload, sent by whatever makes a record due or frees a slot (an event, acknowledge,
  * retry and recover, a run handing over, the fan-out of a backlog, the recovery sweeps, the retry timer). Postgres
  * delivers it at commit, to every listening process, once per transaction and payload; the drainers
- * (domain/webhooks/engine/drainers.ts) listen. A wake-up carries no work: whoever takes it claims from webhook_deliveries, so
+ * (domain/webhooks/engine/engine.ts) listen. A wake-up carries no work: whoever takes it claims from webhook_deliveries, so
  * one too many costs a claim that finds nothing, and one lost is found again by the recovery sweep.
  */
 export const WAKE_CHANNEL = "webhook_due";

@@ -1,5 +1,5 @@
 /**
- * What is due, for the drainers (domain/webhooks/engine/drainers.ts): the endpoints with a record that may go now (read when
+ * What is due, for the drainers (domain/webhooks/engine/engine.ts): the endpoints with a record that may go now (read when
  * a process starts listening, and again whenever its listening session comes back, since wake-ups sent meanwhile were
  * not heard), and the retry timer's one statement.
  */

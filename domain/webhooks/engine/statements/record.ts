@@ -52,7 +52,7 @@ export type RecordRow = ClaimRow & {
  * One statement for a batch of attempts (recorder.ts batches them): stores each attempt, moves its record on and
  * hands its slot to the next due record of the endpoint or frees it, and applies the endpoints' verdicts. Rows in any
  * order, `idx` naming the item. A record due again later is woken by the drainers' retry timer
- * (domain/webhooks/engine/drainers.ts).
+ * (domain/webhooks/engine/engine.ts).
  *
  * A record's next state: succeeded after a 2xx; otherwise, when still pending, pending again after the delay of its
  * plan at the record's `schedule_attempts`, or failed past the plan's end or once its endpoint is disabled by this
@@ -64,7 +64,7 @@ export type RecordRow = ClaimRow & {
  * once (`skip locked`): one tenant's request holding its endpoint's row never holds up the attempts of every other
  * endpoint in the batch; the row answers `endpoint_deferred` and the recorder adds the verdict to the endpoint's next
  * (recorder.ts). A verdict that writes nothing (a healthy endpoint's success) locks nothing. A disabled endpoint leases nothing more: the drain loop's
- * next claim fails what is still pending. A freed slot obliges the caller to claim once more (drain.ts).
+ * next claim fails what is still pending. A freed slot obliges the caller to claim once more (`drainEndpoint`).
  *
  * What it changes that an operator hears about (a record `exhausted`, an endpoint disabled) the recorder emits in the
  * same transaction, and an endpoint found failing (`endpoint_failing`) in one of its own that marks the streak
