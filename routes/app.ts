@@ -7,7 +7,7 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { TokenGuard } from "../domain/integrators/token_guard.ts";
-import { sharedRateLimiter } from "./policy/rate_limit_buckets.ts";
+import { sharedRateLimiter } from "../domain/requests/rate_limits.ts";
 import { requireCompany } from "./policy/auth.ts";
 import { ApiError, methodNotAllowed, notFound } from "../domain/basics/errors.ts";
 import { limitPerCompany } from "./policy/rate_limit.ts";

@@ -18,6 +18,7 @@ const LAYERS: [prefix: string, rank: number][] = [
   ["domain/infra/", 1],
   ["domain/webhooks/", 2],
   ["domain/integrators/", 2],
+  ["domain/requests/", 2],
   ["domain/subjects/", 3],
   ["domain/bank_accounts/", 4],
   ["domain/rails/", 5],
