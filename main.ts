@@ -14,7 +14,7 @@ import { ensurePartitions } from "./domain/webhooks/endpoints/retention.ts";
 import { migrate } from "./domain/infra/migrate.ts";
 import { secretBoxFor } from "./domain/infra/secret_box.ts";
 import { sealStoredSecrets } from "./domain/webhooks/endpoints/credentials.ts";
-import { sealStoredAnswers } from "./routes/policy/idempotency_store.ts";
+import { sealStoredAnswers } from "./domain/requests/idempotency.ts";
 import { startWorker, stopWorker, type Worker } from "./domain/infra/worker.ts";
 import { VERSION } from "./domain/infra/version.ts";
 

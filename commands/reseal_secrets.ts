@@ -7,7 +7,7 @@
 
 import { loadConfigWithLocalSecrets } from "../domain/infra/local_secrets.ts";
 import { connect } from "../domain/infra/db.ts";
-import { sealStoredAnswers } from "../routes/policy/idempotency_store.ts";
+import { sealStoredAnswers } from "../domain/requests/idempotency.ts";
 import { secretBoxFor } from "../domain/infra/secret_box.ts";
 import { sealStoredSecrets } from "../domain/webhooks/endpoints/credentials.ts";
 

@@ -5,8 +5,8 @@
 
 import type { TaskList } from "graphile-worker";
 import type { Deps } from "../domain/infra/deps.ts";
-import { pruneIdempotencyKeys } from "../routes/policy/idempotency_store.ts";
-import { pruneRateBuckets } from "../routes/policy/rate_limit_buckets.ts";
+import { pruneIdempotencyKeys } from "../domain/requests/idempotency.ts";
+import { pruneRateBuckets } from "../domain/requests/rate_limits.ts";
 import { pruneSessions } from "../domain/integrators/sessions.ts";
 import { pruneSignInFailures } from "../domain/integrators/sign_in_throttle.ts";
 import { identifyRegisteredPayers } from "../domain/rails/bank_transactions.ts";

@@ -22,6 +22,7 @@ const LAYERS: [prefix: string, rank: number][] = [
   ["domain/webhooks/endpoints/", 2.1],
   ["domain/webhooks/engine/", 2.2],
   ["domain/integrators/", 2],
+  ["domain/requests/", 2],
   ["domain/subjects/", 3],
   ["domain/bank_accounts/", 4],
   ["domain/rails/", 5],

@@ -1,20 +1,56 @@
 /**
  * Exchanges and wires are batches: transactions of one subject in one currency (and, for a wire, to one account)
- * travel together, in one open batch per day whose value is the total of what it carries.
+ * travel together, in one open batch per day whose value is the total of what it carries. Joining one (open, fill,
+ * announce) is written here once, for both.
  */
 import type postgres from "postgres";
-import type { Tx } from "../infra/db.ts";
+import type { TransactionSql, Tx } from "../infra/db.ts";
+import { emitEvent } from "../webhooks/outbox/events.ts";
 
 const MEMBER_COLUMN = { exchanges: "exchange_id", wires: "wire_id" } as const;
 export type BatchTable = keyof typeof MEMBER_COLUMN;
 
+/** The event that tells the integrator what a batch carries now, and the key that names the batch in it. */
+const ANNOUNCED_AS = {
+  exchanges: { type: "exchange_created", key: "exchange_id" },
+  wires: { type: "wire_created", key: "wire_id" },
+} as const;
+
 type Fragment = postgres.PendingQuery<postgres.Row[]>;
+
+/**
+ * The steps an exchange and a wire share: transactions join today's open batch that `match` selects (or the one
+ * `create` makes), take `status`, and the batch's event lists every transaction it now carries. Answers the batch's id.
+ */
+export async function joinBatch(
+  tx: TransactionSql,
+  table: BatchTable,
+  companyId: string,
+  batch: { match: Fragment; create: () => Promise<string>; transactionIds: string[]; status: string },
+): Promise<string> {
+  const batchId = await openBatch(tx, table, companyId, batch.match, batch.create);
+  const members = await fillBatch(tx, table, companyId, batchId, batch.transactionIds, batch.status);
+  await announceBatch(tx, table, companyId, batchId, members);
+  return batchId;
+}
+
+/** The batch's event (`exchange_created`, `wire_created`) with the ids of every transaction it carries. */
+export async function announceBatch(
+  tx: TransactionSql,
+  table: BatchTable,
+  companyId: string,
+  batchId: string,
+  transactionIds: string[],
+) {
+  const { type, key } = ANNOUNCED_AS[table];
+  await emitEvent(tx, companyId, type, { [key]: batchId, transaction_ids: transactionIds });
+}
 
 /**
  * Today's (UTC) open batch that `match` selects, locked so that two transactions joining it take turns, or the
  * one `create` makes when there is none.
  */
-export async function openBatch(
+async function openBatch(
   tx: Tx,
   table: BatchTable,
   companyId: string,

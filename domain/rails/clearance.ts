@@ -43,12 +43,17 @@ const REQUIRED_OF: Record<MandatoryDocument, RequiredDocument> = {
 export type Clearance = { cleared: boolean; missing: MandatoryDocument[] };
 
 /**
+ * The USD amount that moves now, as an SQL expression rather than a figure: the caller computes it by the rate table in
+ * the same round trip that takes the lock (`usdValueOf` in transactions.ts), or casts a value it stored before.
+ */
+export type UsdAmountSql = postgres.Fragment;
+
+/**
  * Whether money for the subject may move now. Locks the subject for the rest of the transaction (one decision
  * at a time per subject, and the consequences of a hold need no second lock). A subject that is not approved
- * keeps everything held. `usdValue` is the amount that moves now (SQL, so that it can be computed in the same
- * round trip), or null for money that does not move yet (pending, failed): that is cleared while the subject is
- * approved and does not count. Moving money is held when it takes the year's total over the limit while a
- * mandatory document is missing (`missing` says which).
+ * keeps everything held. `moving` is the amount that moves now, or null for money that does not move yet (pending,
+ * failed): that is cleared while the subject is approved and does not count. Moving money is held when it takes the
+ * year's total over the limit while a mandatory document is missing (`missing` says which).
  *
  * The lock and the year's total go to Postgres in one round trip, pipelined: the second statement runs after the
  * first has finished, with a snapshot of its own, so the total is read once the lock is held and sees every pay-in
@@ -58,30 +63,34 @@ export async function decideClearance(
   tx: TransactionSql,
   companyId: string,
   subjectId: string,
-  usdValue: postgres.Fragment | null,
+  moving: UsdAmountSql | null,
 ): Promise<Clearance> {
   const locked = lockSubject(tx, companyId, subjectId);
-  if (usdValue === null) {
+  if (moving === null) {
     const person = await locked;
     return { cleared: person.status === "approved", missing: [] };
   }
-  // the subject's document labels are read only when the total goes over the limit
-  const [person, [{ over, labels }]] = await Promise.all([
-    locked,
-    tx<{ over: boolean; labels: string[] | null }[]>`
-      select t.over, case when t.over then array(
-        select distinct unnest(d.labels) from documents d
-        where d.company_id = ${companyId} and d.person_id = ${subjectId}
-      ) end as labels
-      from (
-        select coalesce(sum(usd_value), 0) + ${usdValue} > ${YEARLY_LIMIT_USD}::numeric as over
-        from (${movedThisYear(tx, companyId, subjectId)}) as moved
-      ) as t`,
-  ]);
+  const [person, [{ over, labels }]] = await Promise.all([locked, yearOverLimit(tx, companyId, subjectId, moving)]);
   if (person.status !== "approved") return { cleared: false, missing: [] };
   if (!over) return { cleared: true, missing: [] };
   const missing = missingMandatoryDocuments(labels ?? []);
   return { cleared: missing.length === 0, missing };
+}
+
+/**
+ * Whether the year's total with `moving` added goes over the limit, and then (only then) the labels of the subject's
+ * documents, so that the missing ones can be named. One statement, sent behind the lock in `decideClearance`.
+ */
+function yearOverLimit(tx: TransactionSql, companyId: string, subjectId: string, moving: UsdAmountSql) {
+  return tx<{ over: boolean; labels: string[] | null }[]>`
+    select t.over, case when t.over then array(
+      select distinct unnest(d.labels) from documents d
+      where d.company_id = ${companyId} and d.person_id = ${subjectId}
+    ) end as labels
+    from (
+      select coalesce(sum(usd_value), 0) + ${moving} > ${YEARLY_LIMIT_USD}::numeric as over
+      from (${movedThisYear(tx, companyId, subjectId)}) as moved
+    ) as t`;
 }
 
 /** The consequences of a held transaction: the subject is reproved and asked for what is missing. */

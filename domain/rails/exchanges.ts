@@ -3,8 +3,7 @@
  */
 import type { TransactionSql } from "../infra/db.ts";
 import { newId } from "../basics/ids.ts";
-import { emitEvent } from "../webhooks/outbox/events.ts";
-import { fillBatch, openBatch } from "./batches.ts";
+import { joinBatch } from "./batches.ts";
 
 /**
  * Puts cleared payins of one subject and currency into that subject's open exchange of the day (operations
@@ -17,22 +16,16 @@ export async function attachToExchange(
   batch: { subjectId: string; currency: string; transactionIds: string[] },
 ) {
   const { subjectId, currency } = batch;
-  const exchangeId = await openBatch(
-    tx,
-    "exchanges",
-    companyId,
-    tx`subject_id = ${subjectId} and currency = ${currency} and status = 'open'`,
-    async () => {
+  return await joinBatch(tx, "exchanges", companyId, {
+    match: tx`subject_id = ${subjectId} and currency = ${currency} and status = 'open'`,
+    create: async () => {
       const [created] = await tx<{ id: string }[]>`
         insert into exchanges (id, company_id, subject_id, currency)
         values (${newId()}, ${companyId}, ${subjectId}, ${currency})
         returning id`;
       return created.id;
     },
-  );
-  await emitEvent(tx, companyId, "exchange_created", {
-    exchange_id: exchangeId,
-    transaction_ids: await fillBatch(tx, "exchanges", companyId, exchangeId, batch.transactionIds, "exchanged"),
+    transactionIds: batch.transactionIds,
+    status: "exchanged",
   });
-  return exchangeId;
 }

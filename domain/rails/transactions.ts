@@ -6,7 +6,7 @@ import type { Sql, TransactionSql } from "../infra/db.ts";
 import { newId } from "../basics/ids.ts";
 import { naiveUtc } from "../basics/time.ts";
 import { applyClearance, type Clearance, decideClearance, movedThisYear, TRANSACTED_STATUSES } from "./clearance.ts";
-import { emitEvent, type EventType, subscribersOf } from "../webhooks/outbox/events.ts";
+import { emitEvent, type EventType, type Subscriber, subscribersOf } from "../webhooks/outbox/events.ts";
 import { attachToExchange } from "./exchanges.ts";
 import { assertPerson } from "../subjects/people.ts";
 import { approveSubject } from "../subjects/status.ts";
@@ -69,9 +69,13 @@ export function presentTransaction(t: TransactionRow) {
   };
 }
 
-const counts = (status: TransactionStatus) => (TRANSACTED_STATUSES as readonly string[]).includes(status);
+/** Whether a transaction in this status moved money, and so counts towards the subject's yearly total. */
+const countsTowardsLimit = (status: TransactionStatus) => (TRANSACTED_STATUSES as readonly string[]).includes(status);
 
-/** USD value of an amount by the rate table, rounded to cents in NUMERIC (never a float), as SQL. */
+/**
+ * USD value of an amount by the rate table, rounded to cents in NUMERIC (never a float), as SQL: an expression the
+ * clearance's total and the row's value both read in the round trip that takes the lock, not a figure asked for first.
+ */
 function usdValueOf(tx: TransactionSql, currency: string, value: string) {
   return tx`(select round(${value}::numeric * usd_per_unit, 2)::numeric(30, 2) from usd_rates where currency = ${currency})`;
 }
@@ -114,52 +118,86 @@ export type Movement = {
  * settles it (event, consequences of a hold, exchange or wire). Answers the transaction as it ends up.
  * Money that did not move (pending, failed) does not count towards the yearly total and is cleared only while
  * the subject is approved.
+ *
+ * Two round trips hold the subject's lock before the commit, each a batch of statements sent together, pipelined
+ * (docs/performance.md, "Statement by statement" and "What changed"): `decideUnderLock`, then `storeWithEvent`. Every
+ * round trip made under the lock is time each other pay-in of the subject waits, so the steps hand SQL and answers on
+ * instead of asking again.
  */
 export async function moveMoney(tx: TransactionSql, companyId: string, movement: Movement): Promise<TransactionRow> {
-  const usdValue = usdValueOf(tx, movement.currency, movement.value);
-  // a refund gives back money counted when it came in: it is judged like money that does not move
-  const judged = counts(movement.status) && movement.kind !== "refund";
   const id = movement.id ?? newId();
-  // one round trip for the decision under the subject's lock, the rate and the endpoints the event goes to, one for
-  // the row and its event (docs/performance.md, "What changed")
-  const subscribers = movement.event ? subscribersOf(tx, companyId, movement.event) : null;
-  const [[{ usd_value }], clearance] = await Promise.all([
-    tx<{ usd_value: string }[]>`select ${usdValue} as usd_value`,
-    decideClearance(tx, companyId, movement.subjectId, judged ? usdValue : null),
-    subscribers,
+  const { usdValue, clearance, subscribers } = await decideUnderLock(tx, companyId, movement);
+  // a round trip of its own only for a conversion (the transactions API); none for a pay-in
+  const exchangedValue = await exchangedValueOf(tx, movement);
+  const newRow: NewTransaction = {
+    id,
+    company_id: companyId,
+    subject_id: movement.subjectId,
+    kind: movement.kind,
+    status: movement.status,
+    currency: movement.currency,
+    value: movement.value,
+    usd_value: usdValue,
+    cleared: clearance.cleared,
+    wants_exchange: movement.wantsExchange ?? false,
+    bank_account_id: movement.bankAccountId ?? null,
+    exchange_currency: movement.exchangeCurrency ?? null,
+    exchanged_value: exchangedValue,
+    from_bank_account_id: movement.fromBankAccountId ?? null,
+    to_bank_account_id: movement.toBankAccountId ?? null,
+    dynamic_pix_expires_at: movement.dynamicPixExpiresAt ?? null,
+    refund_of: movement.refundOf ?? null,
+  };
+  const event = movement.event && subscribers ? { type: movement.event, subscribers } : null;
+  const row = await storeWithEvent(tx, companyId, newRow, event);
+  return await settle(tx, companyId, row, clearance, null, movement.wireError);
+}
+
+/** What the round trip that takes the lock answers: the USD value, the clearance, the endpoints of the event. */
+type DecidedUnderLock = { usdValue: string; clearance: Clearance; subscribers: Subscriber[] | null };
+
+/**
+ * The first round trip of `moveMoney`: the subject's lock and the year's total against the limit (`decideClearance`,
+ * which sends the two together), the USD value by the rate table, and the endpoints the event goes to, all pipelined.
+ * Postgres runs each statement after the one before has finished, with a snapshot of its own, so the total is read
+ * under the lock. The USD value goes to the total as SQL, so it needs no round trip before this one.
+ */
+async function decideUnderLock(tx: TransactionSql, companyId: string, movement: Movement): Promise<DecidedUnderLock> {
+  const usdValueSql = usdValueOf(tx, movement.currency, movement.value);
+  // a refund gives back money counted when it came in: it is weighed like money that does not move
+  const weighedAgainstLimit = countsTowardsLimit(movement.status) && movement.kind !== "refund";
+  const [[{ usd_value }], clearance, subscribers] = await Promise.all([
+    tx<{ usd_value: string }[]>`select ${usdValueSql} as usd_value`,
+    decideClearance(tx, companyId, movement.subjectId, weighedAgainstLimit ? usdValueSql : null),
+    movement.event ? subscribersOf(tx, companyId, movement.event) : null,
   ]);
-  const inserted = tx<TransactionRow[]>`
-    insert into transactions ${
-    tx({
-      id,
-      company_id: companyId,
-      subject_id: movement.subjectId,
-      kind: movement.kind,
-      status: movement.status,
-      currency: movement.currency,
-      value: movement.value,
-      usd_value,
-      cleared: clearance.cleared,
-      wants_exchange: movement.wantsExchange ?? false,
-      bank_account_id: movement.bankAccountId ?? null,
-      exchange_currency: movement.exchangeCurrency ?? null,
-      exchanged_value: await exchangedValueOf(tx, movement),
-      from_bank_account_id: movement.fromBankAccountId ?? null,
-      to_bank_account_id: movement.toBankAccountId ?? null,
-      dynamic_pix_expires_at: movement.dynamicPixExpiresAt ?? null,
-      refund_of: movement.refundOf ?? null,
-    })
-  }
-    returning *`;
-  // the event names the row by id, so both go in one pipelined round trip; the event still comes first in the
-  // receiver's order, as settle would emit it (docs/webhooks.md, Ordering)
-  const [[row]] = await Promise.all([
+  return { usdValue: usd_value, clearance, subscribers };
+}
+
+/** A transactions row as `moveMoney` inserts it (the timestamps are the table's defaults). */
+type NewTransaction = Omit<TransactionRow, "exchange_id" | "wire_id" | "inserted_at" | "updated_at">;
+
+/**
+ * The second round trip of `moveMoney`: the row and its event, pipelined. The event names the row by id, so it waits
+ * for no answer of the insert; it still comes first in the receiver's order, as settle would emit it (docs/webhooks.md,
+ * Ordering). The event goes to the endpoints the first round trip read, so `emitEvent` does not read them again.
+ */
+async function storeWithEvent(
+  tx: TransactionSql,
+  companyId: string,
+  row: NewTransaction,
+  event: { type: EventType; subscribers: Subscriber[] } | null,
+): Promise<TransactionRow> {
+  const inserted = tx<TransactionRow[]>`insert into transactions ${tx(row)} returning *`;
+  const [[stored]] = await Promise.all([
     inserted,
-    movement.event && subscribers
-      ? emitEvent(tx, companyId, movement.event, { transaction_id: id }, { subscribers })
+    event
+      ? emitEvent(tx, companyId, event.type, { transaction_id: row.id }, {
+        subscribers: Promise.resolve(event.subscribers), // answered in the first round trip
+      })
       : null,
   ]);
-  return await settle(tx, companyId, row, clearance, null, movement.wireError);
+  return stored;
 }
 
 /**
@@ -174,7 +212,8 @@ export async function changeTransactionStatus(
   event: EventType,
 ): Promise<TransactionRow> {
   const current = await getTransaction(tx, companyId, id);
-  const clearance: Clearance = counts(status)
+  // the value stored with the row goes to the year's total as SQL, as a new transaction's does
+  const clearance: Clearance = countsTowardsLimit(status)
     ? await decideClearance(tx, companyId, current.subject_id, tx`${current.usd_value}::numeric`)
     : { cleared: current.cleared, missing: [] };
   const [row] = await tx<TransactionRow[]>`

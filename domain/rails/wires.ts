@@ -14,7 +14,7 @@ import {
 } from "../bank_accounts/bank_accounts.ts";
 import type { BankAccountInput } from "../bank_accounts/rules.ts";
 import { emitEvent } from "../webhooks/outbox/events.ts";
-import { batchMembers, fillBatch, openBatch } from "./batches.ts";
+import { announceBatch, batchMembers, fillBatch, joinBatch } from "./batches.ts";
 import { TASKS } from "../infra/tasks.ts";
 
 export const WIRE_ERROR_CODES = ["AC03", "AC14", "CH11", "AG03"] as const;
@@ -110,14 +110,11 @@ export type WireBatch = { subjectId: string; bankAccountId: string; currency: st
  */
 export async function attachToWire(tx: TransactionSql, companyId: string, batch: WireBatch) {
   const { subjectId, bankAccountId, currency } = batch;
-  const wireId = await openBatch(
-    tx,
-    "wires",
-    companyId,
+  return await joinBatch(tx, "wires", companyId, {
     // a wire that once waited for a correction is not reopened for new payouts
-    tx`subject_id = ${subjectId} and bank_account_id = ${bankAccountId} and currency = ${currency}
-       and status = 'sent' and error_code is null`,
-    async () => {
+    match: tx`subject_id = ${subjectId} and bank_account_id = ${bankAccountId} and currency = ${currency}
+              and status = 'sent' and error_code is null`,
+    create: async () => {
       const { snapshot } = await destinationSnapshot(tx, companyId, bankAccountId);
       const [created] = await tx<{ id: string }[]>`
         insert into wires (id, company_id, subject_id, bank_account_id, currency, status, to_bank_account)
@@ -125,12 +122,9 @@ export async function attachToWire(tx: TransactionSql, companyId: string, batch:
         returning id`;
       return created.id;
     },
-  );
-  await emitEvent(tx, companyId, "wire_created", {
-    wire_id: wireId,
-    transaction_ids: await fillBatch(tx, "wires", companyId, wireId, batch.transactionIds, "wired"),
+    transactionIds: batch.transactionIds,
+    status: "wired",
   });
-  return wireId;
 }
 
 /** The receiving bank refused the account data: the wire waits for the integrator to correct it. */
@@ -214,9 +208,6 @@ export async function retryWire(tx: TransactionSql, companyId: string, wireId: s
   await tx`update wires set status = 'sent', updated_at = now() where company_id = ${companyId} and id = ${wireId}`;
   await tx`update transactions set status = 'wired', updated_at = now()
            where company_id = ${companyId} and wire_id = ${wireId}`;
-  await emitEvent(tx, companyId, "wire_created", {
-    wire_id: wireId,
-    transaction_ids: await batchMembers(tx, "wires", companyId, wireId),
-  });
+  await announceBatch(tx, "wires", companyId, wireId, await batchMembers(tx, "wires", companyId, wireId));
   return true;
 }

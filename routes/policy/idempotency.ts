@@ -1,6 +1,6 @@
 /**
  * `Idempotency-Key` on the API's POST requests: the middleware that replays a stored answer, and the header's place in
- * the OpenAPI document. What is stored, and how, is idempotency_store.ts.
+ * the OpenAPI document. What is stored, and how, is domain/requests/idempotency.ts.
  */
 
 import type { Context, MiddlewareHandler } from "hono";
@@ -11,7 +11,7 @@ import {
   completeIdempotentRequest,
   releaseIdempotencyKey,
   requestFingerprint,
-} from "./idempotency_store.ts";
+} from "../../domain/requests/idempotency.ts";
 import type { Sql } from "../../domain/infra/db.ts";
 import type { SecretBox } from "../../domain/infra/secret_box.ts";
 import { log } from "../../domain/basics/log.ts";

@@ -116,7 +116,7 @@ async function benchHttp() {
 }
 
 async function benchStart() {
-  const { sealStoredAnswers } = await import("../../routes/policy/idempotency_store.ts");
+  const { sealStoredAnswers } = await import("../../domain/requests/idempotency.ts");
   const rows = Number(Deno.env.get("BENCH_ROWS") ?? 100_000);
   const url = await freshDatabase("bench_idempotency_start");
   const sql = connect(url, { max: 2 });

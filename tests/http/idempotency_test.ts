@@ -9,7 +9,7 @@ import {
   setup,
   type TestContext,
 } from "../support/helpers.ts";
-import { pruneIdempotencyKeys, requestFingerprint, sealStoredAnswers } from "../../routes/policy/idempotency_store.ts";
+import { pruneIdempotencyKeys, requestFingerprint, sealStoredAnswers } from "../../domain/requests/idempotency.ts";
 import { connect, type Sql } from "../../domain/infra/db.ts";
 import { setLogLevel } from "../../domain/basics/log.ts";
 import { migrate } from "../../domain/infra/migrate.ts";

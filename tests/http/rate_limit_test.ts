@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { loadConfig } from "../../domain/infra/config.ts";
-import { bucketsIn, RateLimiter, type TakeTokens } from "../../routes/policy/rate_limit_buckets.ts";
+import { bucketsIn, RateLimiter, type TakeTokens } from "../../domain/requests/rate_limits.ts";
 import { setup, TEST_JWT_SECRET } from "../support/helpers.ts";
 
 /** A clock the test moves by hand. */

@@ -248,7 +248,8 @@ Deno.test("person rules", async (t) => {
   );
 
   await t.step("CPF: punctuated or bare is one person, stored bare, as a company's CNPJ is", async () => {
-    // the connector strips the punctuation before sending (facilitapay-clients.md); a person typing it keeps it
+    // the connector strips the punctuation before sending, a person typing it keeps it (docs/errors.md, "What is
+    // wrong with a number")
     const bare = await status(cpfPerson({ document_number: "39053344705" }));
     assert.equal(bare.status, 201, JSON.stringify(bare));
     const punctuated = await status(cpfPerson({ document_number: "390.533.447-05", email: "ana@example.com" }));

@@ -4,8 +4,8 @@
  * reseal command) use it outside any request.
  */
 
-import type { Sql } from "../../domain/infra/db.ts";
-import { isSealedBytes, SEALED_PREFIX, type SecretBox } from "../../domain/infra/secret_box.ts";
+import type { Sql } from "../infra/db.ts";
+import { isSealedBytes, SEALED_PREFIX, type SecretBox } from "../infra/secret_box.ts";
 
 /** How long a key answers with its first response (README, "Idempotency-Key"). */
 export const IDEMPOTENCY_KEY_HOURS = 24;

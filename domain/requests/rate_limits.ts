@@ -5,8 +5,8 @@
  * round trip. Local state is bounded: past `maxKeys` the idle keys are dropped, then the least recently used.
  */
 
-import type { Sql } from "../../domain/infra/db.ts";
-import { secondsToWait } from "../../domain/basics/time.ts";
+import type { Sql } from "../infra/db.ts";
+import { secondsToWait } from "../basics/time.ts";
 
 /** Milliseconds, injectable so tests can move time by hand. */
 export type Clock = () => number;
