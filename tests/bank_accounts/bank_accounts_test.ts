@@ -1,3 +1,8 @@
+/**
+ * Bank accounts through the API, country by country (Brazil with full details or PIX, Mexico's CLABE, Colombia's labels
+ * and owners, international BIC/IBAN/ABA), with the bank directory, reads, updates and tenancy: the rules of
+ * domain/bank_accounts/rules.ts held to what an integrator sends and reads back.
+ */
 import assert from "node:assert/strict";
 import { newCompany, setup, type TestContext } from "../support/helpers.ts";
 // Check digits are computed from each published algorithm, not copied from the service.

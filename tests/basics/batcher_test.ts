@@ -1,3 +1,7 @@
+/**
+ * The `Batcher` of domain/basics/batcher.ts on its own, no database: who is written together and in what order, and
+ * what a failed write does to its batch. The webhook recorder relies on these rules; here they are seen alone.
+ */
 import assert from "node:assert/strict";
 import { Batcher } from "../../domain/basics/batcher.ts";
 

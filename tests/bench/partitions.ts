@@ -1,3 +1,7 @@
+/**
+ * Shapes a bench's database as a month-old service's: one history partition per past day. Kept apart so every bench
+ * that reads or delivers measures against the same partitions.
+ */
 import type { Sql } from "../../domain/infra/db.ts";
 
 /** The days of partitions a service at the default 30-day retention has. */

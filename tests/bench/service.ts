@@ -1,3 +1,7 @@
+/**
+ * The service as the bench runs it: its configuration, the V8 flags `deno task start` gives it, and a start of the
+ * real process. Kept apart so each bench measures the same service.
+ */
 import { type ServiceProcess, startService as startServiceProcess } from "../support/service_process.ts";
 import { type Config, loadConfig } from "../../domain/infra/config.ts";
 

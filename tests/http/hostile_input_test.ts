@@ -1,3 +1,7 @@
+/**
+ * Values the database cannot hold (dates outside its calendar, lone surrogates, property-generated bodies of every
+ * route) are refused with a 4xx, never a 500. Kept apart from the feature tests because it sweeps every route at once.
+ */
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { type Company, newCompany, type Reply, setup } from "../support/helpers.ts";

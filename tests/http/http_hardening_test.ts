@@ -1,3 +1,7 @@
+/**
+ * What every answer of the HTTP layer does whatever the route: security headers, 405 with Allow, bodies refused before
+ * they are read, slow bodies (408), /metrics and its token, MAX_INFLIGHT_REQUESTS and health checks under load.
+ */
 import assert from "node:assert/strict";
 import { newCompany, setup, type TestContext } from "../support/helpers.ts";
 import { operationsRoutes } from "../../routes/operations.ts";

@@ -1,3 +1,7 @@
+/**
+ * The Idempotency-Key stories (routes/policy/idempotency.ts over domain/requests/idempotency.ts): a retried POST
+ * answers the first response and runs once, duplicates in flight never both run, keys last 24 hours, answers sealed.
+ */
 import assert from "node:assert/strict";
 import {
   type Company,

@@ -1,3 +1,7 @@
+/**
+ * The per-company limits an integrator meets through the API: requests per second, sandbox calls, active webhook
+ * endpoints and their concurrency, each refused with its documented answer (docs/limits.md).
+ */
 import assert from "node:assert/strict";
 import { type Company, newCompany, type Reply, setup, type TestContext } from "../support/helpers.ts";
 import { ENDPOINTS } from "../support/endpoints.ts";

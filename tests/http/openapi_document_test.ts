@@ -1,3 +1,7 @@
+/**
+ * The OpenAPI document as a client generator and a reader of /docs rely on it: operation ids and tags, servers and
+ * tokens, x-request-id, the error responses, a lint with @redocly/cli, and every request example accepted as it stands.
+ */
 import assert from "node:assert/strict";
 import { hashPassword } from "../../domain/integrators/passwords.ts";
 import { usernameKey } from "../../domain/integrators/users.ts";

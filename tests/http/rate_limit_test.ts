@@ -1,3 +1,7 @@
+/**
+ * The token bucket of domain/requests/rate_limits.ts: the rules of `RateLimiter` over a fake store (bursts, batches of
+ * tokens, bounded memory), then the shared bucket in Postgres (`take_rate_tokens`) it is built for.
+ */
 import assert from "node:assert/strict";
 import { loadConfig } from "../../domain/infra/config.ts";
 import { bucketsIn, RateLimiter, type TakeTokens } from "../../domain/requests/rate_limits.ts";

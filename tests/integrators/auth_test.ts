@@ -1,3 +1,7 @@
+/**
+ * Bearer tokens and tenancy: which tokens `requireCompany` accepts (algorithm, audience, lifetime, clock skew, expiry
+ * after a first acceptance), and that another company's data answers 404.
+ */
 import assert from "node:assert/strict";
 import { sign } from "hono/jwt";
 import { signToken } from "../../domain/integrators/tokens.ts";

@@ -1,3 +1,7 @@
+/**
+ * Sessions of sign-in tokens: sign-out, a new password, a deleted or disabled user and `deno task token:revoke` end
+ * tokens at once, and only the ones they should.
+ */
 import assert from "node:assert/strict";
 import { decode } from "hono/jwt";
 import { createUser, resetPassword } from "../../domain/integrators/users.ts";

@@ -1,3 +1,7 @@
+/**
+ * Limits, throttles and sessions with two instances on one database and across a restart, and a flood of sign-ins:
+ * what every instance must count the same. Kept apart because it runs the service as processes.
+ */
 import assert from "node:assert/strict";
 import { createUser } from "../../domain/integrators/users.ts";
 import { connect } from "../../domain/infra/db.ts";

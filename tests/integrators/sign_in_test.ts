@@ -1,3 +1,7 @@
+/**
+ * Signing in with a username and password (routes/integrators/sign_in.ts): the answer and its token, the failures that
+ * answer alike, the throttle, and the user commands an operator runs before it.
+ */
 import assert from "node:assert/strict";
 import { decode } from "hono/jwt";
 import { createUser } from "../../domain/integrators/users.ts";

@@ -1,3 +1,7 @@
+/**
+ * The parts of `deno task cluster` (commands/cluster/): the configuration and YAML it writes, HAProxy's routing,
+ * status, switchover and restore choices, and the trust rules for its directory, files and passwords.
+ */
 import assert from "node:assert/strict";
 import {
   archiveCommand,

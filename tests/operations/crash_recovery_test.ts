@@ -1,3 +1,7 @@
+/**
+ * A service killed with SIGKILL mid-delivery and started again delivers every event, none lost: the crash story of
+ * docs/architecture.md, "At-least-once delivery", with real processes.
+ */
 import assert from "node:assert/strict";
 import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
 import { connect } from "../../domain/infra/db.ts";

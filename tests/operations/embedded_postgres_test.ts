@@ -1,3 +1,7 @@
+/**
+ * A fresh machine with no Postgres and no JWT_SECRET: the service starts an embedded server and a generated secret, and
+ * finds both again after a restart.
+ */
 import assert from "node:assert/strict";
 import { EMBEDDED_PORT } from "../../domain/infra/embedded_pg.ts";
 import { setLogLevel } from "../../domain/basics/log.ts";

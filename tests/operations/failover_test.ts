@@ -1,3 +1,7 @@
+/**
+ * The failover story on a real Postgres HA cluster (`deno task cluster`) with the service on it: a lost primary, its
+ * rejoin, a planned switchover and a restore rehearsal, with deliveries under way. Ignored where a cluster cannot run.
+ */
 import assert from "node:assert/strict";
 import postgres from "postgres";
 import { parseBackupInfo } from "../../commands/cluster/backups.ts";

@@ -1,3 +1,7 @@
+/**
+ * The import rules of `deno task check` (tests/import_rules.ts) on small graphs written for the purpose: circles of any
+ * length, and imports that run up a layer.
+ */
 import assert from "node:assert/strict";
 import { circles, layerOf, upwardImports } from "../import_rules.ts";
 

@@ -1,3 +1,7 @@
+/**
+ * Migrations under concurrency: two instances starting together apply each file once, in order, and the contract step
+ * waits until no other release is connected (docs/production.md, "Upgrading").
+ */
 import assert from "node:assert/strict";
 import { connect } from "../../domain/infra/db.ts";
 import { setLogLevel } from "../../domain/basics/log.ts";

@@ -1,3 +1,7 @@
+/**
+ * What an operator reads: /readyz, /metrics (requests, the queue, deliveries and their latency), the OpenAPI document
+ * holding every route, and the /docs page under its CSP.
+ */
 import assert from "node:assert/strict";
 import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
 import { eventually, newCompany, setup } from "../support/helpers.ts";

@@ -1,3 +1,7 @@
+/**
+ * Postgres restarted in the middle of a burst: the service answers 503 meanwhile, reconnects by itself and loses no
+ * event or delivery. Runs its own embedded server so stopping it touches no other test.
+ */
 import assert from "node:assert/strict";
 import { startEmbeddedPostgres } from "../../domain/infra/embedded_pg.ts";
 import { setLogLevel } from "../../domain/basics/log.ts";

@@ -1,3 +1,7 @@
+/**
+ * What production refuses and what the environments generate: missing or guessable secrets, private webhook URLs, the
+ * sandbox, the secrets kept under .data/secrets and `deno task token`.
+ */
 import assert from "node:assert/strict";
 import { sign } from "hono/jwt";
 import { loadConfig, localSecretsWanted } from "../../domain/infra/config.ts";

@@ -1,3 +1,7 @@
+/**
+ * Two worker instances and an API-only one on one database serve and deliver together: max_concurrency and sequential
+ * order hold across processes, and each instance stops gracefully.
+ */
 import assert from "node:assert/strict";
 import project from "../../deno.json" with { type: "json" };
 import { connect } from "../../domain/infra/db.ts";

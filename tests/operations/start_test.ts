@@ -1,3 +1,7 @@
+/**
+ * Starting the service: a port in use, a start without APP_ENV, and production's configuration problems listed at once,
+ * each said in one line before anything is touched.
+ */
 import assert from "node:assert/strict";
 import { databaseExists, dropDatabase, perTestDatabaseUrl } from "../support/databases.ts";
 import { ENDPOINTS } from "../support/endpoints.ts";

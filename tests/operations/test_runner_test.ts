@@ -1,3 +1,7 @@
+/**
+ * `deno task test` itself (tests/run.ts): which Postgres it picks, that a failing test fails the run, and that the
+ * databases a run leaves behind are dropped.
+ */
 import assert from "node:assert/strict";
 import { databaseExists, DEFAULT_TEST_DATABASE_URL } from "../support/databases.ts";
 import { accepts, freePort } from "../support/free_port.ts";

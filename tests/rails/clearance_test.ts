@@ -1,3 +1,7 @@
+/**
+ * The yearly clearance limit (domain/rails/clearance.ts) as an integrator sees it: money past 20,000 USD without the
+ * documents is held and the subject reproved until approval; payments at once are judged one at a time.
+ */
 import assert from "node:assert/strict";
 import { identifyRegisteredPayers } from "../../domain/rails/bank_transactions.ts";
 import { newCompany, setup } from "../support/helpers.ts";

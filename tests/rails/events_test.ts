@@ -1,3 +1,7 @@
+/**
+ * Each sandbox call emits the events the interface names, with exactly its data keys: pay-ins, exchanges, payouts and
+ * wires, card payments, PIX charges, bank transactions and subscriptions.
+ */
 import assert from "node:assert/strict";
 import { newCompany, setup } from "../support/helpers.ts";
 import {

@@ -1,3 +1,7 @@
+/**
+ * Transaction values as exact decimals: amounts, USD values from the rate table, totals of the largest values, and what
+ * the yearly totals count.
+ */
 import assert from "node:assert/strict";
 import { fromCents, toCents } from "../../domain/basics/money.ts";
 import { newCompany, setup } from "../support/helpers.ts";

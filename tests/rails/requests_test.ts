@@ -1,3 +1,7 @@
+/**
+ * The rails routes' requests: another company's subjects, accounts and charges answer 404, refused fields are named
+ * (400 or 422), and with SANDBOX off the sandbox routes do not exist.
+ */
 import assert from "node:assert/strict";
 import { newCompany, setup } from "../support/helpers.ts";
 import { assertCreated, registerBrlAccount, registerPerson } from "../support/rails.ts";

@@ -1,3 +1,7 @@
+/**
+ * The running yearly totals of sql/0015 stay exact: the SQL's money that counts is the code's, concurrent pay-ins are
+ * counted once, and status changes and refunds move the total as they should.
+ */
 import assert from "node:assert/strict";
 import { TRANSACTED_STATUSES } from "../../domain/rails/clearance.ts";
 import { newCompany, setup } from "../support/helpers.ts";

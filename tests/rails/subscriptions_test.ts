@@ -1,3 +1,7 @@
+/**
+ * Subscriptions through the sandbox: pending, active and completed over their invoices, cancelled by the merchant
+ * or the payer, bad bodies and another company's ids.
+ */
 import assert from "node:assert/strict";
 import { newCompany, setup } from "../support/helpers.ts";
 import { assertCreated, eventsOf, lastEventId, registerPerson, typesSince } from "../support/rails.ts";

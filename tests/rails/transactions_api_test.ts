@@ -1,3 +1,7 @@
+/**
+ * The transactions API (domain/rails/payments.ts): internal accounts, pay-ins and pay-outs with their exchanges and
+ * wires, pending pay-ins paid or expired, refunds, the list, tenancy, and clearance for API transactions.
+ */
 import assert from "node:assert/strict";
 import { newCompany, setup } from "../support/helpers.ts";
 import { eventsOf, registerBrlAccount, registerPerson, typesSince } from "../support/rails.ts";

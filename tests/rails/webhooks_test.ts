@@ -1,3 +1,7 @@
+/**
+ * A receiver gets the sandbox's events as the integrator's endpoint would: signed, each one a delivery record the
+ * integrator can look up.
+ */
 import assert from "node:assert/strict";
 import { verifySignature } from "../../domain/webhooks/endpoints/signature.ts";
 import { eventually, newCompany, setup } from "../support/helpers.ts";

@@ -1,3 +1,7 @@
+/**
+ * Wire correction: a wire the bank refuses waits for a corrected account, the worker retries it (`retry_wire`) and
+ * wire_created follows; bad corrections and another company's wires are refused.
+ */
 import assert from "node:assert/strict";
 import { eventually, newCompany, setup } from "../support/helpers.ts";
 import { assertCreated, eventsOf, keys, registerBrlAccount, registerPerson } from "../support/rails.ts";

@@ -1,3 +1,7 @@
+/**
+ * Company customers as subjects: registration by tax id (again is an update), each tax id checked with its country, the
+ * routes mirroring the person ones, and tenancy.
+ */
 import assert from "node:assert/strict";
 import { newCompany, setup } from "../support/helpers.ts";
 import * as check from "../support/check_digits.ts";

@@ -1,3 +1,7 @@
+/**
+ * Document uploads and reads: file types judged from the bytes, names, sizes, documents by URL, the mandatory set
+ * moving a reproved person to review, and the bytes read back as uploaded.
+ */
 import assert from "node:assert/strict";
 import { newCompany, setup } from "../support/helpers.ts";
 import { newPerson } from "../support/subjects.ts";

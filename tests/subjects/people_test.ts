@@ -1,3 +1,7 @@
+/**
+ * People through the API: registration (again is an update), detail, list and PUT, the person rules (CPF, CURP,
+ * rfc_pf, cc, ce, passport, income, states) and every bad request answering 4xx with the documented body.
+ */
 import assert from "node:assert/strict";
 import { type Company, newCompany, setup } from "../support/helpers.ts";
 

@@ -1,3 +1,7 @@
+/**
+ * What one company may store (domain/subjects/quotas.ts): people, bank accounts, documents and bytes, refused past the
+ * quota with nothing stored, exact at the edge with concurrent creates on two instances.
+ */
 import assert from "node:assert/strict";
 import { runMigrations } from "graphile-worker";
 import { createApp } from "../../routes/app.ts";

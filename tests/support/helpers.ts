@@ -1,3 +1,7 @@
+/**
+ * What most tests share: `setup` (a database of its own with the app on it, with or without a worker), `newCompany`,
+ * `eventually` and the suite's secrets and limits, so no test copies them.
+ */
 import { createApp } from "../../routes/app.ts";
 import { taskList, upkeep } from "../../jobs/index.ts";
 import { signToken, type TokenSettings } from "../../domain/integrators/tokens.ts";

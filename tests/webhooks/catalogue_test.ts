@@ -1,3 +1,7 @@
+/**
+ * The event catalogue: one JSON Schema per type, served and documented, and met by every body the sandbox and the test
+ * event send.
+ */
 import assert from "node:assert/strict";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { EVENT_TYPES, isOperational, OPERATIONAL_EVENT_TYPES } from "../../domain/webhooks/outbox/events.ts";

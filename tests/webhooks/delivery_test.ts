@@ -1,3 +1,7 @@
+/**
+ * Webhook delivery end to end: the signed JSON body and its formats, enabled types, retries until success or failure,
+ * manual retry, a disabled endpoint, and the outbox rolling back with its producer's transaction.
+ */
 import assert from "node:assert/strict";
 import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
 import { parseSignatureHeader, verifySignature } from "../../domain/webhooks/endpoints/signature.ts";

@@ -1,3 +1,7 @@
+/**
+ * Ed25519 endpoints: signing against RFC 8032's vectors, receivers verifying with the public key alone, rotation
+ * and the switch from hmac, and private keys stored sealed.
+ */
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { createPrivateKey, createPublicKey, type KeyObject, verify } from "node:crypto";

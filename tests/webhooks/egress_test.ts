@@ -1,3 +1,7 @@
+/**
+ * Where webhooks may go: the address guard (domain/webhooks/endpoints/url_guard.ts) over every special-purpose range,
+ * and a connection that reaches only the address that was checked.
+ */
 import assert from "node:assert/strict";
 import { checkedAddresses, isPublicAddress, type Resolver } from "../../domain/webhooks/endpoints/url_guard.ts";
 import { sendWebhook } from "../../domain/webhooks/engine/sender.ts";

@@ -1,3 +1,7 @@
+/**
+ * Endpoint health (docs/webhooks.md, "Endpoint health"): the pure tallies of attempt_stats.ts, then GET .../stats as
+ * an integrator reads it, its rollup into hours, retention and the cap on concurrent reads.
+ */
 import assert from "node:assert/strict";
 import {
   bucketRange,

@@ -1,3 +1,7 @@
+/**
+ * Webhook endpoint management: create, show, update, list, rotate_secret and disable, the settings' checks and
+ * defaults, public https URLs outside development, and tenancy.
+ */
 import assert from "node:assert/strict";
 import { EVENT_TYPES } from "../../domain/webhooks/outbox/events.ts";
 import { newCompany, setup } from "../support/helpers.ts";

@@ -1,3 +1,7 @@
+/**
+ * The events list (delivery records): order, paging, filters, their refusals, a record's detail with its attempts, and
+ * acknowledge and retry in the documented shapes.
+ */
 import assert from "node:assert/strict";
 import { emitEvent, type EventType } from "../../domain/webhooks/outbox/events.ts";
 import { type Company, newCompany, setup } from "../support/helpers.ts";

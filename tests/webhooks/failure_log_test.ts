@@ -1,3 +1,7 @@
+/**
+ * An operator finds every failed attempt in the service's log at the default level: one warn line per attempt,
+ * naming the record, its endpoint, the event type and the status.
+ */
 import assert from "node:assert/strict";
 import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
 import { connect } from "../../domain/infra/db.ts";

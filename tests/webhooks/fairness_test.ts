@@ -1,3 +1,7 @@
+/**
+ * Fair, bounded delivery under backlog: a backlog of events queues nothing but its records, and a sequential endpoint
+ * behind it is served while it drains (docs/webhooks.md, "Fair delivery under backlog").
+ */
 import assert from "node:assert/strict";
 import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
 import { startWorker, stopWorker, type Worker } from "../../domain/infra/worker.ts";

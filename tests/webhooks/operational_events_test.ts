@@ -1,3 +1,7 @@
+/**
+ * Operational events (endpoint.failing, endpoint.disabled, delivery.exhausted): failures in a row, when an endpoint is
+ * announced failing, who hears it, and a batch recorded twice counting once.
+ */
 import assert from "node:assert/strict";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { loadConfig } from "../../domain/infra/config.ts";

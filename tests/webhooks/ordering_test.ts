@@ -1,3 +1,7 @@
+/**
+ * Per-endpoint order and concurrency: sequential endpoints one at a time in event order, parallel ones within
+ * max_concurrency across processes, and acknowledgement of a failing head.
+ */
 import assert from "node:assert/strict";
 import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
 import { companions, taskList } from "../../jobs/index.ts";

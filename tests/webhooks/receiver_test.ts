@@ -1,3 +1,7 @@
+/**
+ * The tests' own receiver (tests/support/webhook_receiver.ts) refuses every body the catalogue does not describe, so a
+ * story that receives a wrong body fails.
+ */
 import assert from "node:assert/strict";
 import { catalogueEntry } from "../../domain/webhooks/outbox/catalogue.ts";
 import { bodyViolation, EXAMPLE, seqId, seqOf, startReceiver } from "../support/webhook_receiver.ts";

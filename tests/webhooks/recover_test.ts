@@ -1,3 +1,7 @@
+/**
+ * Recover and enable: failed deliveries sent again in order, once each, in [since, until), with deliveries in flight,
+ * and enable within the endpoint quota.
+ */
 import assert from "node:assert/strict";
 import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
 import { type Company, eventually, newCompany, setup } from "../support/helpers.ts";

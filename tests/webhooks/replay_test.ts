@@ -1,3 +1,7 @@
+/**
+ * Replay after a disable (`include_skipped`, domain/webhooks/outbox/replay.ts): the events missed while disabled sent
+ * once, in order, bounded by the window, the retention, the filter and the limit per call.
+ */
 import assert from "node:assert/strict";
 import { v7 } from "uuid";
 import { RECOVER_LOCK, recoverDeliveries } from "../../domain/webhooks/endpoints/deliveries.ts";

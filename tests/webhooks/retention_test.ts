@@ -1,3 +1,7 @@
+/**
+ * Retention of the webhook history: old days go whole, a day a pending record needs stays, and `deno task prune` says
+ * what it removed.
+ */
 import assert from "node:assert/strict";
 import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
 import { ensurePartitions, pruneHistory } from "../../domain/webhooks/endpoints/retention.ts";

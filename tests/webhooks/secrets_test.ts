@@ -1,3 +1,7 @@
+/**
+ * Secrets at rest: the secret box (seal, open, key rotation, contexts), the development key file, and webhook
+ * signing secrets stored sealed, sealed at start when stored plain, and moved to a new key.
+ */
 import assert from "node:assert/strict";
 import { loadConfig } from "../../domain/infra/config.ts";
 import { connect } from "../../domain/infra/db.ts";

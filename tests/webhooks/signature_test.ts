@@ -1,3 +1,7 @@
+/**
+ * What a receiver checks and receives: the `service-signature` header and its verification, delivery bodies per
+ * endpoint settings, and outbound requests kept from private addresses, redirects and slow or long answers.
+ */
 import assert from "node:assert/strict";
 import { renderBody } from "../../domain/webhooks/engine/body.ts";
 import { checkedAddresses, isPrivateAddress, systemResolver } from "../../domain/webhooks/endpoints/url_guard.ts";

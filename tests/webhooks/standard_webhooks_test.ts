@@ -1,3 +1,7 @@
+/**
+ * Standard Webhooks: receivers verify every delivery with the standardwebhooks package and the Web Crypto recipes of
+ * docs/webhooks.md, for both signature schemes and across a rotation.
+ */
 import assert from "node:assert/strict";
 import { Webhook } from "standardwebhooks";
 import { emitEvent } from "../../domain/webhooks/outbox/events.ts";

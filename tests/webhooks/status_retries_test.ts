@@ -1,3 +1,7 @@
+/**
+ * Status-aware retries: Retry-After parsed and capped, a 410 disabling at once, 429 and 503 postponing the next
+ * attempt, and a success restarting the failing clock.
+ */
 import assert from "node:assert/strict";
 import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
 import { retryAfterSeconds } from "../../domain/webhooks/engine/sender.ts";

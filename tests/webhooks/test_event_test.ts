@@ -1,3 +1,7 @@
+/**
+ * The test event: the catalogue's example sent to one endpoint only, delivered with its body settings and listed like
+ * any event.
+ */
 import assert from "node:assert/strict";
 import { EVENT_TYPES } from "../../domain/webhooks/outbox/events.ts";
 import { verifySignature } from "../../domain/webhooks/endpoints/signature.ts";

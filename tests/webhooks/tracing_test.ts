@@ -1,3 +1,7 @@
+/**
+ * Tracing with OTEL_DENO=true: a webhook continues the trace of the request that emitted its event; off by default;
+ * the traceparent in the OpenAPI document, its W3C form and the settings' checks.
+ */
 import assert from "node:assert/strict";
 import { setLogLevel } from "../../domain/basics/log.ts";
 import { connect } from "../../domain/infra/db.ts";

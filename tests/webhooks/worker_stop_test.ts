@@ -1,3 +1,7 @@
+/**
+ * A worker stopped mid-delivery loses nothing and leaves no lease stuck: the next worker delivers the rest once
+ * each, a sequential endpoint in order.
+ */
 import assert from "node:assert/strict";
 import { startWorker, stopWorker, type Worker } from "../../domain/infra/worker.ts";
 import { taskList, upkeep } from "../../jobs/index.ts";
