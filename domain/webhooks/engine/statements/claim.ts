@@ -6,7 +6,7 @@
 import type { Sql } from "../../../infra/db.ts";
 import { type Claim, toClaims } from "./claim_data.ts";
 import { claimedColumns, type ClaimRow, fillSlots } from "./fill_slots.ts";
-import { asyncCommit, type Lease, leaseFree, leaseUntil, slotLimit } from "./lease.ts";
+import { type Lease, leaseFree, leaseUntil, slotLimit } from "./lease.ts";
 import { notifyWake } from "../../outbox/wake.ts";
 
 /**
@@ -16,14 +16,15 @@ import { notifyWake } from "../../outbox/wake.ts";
  *
  * When more is due than this slot carries and the endpoint has slots beyond it, it wakes the endpoint again
  * (wake.ts), so a backlog fans out over the slots one drainer at a time, whoever woke the endpoint.
+ *
+ * It commits synchronously, as every lease statement does (lease.ts): the attempt it starts holds a lease that a
+ * failover to the synchronous replica keeps.
  */
 export async function claimNext(sql: Sql, endpointId: string, opts: Lease): Promise<Claim | null> {
   const lease = leaseUntil(sql, opts.leaseMs);
   const [row] = await sql<(ClaimRow & { woken: string })[]>`
     with ep as (
       select * from webhook_endpoints where id = ${endpointId}
-    ), commit_mode as (
-      ${asyncCommit(sql)}
     ), free_slot as (
       select s.slot from webhook_slots s
       where s.endpoint_id = ${endpointId} and s.slot < (select ${slotLimit(sql, "ep")} from ep)
@@ -51,7 +52,6 @@ export async function claimNext(sql: Sql, endpointId: string, opts: Lease): Prom
     )
     select ep.*, ${claimedColumns(sql)}, taken_slot.slot, (select woken from woken) as woken
     from ep
-    cross join commit_mode
     left join taken t on true
     left join taken_slot on true`;
   if (!row) return null;

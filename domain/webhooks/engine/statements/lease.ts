@@ -3,6 +3,14 @@
  * sharing the database (docs/architecture.md, "Leases and slots"). A lease is not a lock held by a connection: it
  * names its holder (`leased_by`, a worker process) and runs out by itself, so a lost connection or a crash never
  * keeps a slot for ever. These are the fragments every statement of this folder shares.
+ *
+ * Every statement that leases (the claim, claim.ts, and the record statement's hand-over, record.ts) commits
+ * synchronously, Postgres' default: its answer comes only once the synchronous replica has the lease on disk, with the
+ * record it leases, and an attempt starts only on that answer. So a failover to that replica keeps the lease of every
+ * attempt in flight, and the new primary gives its slot and its record to nobody else while the attempt runs (a
+ * sequential endpoint keeps one attempt at a time, any endpoint its `max_concurrency`). A lease whose answer never came
+ * holds no attempt; it is given back when the worker's liveness session opens again (release.ts). docs/production.md,
+ * "On a Postgres HA cluster", says what a claim committed asynchronously did at a failover.
  */
 
 import type postgres from "postgres";
@@ -34,11 +42,3 @@ export function leaseFree(sql: Tx, row: string): postgres.Fragment {
   const r = sql(row);
   return sql`(${r}.leased_until is null or ${r}.leased_until < now())`;
 }
-
-/**
- * A claim commits asynchronously (no wait for the WAL flush): a claim lost to a database crash only leaves its record
- * to be claimed again, and its attempt, then in flight, made again, which at-least-once delivery allows. What an
- * attempt recorded commits synchronously (record.ts), as do the events and records the producers write. A CTE of the
- * claim statement.
- */
-export const asyncCommit = (sql: Tx): postgres.Fragment => sql`select set_config('synchronous_commit', 'off', true)`;
