@@ -1,6 +1,6 @@
 /**
  * What people and company customers share: one `people` table told apart by `kind` (so every foreign key to a
- * subject takes either; docs/architecture.md, `domain/subjects/`), one row type, one presenter, the same
+ * subject takes either; docs/architecture.md, "Layers"), one row type, one presenter, the same
  * register/update/get/list SQL. What sets a kind apart is declared in `KINDS`; its own rules (a person's documents
  * and cross-field checks, a company's fiscal country) stay in `people.ts` and `companies.ts`.
  */
