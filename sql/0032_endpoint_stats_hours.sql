@@ -1,7 +1,7 @@
 set local lock_timeout = '5s';
 
 -- Endpoint health over long spans (docs/webhooks.md, "How the stats are kept"): the minute rows of sql/0027 summed
--- per endpoint and UTC hour once the hour is more than a day old (`rollUpStats`, domain/webhooks/endpoint_stats.ts,
+-- per endpoint and UTC hour once the hour is more than a day old (`rollUpStats`, domain/webhooks/endpoints/stats.ts,
 -- run by the hourly retention job), so a read since 30 days ago sums about 720 hour rows and a day of minutes instead
 -- of up to 172,800 minute rows. Same columns as the minute rows; one row per endpoint and hour (a single writer makes
 -- them, so no shards).

@@ -2,8 +2,8 @@ set local lock_timeout = '5s';
 
 -- Per-endpoint filter errors (docs/webhooks.md, "Filters", "When it fails"): how many times an endpoint's filter could
 -- not say whether an event passes (an error, its budget, a filter today's rules refuse), and the last such error, which
--- the endpoint's stats answer shows. Written by the transaction that emits the event (domain/webhooks/filter_errors.ts):
--- counted with the event, or with neither.
+-- the endpoint's stats answer shows. Written by the transaction that emits the event
+-- (domain/webhooks/outbox/filter_errors.ts): counted with the event, or with neither.
 --
 -- Rows per endpoint, not one: a transaction adds to a row no other transaction holds (`for update skip locked`) or,
 -- when all are held, makes a new one, so emitting never waits on another transaction's count, and the rows of an

@@ -1,8 +1,9 @@
 /**
  * The drain loop with fake steps: no Postgres, no HTTP. The fake endpoint keeps its records and slots in memory and
- * applies the same lease rules as the real statements (domain/webhooks/delivery/), one step at a time, so these
- * tests show what the loop itself must do for those rules to hold: hand its slot on, claim once more after freeing
- * it, release what it holds before waking its endpoint for a fresh run, stop on a disabled endpoint or an abort.
+ * applies the same lease rules as the real statements (domain/webhooks/engine/statements/), one step at a time, so
+ * these tests show what the loop itself must do for those rules to hold: hand its slot on, claim once more after
+ * freeing it, release what it holds before waking its endpoint for a fresh run, stop on a disabled endpoint or an
+ * abort.
  */
 import assert from "node:assert/strict";
 import { newId } from "../../domain/basics/ids.ts";
