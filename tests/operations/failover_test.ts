@@ -113,11 +113,22 @@ Deno.test({
     const badSignatures: string[] = [];
     /** The sequential endpoint's records in flight at the receiver, and each arrival that found one there. */
     const sequentialInFlight = new Set<string>();
-    const overlaps: string[] = [];
+    const overlaps: { record: string; at: number; with: string[] }[] = [];
+    /**
+     * Each overlap, with every arrival (wall clock, ms) of the records it names: which of them came twice, and when,
+     * tells a record sent again beside itself from a later record sent ahead of an earlier one.
+     */
+    const describeOverlaps = () =>
+      overlaps.map((o) => {
+        const arrivals = [o.record, ...o.with].map((id) =>
+          `${id} at ${receiver.at("/sequential").filter((a) => a.body?.id === id).map((a) => a.receivedAt)}`
+        );
+        return `${o.record} arrived at ${o.at} while ${o.with} was in flight (arrivals: ${arrivals.join(", ")})`;
+      }).join("; ");
     const receiver = startReceiver(async (arrival) => {
       const record = arrival.path === "/sequential" ? String(arrival.body?.id) : null;
       if (record && sequentialInFlight.size) {
-        overlaps.push(`${record} arrived at ${arrival.receivedAt} while ${[...sequentialInFlight]} was in flight`);
+        overlaps.push({ record, at: arrival.receivedAt, with: [...sequentialInFlight] });
       }
       if (record) sequentialInFlight.add(record);
       try {
@@ -320,7 +331,7 @@ Deno.test({
 
       /** The sequential endpoint got one at a time, in the order the pay-ins were acknowledged. */
       const inOrder = (accepted: PayIn[]) => {
-        assert.equal(receiver.maxInFlight("/sequential"), 1, `never two deliveries at once: ${overlaps.join("; ")}`);
+        assert.equal(receiver.maxInFlight("/sequential"), 1, `never two deliveries at once: ${describeOverlaps()}`);
         const position = new Map(accepted.map((p, i) => [p.id, i]));
         const known = arrivalOrder(receiver, "/sequential").filter((tx) => position.has(tx));
         const positions = known.map((tx) => position.get(tx)!);
