@@ -40,12 +40,12 @@ export function webhookDrainers({ sql, config, processId }: Deps): Companion {
   const sending = { timeoutMs: config.webhookTimeoutMs, allowPrivateUrls: config.allowPrivateUrls, connections };
   // While the database is away (a restart, a failover) each step waits for it rather than failing the run (README,
   // Operations, When the database goes away).
-  const patiently = <T>(step: () => Promise<T>) => whileUnreachable(step, Date.now() + OUTAGE_PATIENCE_MS);
+  const waitingOutOutages = <T>(step: () => Promise<T>) => whileUnreachable(step, Date.now() + OUTAGE_PATIENCE_MS);
   const drainers: Drainers = new Drainers(sql, {
     concurrency: config.workerConcurrency,
     budget: RUN_BUDGET,
     steps: (endpointId, abort) => ({
-      claim: () => patiently(() => claimNext(sql, endpointId, lease)),
+      claim: () => waitingOutOutages(() => claimNext(sql, endpointId, lease)),
       send: async (endpoint, delivery) =>
         sendDelivery(await secretBoxFor(config), endpoint, delivery, { ...sending, signal: abort }),
       recordAndClaimNext: async (delivery, result, endpoint) => {
@@ -53,11 +53,12 @@ export function webhookDrainers({ sql, config, processId }: Deps): Companion {
         drainers.dueAt(recorded.nextAttemptAt);
         return recorded;
       },
-      release: (delivery) => patiently(() => releaseClaim(sql, endpointId, delivery)),
-      wake: () => patiently(() => wakeEndpoints(sql, [endpointId])),
-      failPending: (endpoint) => patiently(() => failPendingDeliveries(sql, endpoint.company_id, [endpoint.id])),
+      release: (delivery) => waitingOutOutages(() => releaseClaim(sql, endpointId, delivery)),
+      wake: () => waitingOutOutages(() => wakeEndpoints(sql, [endpointId])),
+      failPending: (endpoint) =>
+        waitingOutOutages(() => failPendingDeliveries(sql, endpoint.company_id, [endpoint.id])),
     }),
-    releaseUnheld: (holding) => patiently(() => releaseUnheldLeases(sql, { ...lease, holding })),
+    releaseUnheld: (holding) => waitingOutOutages(() => releaseUnheldLeases(sql, { ...lease, holding })),
   });
   return {
     start: (worker) => drainers.start(worker),

@@ -193,7 +193,7 @@ async function storeWithEvent(
     inserted,
     event
       ? emitEvent(tx, companyId, event.type, { transaction_id: row.id }, {
-        subscribers: Promise.resolve(event.subscribers), // answered in the first round trip
+        subscribers: event.subscribers, // read in the first round trip (decideUnderLock)
       })
       : null,
   ]);

@@ -1,5 +1,5 @@
 /**
- * The record statement made again after a lost connection (domain/webhooks/engine/statements/record.ts, `again`), as a story
+ * The record statement made again after a lost connection (domain/webhooks/engine/statements/record.ts, `firstMayHaveCommitted`), as a story
  * the tests of what that statement keeps share: what it counts must count a batch once, whether or not the first try
  * committed.
  */

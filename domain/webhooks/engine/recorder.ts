@@ -142,13 +142,13 @@ async function writeBatch(
   // it causes (operational.ts); any other batch, successes and most failures alike, stays one statement.
   const inTransaction = mayDisableOrExhaust(items, verdicts);
   const write = inTransaction
-    ? (again: boolean) =>
+    ? (firstMayHaveCommitted: boolean) =>
       sql.begin(async (tx) => {
-        const rows = await recordAttempts(tx as unknown as Sql, items, verdicts, opts, again);
+        const rows = await recordAttempts(tx as unknown as Sql, items, verdicts, opts, firstMayHaveCommitted);
         await emitAttemptEvents(tx, transitionsOf(items, rows));
         return rows;
       }) as Promise<RecordRow[]>
-    : (again: boolean) => recordAttempts(sql, items, verdicts, opts, again);
+    : (firstMayHaveCommitted: boolean) => recordAttempts(sql, items, verdicts, opts, firstMayHaveCommitted);
   const rows = await whileUnreachable(() => afterDeadlock(() => write(tries++ > 0)), until);
   // the verdicts another transaction's lock kept from being applied: carried to each endpoint's next batch
   const carriedNow = new Map<string, Carried>();
@@ -162,7 +162,7 @@ async function writeBatch(
     carried.set(endpointId, mergeCarried(carried.get(endpointId), outcome));
   }
   const later = transitionsOf(items, rows);
-  if (!inTransaction && !noTransitions(later)) await announceApart(sql, later, until);
+  if (!inTransaction && !noTransitions(later)) await announceInOwnTransaction(sql, later, until);
   return await toRecorded(sql, items.length, rows, until);
 }
 
@@ -180,7 +180,7 @@ function mayDisableOrExhaust(items: Submitted[], verdicts: EndpointVerdict[]): b
  * it (operational.ts). Should that fail, the streak stays unannounced and the endpoint's next failure finds it again:
  * the attempts are recorded either way.
  */
-async function announceApart(sql: Sql, t: AttemptTransitions, until: number) {
+async function announceInOwnTransaction(sql: Sql, t: AttemptTransitions, until: number) {
   try {
     await whileUnreachable(() => afterDeadlock(() => sql.begin((tx) => emitAttemptEvents(tx, t))), until);
   } catch (err) {

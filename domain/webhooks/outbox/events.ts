@@ -88,16 +88,19 @@ export function subscribersOf(tx: TransactionSql, companyId: string, type: Event
  * here, once, from the row the same select reads, within the filter's budget (filter_budget.ts): nothing more for
  * endpoints without one, and a statement more only when a filter errs (its count, filter_errors.ts). A test event
  * ignores filters: it was asked for by name (docs/webhooks.md, "Filters").
+ *
+ * `subscribers`: the endpoints as `subscribersOf` read them, when the caller asked for them already, in a round trip
+ * it was making anyway (the money path's first: docs/performance.md); otherwise they are read here.
  */
 export async function emitEvent(
   tx: TransactionSql,
   companyId: string,
   type: EventType,
   data: Record<string, unknown>,
-  opts: FanOut & { subscribers?: PromiseLike<Subscriber[]> } = {},
+  opts: FanOut & { subscribers?: Subscriber[] } = {},
 ): Promise<{ id: string }> {
   const id = newId();
-  const selected = await (opts.subscribers ?? subscribersOf(tx, companyId, type, opts));
+  const selected = opts.subscribers ?? await subscribersOf(tx, companyId, type, opts);
   const { passing: endpoints, errors } = opts.onlyEndpointId
     ? { passing: selected, errors: [] }
     : filtered(selected, type, data);

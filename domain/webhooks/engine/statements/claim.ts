@@ -31,29 +31,29 @@ export async function claimNext(sql: Sql, endpointId: string, opts: Lease): Prom
         and ${leaseFree(sql, "s")}
       order by s.slot limit 1
       for update skip locked
-    ), gate as (
+    ), slots_to_fill as (
       select 0 as idx, ep.id as endpoint_id, f.slot, ep.delivery_mode, null::uuid as attempted, false as still_pending
       from ep cross join free_slot f
-    ), ${fillSlots(sql, lease, opts.owner)}, taken_slot as (
+    ), ${fillSlots(sql, lease, opts.owner)}, slot_leased as (
       update webhook_slots s set delivery_id = p.next_id, leased_until = ${lease}, leased_by = ${opts.owner}
-      from paired p join gate g on g.idx = p.idx
+      from next_for_slot p join slots_to_fill g on g.idx = p.idx
       where s.endpoint_id = g.endpoint_id and s.slot = g.slot
       returning s.slot
     ), fan_out as (
       select ${endpointId}::uuid
-      from taken_slot ts cross join ep
+      from slot_leased ts cross join ep
       where ts.slot + 1 < ${slotLimit(sql, "ep")} and exists (
         select 1 from webhook_deliveries d
         where d.endpoint_id = ${endpointId} and d.status = 'pending' and d.next_attempt_at <= now()
-          and ${leaseFree(sql, "d")} and d.id not in (select id from taken)
+          and ${leaseFree(sql, "d")} and d.id not in (select id from leased_records)
       )
     ), woken as (
       select ${notifyWake(sql, sql`select * from fan_out`)} as woken
     )
-    select ep.*, ${claimedColumns(sql)}, taken_slot.slot, (select woken from woken) as woken
+    select ep.*, ${claimedColumns(sql)}, slot_leased.slot, (select woken from woken) as woken
     from ep
-    left join taken t on true
-    left join taken_slot on true`;
+    left join leased_records on true
+    left join slot_leased on true`;
   if (!row) return null;
   const { woken: _, ...claim } = row;
   return (await toClaims(sql, [claim], Date.now() + opts.leaseMs / 2))[0];

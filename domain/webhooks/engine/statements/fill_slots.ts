@@ -10,10 +10,10 @@ import { leaseFree } from "./lease.ts";
 
 /**
  * Which record a slot carries next, written once for the first claim (claim.ts) and the hand-over after an attempt
- * (record.ts): the CTEs that fill slots, given a CTE `gate` (idx, endpoint_id, slot, delivery_mode, attempted,
+ * (record.ts): the CTEs that fill slots, given a CTE `slots_to_fill` (idx, endpoint_id, slot, delivery_mode, attempted,
  * still_pending): one row per slot held and to be filled, `attempted` being the record the slot just carried (null
  * on a first claim; still pending in this statement's snapshot) and `still_pending` whether it stays pending after
- * this attempt. They end in `paired` (idx, next_id) and `taken` (idx, id, type, event_id, company_id, lease_token,
+ * this attempt. They end in `next_for_slot` (idx, next_id) and `leased_records` (idx, id, type, event_id, company_id, lease_token,
  * inserted_at, schedule_attempts).
  *
  * - parallel: the pending records due first that nobody holds, one per slot, skipping those another drainer is
@@ -24,12 +24,12 @@ import { leaseFree } from "./lease.ts";
  */
 export function fillSlots(sql: Tx, lease: postgres.Fragment, owner: string): postgres.Fragment {
   return sql`
-    wanted as (
+    per_endpoint as (
       select endpoint_id, delivery_mode, count(*)::int as k, bool_or(still_pending) as head_held,
         coalesce(array_agg(attempted) filter (where attempted is not null), '{}') as attempted
-      from gate group by endpoint_id, delivery_mode
-    ), next as (
-      select w.endpoint_id, n.id, n.rn from wanted w cross join lateral (
+      from slots_to_fill group by endpoint_id, delivery_mode
+    ), candidates as (
+      select w.endpoint_id, n.id, n.rn from per_endpoint w cross join lateral (
         select c.id, row_number() over (order by c.next_attempt_at, c.id) as rn from (
           select d.id, d.next_attempt_at from webhook_deliveries d
           where w.delivery_mode = 'parallel' and d.endpoint_id = w.endpoint_id and d.status = 'pending'
@@ -46,21 +46,22 @@ export function fillSlots(sql: Tx, lease: postgres.Fragment, owner: string): pos
         ) h
         where h.next_attempt_at <= now() and ${leaseFree(sql, "h")}
       ) n
-    ), paired as (
+    ), next_for_slot as (
       select g.idx, n.id as next_id
-      from (select idx, endpoint_id, row_number() over (partition by endpoint_id order by slot) as rn from gate) g
-      join next n on n.endpoint_id = g.endpoint_id and n.rn = g.rn
-    ), taken as (
+      from (select idx, endpoint_id, row_number() over (partition by endpoint_id order by slot) as rn from slots_to_fill) g
+      join candidates n on n.endpoint_id = g.endpoint_id and n.rn = g.rn
+    ), leased_records as (
       update webhook_deliveries d set lease_token = gen_random_uuid(), leased_until = ${lease}, leased_by = ${owner}
-      from paired p where d.id = p.next_id
+      from next_for_slot p where d.id = p.next_id
       returning p.idx, d.id, d.type, d.event_id, d.company_id, d.lease_token, d.inserted_at, d.schedule_attempts
     )`;
 }
 
-/** The columns of a claimed record, from the `taken` of `fillSlots` as `t`. */
+/** The columns of a claimed record, from the `leased_records` of `fillSlots` (joined under that name). */
 export const claimedColumns = (sql: Tx): postgres.Fragment =>
-  sql`t.id as delivery_id, t.type as delivery_type, t.event_id, t.inserted_at as event_inserted_at, t.lease_token,
-    t.schedule_attempts as delivery_schedule_attempts`;
+  sql`leased_records.id as delivery_id, leased_records.type as delivery_type, leased_records.event_id,
+    leased_records.inserted_at as event_inserted_at, leased_records.lease_token,
+    leased_records.schedule_attempts as delivery_schedule_attempts`;
 
 /** A row of a statement that claims: the endpoint as it is now, and the record leased with one of its slots. */
 export type ClaimRow = EndpointRow & {

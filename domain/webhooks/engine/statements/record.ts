@@ -70,7 +70,7 @@ export type RecordRow = ClaimRow & {
  * same transaction, and an endpoint found failing (`endpoint_failing`) in one of its own that marks the streak
  * announced (domain/webhooks/outbox/operational.ts).
  *
- * `again`: made again after a lost connection, when the first may have committed before its answer was lost.
+ * `firstMayHaveCommitted`: made again after a lost connection, when the first may have committed before its answer was lost.
  *
  * The batch also adds to its endpoints' health aggregate, in the same statement (`recordStats`, record_stats.ts;
  * docs/webhooks.md, "Endpoint health").
@@ -85,20 +85,20 @@ export async function recordAttempts(
   items: RecordItem[],
   verdicts: EndpointVerdict[],
   lease: Lease & FailingAlert,
-  again = false,
+  firstMayHaveCommitted = false,
 ): Promise<RecordRow[]> {
   const until = leaseUntil(sql, lease.leaseMs);
   // Made again: the failures are counted only when the first try did not commit (the batch commits whole or not at
   // all), by the test the attempts' insert makes.
-  const firstTry = again
+  const firstTry = firstMayHaveCommitted
     ? sql`and not exists (select 1 from webhook_attempts a where a.delivery_id = ${items[0].delivery.id}
         and a.id = ${items[0].attemptId})`
     : sql``;
   // The clock as the verdict saw it, to the millisecond a JavaScript Date keeps of Postgres' microseconds.
-  const sameClock = sql`(e.failing_since is null and v.seen_failing_since is null
-    or abs(extract(epoch from e.failing_since - v.seen_failing_since)) < 0.001)`;
+  const sameClock = sql`(e.failing_since is null and verdict.seen_failing_since is null
+    or abs(extract(epoch from e.failing_since - verdict.seen_failing_since)) < 0.001)`;
   return await sql<RecordRow[]>`
-    with r as (
+    with batch as (
       select * from unnest(
         ${items.map((_, i) => i)}::int[],
         ${items.map((i) => i.endpointId)}::uuid[],
@@ -113,101 +113,103 @@ export async function recordAttempts(
         ${items.map((i) => JSON.stringify(i.result.responseHeaders ?? {}))}::text[],
         ${items.map((i) => JSON.stringify(i.plan))}::text[]::jsonb[],
         ${items.map((i) => failureReason(i.result))}::text[]
-      ) as r(idx, endpoint_id, delivery_id, token, slot, ok, http_status, response_body, duration_ms, attempt_id,
+      ) as batch(idx, endpoint_id, delivery_id, token, slot, ok, http_status, response_body, duration_ms, attempt_id,
         response_headers, plan, last_error)
-    ), v as (
+    ), verdicts as (
       select * from unnest(
         ${verdicts.map((v) => v.endpointId)}::uuid[],
         ${verdicts.map((v) => v.health.disable)}::text[],
         ${verdicts.map((v) => v.health.failing)}::text[],
         ${verdicts.map((v) => v.seenFailingSince?.toISOString() ?? null)}::text[]::timestamptz[],
         ${verdicts.map((v) => v.failedAttempts)}::int[]
-      ) as v(endpoint_id, disable, failing, seen_failing_since, failed)
-    ), attempt as (
+      ) as verdicts(endpoint_id, disable, failing, seen_failing_since, failed)
+    ), stored_attempts as (
       insert into webhook_attempts (id, delivery_id, company_id, attempt_number, http_status, response_body, duration_ms,
         response_headers)
-      select r.attempt_id, d.id, d.company_id, d.attempts + 1, r.http_status, r.response_body, r.duration_ms,
-        r.response_headers::jsonb
-      from r join webhook_deliveries d on d.id = r.delivery_id
+      select attempt.attempt_id, d.id, d.company_id, d.attempts + 1, attempt.http_status, attempt.response_body, attempt.duration_ms,
+        attempt.response_headers::jsonb
+      from batch attempt join webhook_deliveries d on d.id = attempt.delivery_id
       ${
-    again
-      ? sql`where not exists (select 1 from webhook_attempts a where a.delivery_id = r.delivery_id and a.id = r.attempt_id)`
+    firstMayHaveCommitted
+      ? sql`where not exists (select 1 from webhook_attempts a where a.delivery_id = attempt.delivery_id and a.id = attempt.attempt_id)`
       : sql``
   }
-    )${recordStats(sql, items, again)}, wants as (
+    )${recordStats(sql, items, firstMayHaveCommitted)}, endpoints_to_write as (
       -- the endpoints whose row this statement may write (as the two updates below test)
-      select v.endpoint_id from v join webhook_endpoints e on e.id = v.endpoint_id
+      select verdict.endpoint_id from verdicts verdict join webhook_endpoints e on e.id = verdict.endpoint_id
       where e.status = 'active'
-        and (v.disable is not null or v.failed > 0 or e.consecutive_failures > 0 or v.failing <> 'keep')
-    ), locked as materialized (
-      select e.id from webhook_endpoints e where e.id in (select endpoint_id from wants)
+        and (verdict.disable is not null or verdict.failed > 0 or e.consecutive_failures > 0 or verdict.failing <> 'keep')
+    ), endpoints_locked as materialized (
+      select e.id from webhook_endpoints e where e.id in (select endpoint_id from endpoints_to_write)
       order by e.id
       for no key update skip locked
-    ), disabled as (
-      update webhook_endpoints e set ${disabling(sql, sql`v.disable`)}
-      from v
-      where e.id = v.endpoint_id and v.disable is not null and e.status = 'active'
-        and e.id in (select id from locked)
-        and (v.disable = 'gone' or ${sameClock})
-      returning e.id, v.disable
-    ), clock as (
+    ), endpoints_disabled as (
+      update webhook_endpoints e set ${disabling(sql, sql`verdict.disable`)}
+      from verdicts verdict
+      where e.id = verdict.endpoint_id and verdict.disable is not null and e.status = 'active'
+        and e.id in (select id from endpoints_locked)
+        and (verdict.disable = 'gone' or ${sameClock})
+      returning e.id, verdict.disable
+    ), failing_clocks as (
       -- The failing clock moves only from the value its verdict saw; the failures in a row always count, and a
       -- success ends the streak. A healthy endpoint's success writes nothing. alerted: the streak has crossed
       -- FailingAlert and was not announced yet (the announcement marks it: operational.ts).
       update webhook_endpoints e set
-        failing_since = case when v.failing = 'keep' or not ${sameClock} then e.failing_since
-          when v.failing = 'start' then now() end,
-        consecutive_failures = case when v.failed = 0 then 0 else e.consecutive_failures + v.failed end,
-        failing_alerted_at = case when v.failed = 0 then null else e.failing_alerted_at end
-      from v
-      where e.id = v.endpoint_id and v.disable is null and e.status = 'active' and e.id in (select id from locked)
-        and (v.failed > 0 or e.consecutive_failures > 0 or v.failing <> 'keep' and ${sameClock}) ${firstTry}
-      returning e.id, v.failed > 0 and e.failing_alerted_at is null
+        failing_since = case when verdict.failing = 'keep' or not ${sameClock} then e.failing_since
+          when verdict.failing = 'start' then now() end,
+        consecutive_failures = case when verdict.failed = 0 then 0 else e.consecutive_failures + verdict.failed end,
+        failing_alerted_at = case when verdict.failed = 0 then null else e.failing_alerted_at end
+      from verdicts verdict
+      where e.id = verdict.endpoint_id and verdict.disable is null and e.status = 'active' and e.id in (select id from endpoints_locked)
+        and (verdict.failed > 0 or e.consecutive_failures > 0 or verdict.failing <> 'keep' and ${sameClock}) ${firstTry}
+      returning e.id, verdict.failed > 0 and e.failing_alerted_at is null
         and (e.consecutive_failures >= ${lease.failingAfterAttempts}
           or e.failing_since <= now() - ${lease.failingAfterSeconds}::float8 * interval '1 second') as alerted
-    ), updated as (
+    ), records_moved as (
       update webhook_deliveries d set
         attempts = d.attempts + 1,
         schedule_attempts = d.schedule_attempts + 1,
-        status = case when r.ok then 'succeeded' when d.status <> 'pending' then d.status
-          when x.id is not null or r.plan ->> d.schedule_attempts is null then 'failed' else 'pending' end,
-        next_attempt_at = case when r.ok or d.status <> 'pending' or x.id is not null then null
-          else now() + (r.plan ->> d.schedule_attempts)::float8 * interval '1 second' end,
-        last_error = r.last_error,
+        status = case when attempt.ok then 'succeeded' when d.status <> 'pending' then d.status
+          when disabled.id is not null or attempt.plan ->> d.schedule_attempts is null then 'failed' else 'pending' end,
+        next_attempt_at = case when attempt.ok or d.status <> 'pending' or disabled.id is not null then null
+          else now() + (attempt.plan ->> d.schedule_attempts)::float8 * interval '1 second' end,
+        last_error = attempt.last_error,
         lease_token = null,
         leased_until = null,
         leased_by = null,
         updated_at = now()
-      from r left join disabled x on x.id = r.endpoint_id
-      where d.id = r.delivery_id and d.lease_token = r.token
-      returning r.idx, d.status, d.next_attempt_at, d.endpoint_id, d.attempts,
+      from batch attempt left join endpoints_disabled disabled on disabled.id = attempt.endpoint_id
+      where d.id = attempt.delivery_id and d.lease_token = attempt.token
+      returning attempt.idx, d.status, d.next_attempt_at, d.endpoint_id, d.attempts,
         -- failed by the end of its plan (d.schedule_attempts is the count after this attempt)
-        d.status = 'failed' and not r.ok and x.id is null and r.plan ->> (d.schedule_attempts - 1) is null as exhausted
-    ), ep as (
-      select * from webhook_endpoints where id in (select endpoint_id from r)
-    ), gate as (
+        d.status = 'failed' and not attempt.ok and disabled.id is null and attempt.plan ->> (d.schedule_attempts - 1) is null as exhausted
+    ), endpoint_rows as (
+      select * from webhook_endpoints where id in (select endpoint_id from batch)
+    ), slots_to_fill as (
       -- The slots that stay taken: their attempt was recorded, their endpoint still allows them.
-      select r.idx, r.endpoint_id, r.slot, ep.delivery_mode, r.delivery_id as attempted,
-        u.status = 'pending' as still_pending
-      from r join updated u on u.idx = r.idx join ep on ep.id = r.endpoint_id
-      where r.slot < ${slotLimit(sql, "ep")} and r.endpoint_id not in (select id from disabled)
-    ), ${fillSlots(sql, until, lease.owner)}, moved_slot as (
+      select attempt.idx, attempt.endpoint_id, attempt.slot, endpoint.delivery_mode, attempt.delivery_id as attempted,
+        moved.status = 'pending' as still_pending
+      from batch attempt join records_moved moved on moved.idx = attempt.idx join endpoint_rows endpoint on endpoint.id = attempt.endpoint_id
+      where attempt.slot < ${
+    slotLimit(sql, "endpoint")
+  } and attempt.endpoint_id not in (select id from endpoints_disabled)
+    ), ${fillSlots(sql, until, lease.owner)}, slots_handed_over as (
       update webhook_slots s set
-        delivery_id = p.next_id,
-        leased_until = case when p.next_id is not null then ${until} end,
-        leased_by = case when p.next_id is not null then ${lease.owner}::uuid end
-      from r left join paired p on p.idx = r.idx
-      where s.endpoint_id = r.endpoint_id and s.slot = r.slot and s.delivery_id = r.delivery_id
+        delivery_id = handover.next_id,
+        leased_until = case when handover.next_id is not null then ${until} end,
+        leased_by = case when handover.next_id is not null then ${lease.owner}::uuid end
+      from batch attempt left join next_for_slot handover on handover.idx = attempt.idx
+      where s.endpoint_id = attempt.endpoint_id and s.slot = attempt.slot and s.delivery_id = attempt.delivery_id
     )
-    select ep.*, r.idx, u.status as delivery_status, u.next_attempt_at as delivery_next_attempt_at,
-      u.attempts as attempt_number, x.disable as endpoint_disabled, u.exhausted, c.alerted as endpoint_failing,
-      r.endpoint_id in (select endpoint_id from wants) and r.endpoint_id not in (select id from locked)
+    select endpoint.*, attempt.idx, moved.status as delivery_status, moved.next_attempt_at as delivery_next_attempt_at,
+      moved.attempts as attempt_number, disabled.disable as endpoint_disabled, moved.exhausted, clock.alerted as endpoint_failing,
+      attempt.endpoint_id in (select endpoint_id from endpoints_to_write) and attempt.endpoint_id not in (select id from endpoints_locked)
         as endpoint_deferred,
-      ${claimedColumns(sql)}, r.slot
-    from r
-    left join updated u on u.idx = r.idx
-    left join ep on ep.id = r.endpoint_id
-    left join disabled x on x.id = r.endpoint_id
-    left join clock c on c.id = r.endpoint_id
-    left join taken t on t.idx = r.idx`;
+      ${claimedColumns(sql)}, attempt.slot
+    from batch attempt
+    left join records_moved moved on moved.idx = attempt.idx
+    left join endpoint_rows endpoint on endpoint.id = attempt.endpoint_id
+    left join endpoints_disabled disabled on disabled.id = attempt.endpoint_id
+    left join failing_clocks clock on clock.id = attempt.endpoint_id
+    left join leased_records on leased_records.idx = attempt.idx`;
 }

@@ -24,15 +24,15 @@ type Recorded = { endpointId: string; delivery: { id: string }; attemptId: strin
  * `STATS_SHARDS` rows so that batches written at once do not queue on one row lock. Starts with a comma, to follow the
  * statement's other CTEs.
  *
- * `again` (the statement made again after a lost connection): the tally is added only when the batch's attempts were
+ * `firstMayHaveCommitted` (the statement made again after a lost connection): the tally is added only when the batch's attempts were
  * not stored by the first try, the same test the attempts' insert makes (the batch commits whole or not at all).
  */
-export function recordStats(sql: Tx, items: readonly Recorded[], again: boolean): postgres.Fragment {
+export function recordStats(sql: Tx, items: readonly Recorded[], firstMayHaveCommitted: boolean): postgres.Fragment {
   const tallies = tallyAttempts(items);
   if (tallies.length === 0) return sql``;
   const first = items[0];
   const shard = nextShard++ % STATS_SHARDS;
-  const fresh = again
+  const fresh = firstMayHaveCommitted
     ? sql`where not exists (select 1 from webhook_attempts a where a.delivery_id = ${first.delivery.id}
         and a.id = ${first.attemptId})`
     : sql``;
