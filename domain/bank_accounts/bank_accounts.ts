@@ -2,7 +2,7 @@
  * Bank accounts stored: create, read, update, and the object every answer shows. What an account must hold is
  * rules.ts's, so registration, update and the wire correction (rails/wires.ts) check the same rules.
  */
-import type { Sql, Tx } from "../infra/db.ts";
+import type { Sql, SqlOrTransaction } from "../infra/db.ts";
 import { ErrorBag, notFound } from "../basics/errors.ts";
 import { newId } from "../basics/ids.ts";
 import { naiveUtc } from "../basics/time.ts";
@@ -86,7 +86,7 @@ export function presentOwnBankAccount(row: BankAccountRow) {
 
 export type BankAccountView = ReturnType<typeof presentBankAccount>;
 
-function selectAccounts(sql: Tx) {
+function selectAccounts(sql: SqlOrTransaction) {
   return sql`
     select a.*, b.code as bank_code, b.ispb as bank_ispb, b.swift as bank_swift, b.name as bank_name,
            b.country as bank_country, c.social_name as company_social_name,
@@ -97,7 +97,7 @@ function selectAccounts(sql: Tx) {
 }
 
 /** Any account of the company, a subject's or an international one (the payment rails look them up by id). */
-export async function getBankAccount(sql: Tx, companyId: string, id: string): Promise<BankAccountRow> {
+export async function getBankAccount(sql: SqlOrTransaction, companyId: string, id: string): Promise<BankAccountRow> {
   const [row] = await sql<BankAccountRow[]>`
     ${selectAccounts(sql)} where a.company_id = ${companyId} and a.id = ${id}`;
   if (!row) throw notFound();
@@ -105,7 +105,7 @@ export async function getBankAccount(sql: Tx, companyId: string, id: string): Pr
 }
 
 /** An account of one subject: another subject's account answers 404, like an unknown id. */
-export async function getSubjectBankAccount(sql: Tx, companyId: string, subjectId: string, id: string) {
+export async function getSubjectBankAccount(sql: SqlOrTransaction, companyId: string, subjectId: string, id: string) {
   const [row] = await sql<BankAccountRow[]>`
     ${selectAccounts(sql)} where a.company_id = ${companyId} and a.subject_id = ${subjectId} and a.id = ${id}`;
   if (!row) throw notFound();
@@ -120,7 +120,7 @@ export async function listOwnBankAccounts(sql: Sql, companyId: string) {
 }
 
 /** One of the company's own accounts: a subject's account answers 404 here. */
-export async function getOwnBankAccount(sql: Tx, companyId: string, id: string): Promise<BankAccountRow> {
+export async function getOwnBankAccount(sql: SqlOrTransaction, companyId: string, id: string): Promise<BankAccountRow> {
   const [row] = await sql<BankAccountRow[]>`
     ${selectAccounts(sql)} where a.company_id = ${companyId} and a.subject_id is null and a.id = ${id}`;
   if (!row) throw notFound();
@@ -134,7 +134,7 @@ export async function listSubjectBankAccounts(sql: Sql, companyId: string, subje
 }
 
 /** Columns written from a checked account, with the bank resolved against the directory. */
-async function columns(tx: Tx, companyId: string, account: NormalizedBankAccount) {
+async function columns(tx: SqlOrTransaction, companyId: string, account: NormalizedBankAccount) {
   const { bank, ...fields } = account;
   const bankId = bank ? (await resolveBank(tx, companyId, bank)).id : null;
   return { ...fields, bank_id: bankId };
@@ -146,7 +146,7 @@ async function columns(tx: Tx, companyId: string, account: NormalizedBankAccount
  * takes its room in the bank accounts quota (`claimRoom`) before committing.
  */
 export async function insertBankAccount(
-  tx: Tx,
+  tx: SqlOrTransaction,
   companyId: string,
   subjectId: string | null,
   account: NormalizedBankAccount,
@@ -217,7 +217,7 @@ function mergePatch(current: BankAccountInput, patch: BankAccountInput): BankAcc
  * leaves an account that registration would refuse; throws every error at once. Writes nothing.
  */
 export async function checkBankAccountPatch(
-  tx: Tx,
+  tx: SqlOrTransaction,
   companyId: string,
   current: BankAccountRow,
   patch: BankAccountInput,
@@ -252,7 +252,7 @@ export const UNKNOWN_BANK_CODE = "is not a known bank code; send bank.ispb with 
  * `subjectId` restricts the lookup to one subject's accounts; undefined means any account of the company.
  */
 export async function patchBankAccount(
-  tx: Tx,
+  tx: SqlOrTransaction,
   companyId: string,
   id: string,
   patch: BankAccountInput,
@@ -265,7 +265,7 @@ export async function patchBankAccount(
   return await getBankAccount(tx, companyId, id);
 }
 
-async function lockBankAccount(tx: Tx, companyId: string, id: string, opts: { subjectId?: string }) {
+async function lockBankAccount(tx: SqlOrTransaction, companyId: string, id: string, opts: { subjectId?: string }) {
   const [locked] = await tx<{ subject_id: string | null }[]>`
     select subject_id from bank_accounts
     where company_id = ${companyId} and id = ${id}

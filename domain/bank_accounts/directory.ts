@@ -2,7 +2,7 @@
  * The bank directory: the stored row of the bank an account names by code or SWIFT. Kept apart from rules.ts, which
  * is pure and checks an account's shape; this is the database half that runs after it.
  */
-import type { Tx } from "../infra/db.ts";
+import type { SqlOrTransaction } from "../infra/db.ts";
 import { newId } from "../basics/ids.ts";
 import type { BankRef } from "./rules.ts";
 
@@ -21,7 +21,7 @@ export type Bank = {
  * company with what was sent.
  * Seeded rows are shared; learned rows belong to one company, so a name one tenant typed never reaches another.
  */
-export async function resolveBank(tx: Tx, companyId: string, ref: BankRef): Promise<Bank> {
+export async function resolveBank(tx: SqlOrTransaction, companyId: string, ref: BankRef): Promise<Bank> {
   const bySwift = ref.swift != null;
   const [known] = bySwift
     ? await tx<Bank[]>`
@@ -59,7 +59,7 @@ export async function resolveBank(tx: Tx, companyId: string, ref: BankRef): Prom
 }
 
 /** The ISPB the directory holds for a Brazilian COMPE code, or null when the code is unknown. */
-export async function directoryIspb(tx: Tx, companyId: string, code: string): Promise<string | null> {
+export async function directoryIspb(tx: SqlOrTransaction, companyId: string, code: string): Promise<string | null> {
   const [row] = await tx<{ ispb: string | null }[]>`
     select ispb from banks
     where country = 'BRA' and code = ${code} and (company_id is null or company_id = ${companyId})

@@ -18,7 +18,7 @@ export type Sql = postgres.Sql;
  */
 export type TransactionSql = postgres.TransactionSql;
 /** Either: for reads and single statements that are whole on their own but may also join a caller's transaction. */
-export type Tx = TransactionSql | Sql;
+export type SqlOrTransaction = TransactionSql | Sql;
 
 export function connect(url: string, options: { max?: number } = {}): Sql {
   return postgres(url, {

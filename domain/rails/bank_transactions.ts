@@ -2,7 +2,7 @@
  * Money from a payer the integrator has not registered: it waits, and becomes the person's identified pay-ins once
  * they are registered (`registerPayer`), with a periodic sweep as the safety net.
  */
-import type { Sql, TransactionSql, Tx } from "../infra/db.ts";
+import type { Sql, SqlOrTransaction, TransactionSql } from "../infra/db.ts";
 import { ErrorBag } from "../basics/errors.ts";
 import { newId } from "../basics/ids.ts";
 import { isoUtc } from "../basics/time.ts";
@@ -156,7 +156,7 @@ export async function receiveBankTransaction(tx: TransactionSql, companyId: stri
 }
 
 /** Whether money waits for the `people` row of the statement: asked inside the registration's own upsert. */
-const paymentsWaiting = (sql: Tx) =>
+const paymentsWaiting = (sql: SqlOrTransaction) =>
   sql`exists (
     select 1 from bank_transactions b
     where b.company_id = people.company_id and b.payer_document_type = people.document_type

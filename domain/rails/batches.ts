@@ -4,7 +4,7 @@
  * announce) is written here once, for both.
  */
 import type postgres from "postgres";
-import type { TransactionSql, Tx } from "../infra/db.ts";
+import type { SqlOrTransaction, TransactionSql } from "../infra/db.ts";
 import { emitEvent } from "../webhooks/outbox/events.ts";
 
 const MEMBER_COLUMN = { exchanges: "exchange_id", wires: "wire_id" } as const;
@@ -51,7 +51,7 @@ export async function announceBatch(
  * one `create` makes when there is none.
  */
 async function openBatch(
-  tx: Tx,
+  tx: SqlOrTransaction,
   table: BatchTable,
   companyId: string,
   match: Fragment,
@@ -72,7 +72,7 @@ async function openBatch(
  * carries, and answers the ids of every transaction it carries, oldest first (what its event lists).
  */
 export async function fillBatch(
-  tx: Tx,
+  tx: SqlOrTransaction,
   table: BatchTable,
   companyId: string,
   batchId: string,
@@ -89,7 +89,7 @@ export async function fillBatch(
 }
 
 /** The ids of the transactions a batch carries, oldest first. */
-export async function batchMembers(tx: Tx, table: BatchTable, companyId: string, batchId: string) {
+export async function batchMembers(tx: SqlOrTransaction, table: BatchTable, companyId: string, batchId: string) {
   const rows = await tx<{ id: string }[]>`
     select id from transactions where company_id = ${companyId} and ${tx(MEMBER_COLUMN[table])} = ${batchId}
     order by id`;

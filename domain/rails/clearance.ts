@@ -3,7 +3,7 @@
  * hold does to the subject. One place for the rule, which transactions.ts applies to every transaction.
  */
 import type postgres from "postgres";
-import type { TransactionSql, Tx } from "../infra/db.ts";
+import type { SqlOrTransaction, TransactionSql } from "../infra/db.ts";
 import { type MandatoryDocument, missingMandatoryDocuments } from "../subjects/documents.ts";
 import { holdSubject, lockSubject, type ReprovalItem, type RequiredDocument } from "../subjects/status.ts";
 
@@ -22,7 +22,7 @@ export const TRANSACTED_STATUSES = ["identified", "approved", "exchanged", "wire
  * running totals the transaction rows keep (sql/0015_running_totals.sql, where "money that counts" is defined), a
  * handful of rows however long the history. The one definition behind the clearance limit and transaction_values.
  */
-export function movedThisYear(tx: Tx, companyId: string, subjectId: string) {
+export function movedThisYear(tx: SqlOrTransaction, companyId: string, subjectId: string) {
   return tx`
     select currency, value, usd_value, count from subject_totals
     where subject_id = ${subjectId} and company_id = ${companyId}

@@ -3,7 +3,7 @@
  * subject's account, created through the one money path (`moveMoney`), so the sandbox and the API make the same
  * rows and events and clearance applies to both.
  */
-import type { Sql, TransactionSql, Tx } from "../infra/db.ts";
+import type { Sql, SqlOrTransaction, TransactionSql } from "../infra/db.ts";
 import { ErrorBag, notFound, unprocessable } from "../basics/errors.ts";
 import { newId } from "../basics/ids.ts";
 import { naiveUtc } from "../basics/time.ts";
@@ -69,7 +69,7 @@ function accountInTransaction(account: BankAccountRow) {
 }
 
 /** The `<transaction>` object of the transactions API. */
-export async function presentPayment(sql: Tx, companyId: string, { row, pixCode }: Loaded) {
+export async function presentPayment(sql: SqlOrTransaction, companyId: string, { row, pixCode }: Loaded) {
   const subject = await getSubject(sql, companyId, row.subject_id);
   const account = (id: string | null) => id ? getBankAccount(sql, companyId, id).then(accountInTransaction) : null;
   // clients require a destination: a refund to a payer whose account is unknown (paid by PIX) shows the account
@@ -107,7 +107,7 @@ export async function presentPayment(sql: Tx, companyId: string, { row, pixCode 
 }
 
 /** A transaction of the company with its PIX code, or 404. */
-export async function loadPayment(sql: Tx, companyId: string, id: string): Promise<Loaded> {
+export async function loadPayment(sql: SqlOrTransaction, companyId: string, id: string): Promise<Loaded> {
   const [row] = await sql<(TransactionRow & { pix_code: string | null })[]>`
     select t.*, c.qr_code as pix_code
     from transactions t left join pix_charges c on c.id = t.id
@@ -139,7 +139,7 @@ export async function listPayments(
 }
 
 /** An account of the company named in a body: a field error (not a 404) when it is not the company's. */
-async function accountOf(tx: Tx, companyId: string, id: string, bag: ErrorBag, field: string) {
+async function accountOf(tx: SqlOrTransaction, companyId: string, id: string, bag: ErrorBag, field: string) {
   const [row] = await tx<{ id: string; subject_id: string | null; internal: boolean; currency: string }[]>`
     select id, subject_id, internal, currency from bank_accounts where company_id = ${companyId} and id = ${id}`;
   if (!row) bag.add(field, "does not exist");
@@ -244,7 +244,7 @@ export async function voidPayment(tx: TransactionSql, companyId: string, id: str
 }
 
 /** The answer of a void: the cancellation, and the transaction it canceled as the bank saw it. */
-export async function presentVoid(sql: Tx, companyId: string, row: TransactionRow) {
+export async function presentVoid(sql: SqlOrTransaction, companyId: string, row: TransactionRow) {
   const subject = await getSubject(sql, companyId, row.subject_id);
   return {
     id: row.id,
@@ -310,7 +310,12 @@ export async function refundPayment(tx: TransactionSql, companyId: string, id: s
 }
 
 /** A refund of the pay-in `id`, by its own id (404 for any other). */
-export async function loadRefund(sql: Tx, companyId: string, id: string, refundId: string): Promise<Loaded> {
+export async function loadRefund(
+  sql: SqlOrTransaction,
+  companyId: string,
+  id: string,
+  refundId: string,
+): Promise<Loaded> {
   const loaded = await loadPayment(sql, companyId, refundId);
   if (loaded.row.refund_of !== id) throw notFound();
   return loaded;
@@ -344,7 +349,7 @@ export async function expirePayment(tx: TransactionSql, companyId: string, id: s
 }
 
 /** What credited and debited one of the company's own accounts, in its currency; the balance is their difference. */
-export async function accountBalance(sql: Tx, companyId: string, accountId: string) {
+export async function accountBalance(sql: SqlOrTransaction, companyId: string, accountId: string) {
   const [row] = await sql<
     {
       currency: string;

@@ -2,7 +2,7 @@
  * Sandbox pay-outs (docs/sandbox.md, "Money out"): money for a subject sent to a bank account, one kind of
  * transaction, which leaves in a wire (wires.ts).
  */
-import type { TransactionSql, Tx } from "../infra/db.ts";
+import type { SqlOrTransaction, TransactionSql } from "../infra/db.ts";
 import { ErrorBag } from "../basics/errors.ts";
 import { getBankAccount } from "../bank_accounts/bank_accounts.ts";
 import { moveMoney } from "./transactions.ts";
@@ -39,7 +39,7 @@ export async function sendPayout(tx: TransactionSql, companyId: string, input: P
  * The account must be the subject's own or one of the company's (an unknown one is 404). Fields left out are
  * not judged, so a body whose shape failed can still be checked on the rest.
  */
-export async function checkPayout(tx: Tx, companyId: string, input: Partial<PayoutInput>) {
+export async function checkPayout(tx: SqlOrTransaction, companyId: string, input: Partial<PayoutInput>) {
   if (!input.bank_account_id) return;
   const account = await getBankAccount(tx, companyId, input.bank_account_id);
   if (account.subject_id && input.subject_id && account.subject_id !== input.subject_id) {

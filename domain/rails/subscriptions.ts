@@ -2,7 +2,7 @@
  * Automatic PIX subscriptions of the sandbox (docs/sandbox.md, "Subscriptions"): the QR code, invoices, cancellation
  * and their events. Invoices record no transaction, so nothing here goes through `moveMoney`.
  */
-import type { TransactionSql, Tx } from "../infra/db.ts";
+import type { SqlOrTransaction, TransactionSql } from "../infra/db.ts";
 import { notFound, validationFailed } from "../basics/errors.ts";
 import { newId } from "../basics/ids.ts";
 import { naiveUtc } from "../basics/time.ts";
@@ -118,7 +118,13 @@ export async function payInvoice(tx: TransactionSql, companyId: string, id: stri
   return { subscription: row, invoice };
 }
 
-async function setStatus(tx: Tx, companyId: string, sub: SubscriptionRow, status: string, paidCycles: number) {
+async function setStatus(
+  tx: SqlOrTransaction,
+  companyId: string,
+  sub: SubscriptionRow,
+  status: string,
+  paidCycles: number,
+) {
   const [row] = await tx<SubscriptionRow[]>`
     update subscriptions set status = ${status}, paid_cycles = ${paidCycles}, updated_at = now()
     where company_id = ${companyId} and id = ${sub.id}

@@ -2,7 +2,7 @@
  * Wires: the day's batch of cleared pay-outs of one subject to one account (over batches.ts), the receiving bank's
  * refusal, and the integrator's correction of the account (docs/sandbox.md, "Money out").
  */
-import type { TransactionSql, Tx } from "../infra/db.ts";
+import type { SqlOrTransaction, TransactionSql } from "../infra/db.ts";
 import { ErrorBag, notFound } from "../basics/errors.ts";
 import { newId } from "../basics/ids.ts";
 import { naiveUtc } from "../basics/time.ts";
@@ -58,7 +58,7 @@ export function presentWire(w: WireRow) {
 }
 
 /** GET /api/v1/wires/:id: the wire with the transactions it carries (404 for another company's). */
-export async function getWireView(sql: Tx, companyId: string, id: string) {
+export async function getWireView(sql: SqlOrTransaction, companyId: string, id: string) {
   const [w] = await sql<(WireRow & { transaction_ids: string[] })[]>`
     select w.*, coalesce(array(
       select t.id from transactions t where t.company_id = ${companyId} and t.wire_id = w.id order by t.id
@@ -81,7 +81,7 @@ export async function getWireView(sql: Tx, companyId: string, id: string) {
  * The destination as the wire carries it: the bank account object, plus the `company` sub-object of the wire
  * record (the integrator's profile; fields it does not keep are null).
  */
-async function destinationSnapshot(tx: Tx, companyId: string, bankAccountId: string) {
+async function destinationSnapshot(tx: SqlOrTransaction, companyId: string, bankAccountId: string) {
   // the account row already carries the company profile (owner_company): no second query for it
   const account = await getBankAccount(tx, companyId, bankAccountId);
   return {
@@ -183,7 +183,12 @@ export async function correctWire(
 }
 
 /** The rules a correction of the wire meets, without writing (an unknown wire is 404). */
-export async function checkWireCorrection(tx: Tx, companyId: string, wireId: string, correction: BankAccountInput) {
+export async function checkWireCorrection(
+  tx: SqlOrTransaction,
+  companyId: string,
+  wireId: string,
+  correction: BankAccountInput,
+) {
   const [wire] = await tx<WireRow[]>`select * from wires where company_id = ${companyId} and id = ${wireId}`;
   if (!wire) throw notFound();
   await checkCorrection(tx, companyId, wire, correction);
@@ -193,7 +198,7 @@ export async function checkWireCorrection(tx: Tx, companyId: string, wireId: str
  * Every reason to refuse a correction at once: a wire that does not wait for one, and what the corrected account
  * breaks of its currency's rules.
  */
-async function checkCorrection(tx: Tx, companyId: string, wire: WireRow, correction: BankAccountInput) {
+async function checkCorrection(tx: SqlOrTransaction, companyId: string, wire: WireRow, correction: BankAccountInput) {
   const errors = new ErrorBag();
   if (wire.status !== "waiting_correction") errors.add("status", "is not waiting_correction");
   const account = await getBankAccount(tx, companyId, wire.bank_account_id);

@@ -3,7 +3,7 @@
  * mandatory documents the yearly limit asks for (docs/clearance.md). The bytes themselves are storage.ts's.
  */
 import { fileTypeFromBuffer } from "file-type";
-import type { Tx } from "../infra/db.ts";
+import type { SqlOrTransaction } from "../infra/db.ts";
 import { ApiError, ErrorBag, notFound } from "../basics/errors.ts";
 import { newId } from "../basics/ids.ts";
 import { getBlob, putBlob } from "./storage.ts";
@@ -201,7 +201,7 @@ function tooLarge(path: (string | number)[]) {
 }
 
 /** Stores a checked document of a person; the caller's transaction also covers any status change. */
-export async function insertDocument(tx: Tx, companyId: string, personId: string, doc: PreparedDocument) {
+export async function insertDocument(tx: SqlOrTransaction, companyId: string, personId: string, doc: PreparedDocument) {
   const id = newId();
   await tx`
     insert into documents (id, company_id, person_id, labels, file_type, file_name, file_url, size)
@@ -212,7 +212,11 @@ export async function insertDocument(tx: Tx, companyId: string, personId: string
 }
 
 /** One subject's documents as `documents` of the person object shows them, oldest first (404 for another's subject). */
-export async function listDocuments(sql: Tx, companyId: string, subjectId: string): Promise<DocumentSummary[]> {
+export async function listDocuments(
+  sql: SqlOrTransaction,
+  companyId: string,
+  subjectId: string,
+): Promise<DocumentSummary[]> {
   const [subject] = await sql`select 1 from people where company_id = ${companyId} and id = ${subjectId}`;
   if (!subject) throw notFound();
   return await sql<DocumentSummary[]>`
@@ -220,7 +224,12 @@ export async function listDocuments(sql: Tx, companyId: string, subjectId: strin
 }
 
 /** One document of the subject (404 when either is not the company's). */
-export async function getDocument(sql: Tx, companyId: string, subjectId: string, id: string): Promise<DocumentSummary> {
+export async function getDocument(
+  sql: SqlOrTransaction,
+  companyId: string,
+  subjectId: string,
+  id: string,
+): Promise<DocumentSummary> {
   const [doc] = await sql<DocumentSummary[]>`
     ${selectDocuments(sql)} where company_id = ${companyId} and person_id = ${subjectId} and id = ${id}`;
   if (!doc) throw notFound();
@@ -228,14 +237,14 @@ export async function getDocument(sql: Tx, companyId: string, subjectId: string,
 }
 
 /** The bytes of one document, with what to serve them as; 404 for a document given by URL (it has no bytes here). */
-export async function getDocumentFile(sql: Tx, companyId: string, subjectId: string, id: string) {
+export async function getDocumentFile(sql: SqlOrTransaction, companyId: string, subjectId: string, id: string) {
   const doc = await getDocument(sql, companyId, subjectId, id);
   const bytes = await getBlob(sql, id);
   if (!bytes) throw new ApiError(404, { detail: "this document was given by URL: read it at its file_url" });
   return { doc, bytes };
 }
 
-function selectDocuments(sql: Tx) {
+function selectDocuments(sql: SqlOrTransaction) {
   return sql`
     select id, labels, file_type, file_name, file_url, size,
            to_char(inserted_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS') as inserted_at

@@ -4,7 +4,7 @@
  * reproved person goes back to when their documents are complete.
  */
 import type postgres from "postgres";
-import type { Sql, TransactionSql, Tx } from "../infra/db.ts";
+import type { Sql, SqlOrTransaction, TransactionSql } from "../infra/db.ts";
 import { ErrorBag, notFound } from "../basics/errors.ts";
 import {
   type DocumentInput,
@@ -22,7 +22,7 @@ import { getSubjectOf, type PatchCheck, saveSubject, type SubjectCreateInput, su
 export type PersonCreateInput = SubjectCreateInput<"person"> & { documents?: DocumentInput[] | null };
 
 /** 404 unless the subject exists and is the company's: every subject route starts here. */
-export async function assertPerson(sql: Tx, companyId: string, id: string): Promise<void> {
+export async function assertPerson(sql: SqlOrTransaction, companyId: string, id: string): Promise<void> {
   const [found] = await sql`select 1 from people where company_id = ${companyId} and id = ${id}`;
   if (!found) throw notFound();
 }
@@ -69,12 +69,12 @@ export async function registerPerson(
   companyId: string,
   input: PersonCreateInput,
   quotas: StoredQuotas,
-  opts: { ask?: (tx: Tx) => postgres.Fragment } = {},
+  opts: { ask?: (tx: SqlOrTransaction) => postgres.Fragment } = {},
 ) {
   const { documentNumber, documents } = await checkRegistration(input);
   // `count`: a new person takes its room in this same statement, so a registration stays one round trip (with
   // documents, the transaction takes the room of everything at its end instead)
-  const upsert = (tx: Tx, count: boolean) =>
+  const upsert = (tx: SqlOrTransaction, count: boolean) =>
     saveSubject(tx, "person", companyId, input, documentNumber, { quotas: count ? quotas : undefined, ask: opts.ask });
   const use = documentsUsage(documents);
   // one statement needs no transaction; documents and the status change they may bring go with the person

@@ -7,7 +7,7 @@
  */
 import type postgres from "postgres";
 import type { Limits } from "../infra/config.ts";
-import type { Tx } from "../infra/db.ts";
+import type { SqlOrTransaction } from "../infra/db.ts";
 import { unprocessable } from "../basics/errors.ts";
 import type { PreparedDocument } from "./documents.ts";
 
@@ -71,7 +71,12 @@ export function documentsUsage(documents: readonly PreparedDocument[]): Usage {
  * the statement it is part of (and so the create, which the caller makes in the same statement or transaction).
  * For a create of one statement, which must stay one round trip: evaluate it only when the row is new.
  */
-export function takeRoom(sql: Tx, companyId: string, quotas: StoredQuotas, use: Usage): postgres.Fragment {
+export function takeRoom(
+  sql: SqlOrTransaction,
+  companyId: string,
+  quotas: StoredQuotas,
+  use: Usage,
+): postgres.Fragment {
   return sql`take_company_usage(
     ${companyId}::uuid, ${use.people ?? 0}::int, ${use.bankAccounts ?? 0}::int, ${use.documents ?? 0}::int,
     ${use.documentBytes ?? 0}::bigint, ${quotas.peoplePerCompany}::int, ${quotas.bankAccountsPerCompany}::int,
@@ -90,7 +95,7 @@ export async function claimRoom(tx: postgres.TransactionSql, companyId: string, 
  * Refuses at once, before anything is written, what already cannot fit: a 15 MB file is not stored only to be rolled
  * back at the end. Reads without locking; `claimRoom` still decides.
  */
-export async function refuseEarly(sql: Tx, companyId: string, quotas: StoredQuotas, use: Usage) {
+export async function refuseEarly(sql: SqlOrTransaction, companyId: string, quotas: StoredQuotas, use: Usage) {
   const [used] = await sql<Record<Quota, string | null>[]>`
     select sum(people) as people, sum(bank_accounts) as bank_accounts, sum(documents) as documents,
            sum(document_bytes) as document_bytes

@@ -6,7 +6,7 @@
  */
 
 import type postgres from "postgres";
-import type { Sql, Tx } from "../infra/db.ts";
+import type { Sql, SqlOrTransaction } from "../infra/db.ts";
 import { ErrorBag, notFound } from "../basics/errors.ts";
 import { newId } from "../basics/ids.ts";
 import { naiveUtc } from "../basics/time.ts";
@@ -144,7 +144,7 @@ export function presentSubject(s: AnySubjectRow, opts: { detail?: boolean } = {}
 }
 
 /** A subject (person or company) with its documents (newest last) in one round trip. */
-export function selectSubjects(sql: Tx) {
+export function selectSubjects(sql: SqlOrTransaction) {
   return sql`
     select p.*, coalesce((
       select json_agg(json_build_object(
@@ -161,7 +161,12 @@ export function selectSubjects(sql: Tx) {
  * A subject of the company; with a kind, only of that kind (a person's id is not found on the company routes, nor a
  * company's on the people routes).
  */
-export async function getSubject(sql: Tx, companyId: string, id: string, kind?: Kind): Promise<AnySubjectRow> {
+export async function getSubject(
+  sql: SqlOrTransaction,
+  companyId: string,
+  id: string,
+  kind?: Kind,
+): Promise<AnySubjectRow> {
   const [row] = await sql<AnySubjectRow[]>`
     ${selectSubjects(sql)}
     where p.company_id = ${companyId} and p.id = ${id} ${kind ? sql`and p.kind = ${kind}` : sql``}`;
@@ -173,7 +178,7 @@ export async function getSubject(sql: Tx, companyId: string, id: string, kind?: 
 const ofKind = <K extends Kind>(row: AnySubjectRow) => row as unknown as SubjectRow<K>;
 
 /** `getSubject` of one kind, typed as such. */
-export const getSubjectOf = async <K extends Kind>(sql: Tx, kind: K, companyId: string, id: string) =>
+export const getSubjectOf = async <K extends Kind>(sql: SqlOrTransaction, kind: K, companyId: string, id: string) =>
   ofKind<K>(await getSubject(sql, companyId, id, kind));
 
 /** A page of the company's subjects of one kind, by id after the cursor. */
@@ -214,12 +219,12 @@ function editableValues<K extends Kind>(
  * same statement, returned as `asked`. The row comes back without its documents.
  */
 export async function saveSubject<K extends Kind>(
-  tx: Tx,
+  tx: SqlOrTransaction,
   kind: K,
   companyId: string,
   input: SubjectCreateInput<K>,
   documentNumber: string,
-  opts: { quotas?: StoredQuotas; ask?: (tx: Tx) => postgres.Fragment } = {},
+  opts: { quotas?: StoredQuotas; ask?: (tx: SqlOrTransaction) => postgres.Fragment } = {},
 ) {
   // null fields count as absent here; only PUT clears fields
   const fields = editableValues(kind, input, false) as Record<string, string | null>;
@@ -283,7 +288,13 @@ export function subjectUpdates<K extends Kind>(kind: K, check: PatchCheck<K>) {
 export type PatchCheck<K extends Kind> = (current: SubjectRow<K>, fields: EditableValues<K>, bag: ErrorBag) => void;
 
 /** The stored row an update starts from (without documents), locked for the update itself. */
-async function currentRow<K extends Kind>(sql: Tx, kind: K, companyId: string, id: string, lock: boolean) {
+async function currentRow<K extends Kind>(
+  sql: SqlOrTransaction,
+  kind: K,
+  companyId: string,
+  id: string,
+  lock: boolean,
+) {
   const [row] = await sql<AnySubjectRow[]>`
     select * from people where company_id = ${companyId} and id = ${id} and kind = ${kind}
     ${lock ? sql`for update` : sql``}`;

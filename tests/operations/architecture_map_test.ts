@@ -34,7 +34,7 @@ const SOURCES: Record<string, string> = {
   ].join("\n"),
   "commands/cluster/config.ts": "export function clusterLayout() {}",
   "domain/subjects/quotas.ts": [
-    "export async function takeRoom(tx: Tx) {}",
+    "export async function takeRoom(tx: SqlOrTransaction) {}",
     "export class Quotas {",
     "  withinQuotas(n: number) { return n < 3; }",
     "}",

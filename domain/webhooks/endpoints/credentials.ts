@@ -5,7 +5,7 @@
  */
 
 import type postgres from "postgres";
-import type { Sql, Tx } from "../../infra/db.ts";
+import type { Sql, SqlOrTransaction } from "../../infra/db.ts";
 import { isoUtc } from "../../basics/time.ts";
 import { isSealed, SEALED_PREFIX, type SecretBox } from "../../infra/secret_box.ts";
 import { newSigningKey } from "./signature.ts";
@@ -104,7 +104,7 @@ export async function newCredential(box: SecretBox, endpointId: string, scheme: 
  * for none) expiring PREVIOUS_SECRET_TTL_HOURS from now, the unexpired ones of `list` kept, newest first, at most
  * MAX_PREVIOUS_SECRETS. In an update, the columns named on the right-hand side are the values before it.
  */
-function retiring(tx: Tx, retired: postgres.Fragment, list: postgres.Fragment): postgres.Fragment {
+function retiring(tx: SqlOrTransaction, retired: postgres.Fragment, list: postgres.Fragment): postgres.Fragment {
   return tx`(
     select coalesce(jsonb_agg(p order by (p->>'expires_at')::timestamptz desc), '[]'::jsonb)
     from (
@@ -123,22 +123,22 @@ function retiring(tx: Tx, retired: postgres.Fragment, list: postgres.Fragment): 
 }
 
 /** The current secret, as an entry of `sealed_previous_secrets` (null when there is none). */
-const retiredSecret = (tx: Tx) =>
+const retiredSecret = (tx: SqlOrTransaction) =>
   tx`case when sealed_secret is null then null else jsonb_build_object('secret', sealed_secret) end`;
 
 /** The current Ed25519 key, as an entry of `previous_signing_keys` (null when there is none). */
-const retiredSigningKey = (tx: Tx) =>
+const retiredSigningKey = (tx: SqlOrTransaction) =>
   tx`case when sealed_signing_key is null then null
     else jsonb_build_object('secret_key', sealed_signing_key, 'public_key', public_key) end`;
 
 /** SET items: the current credential, of either scheme, keeps signing for 24 hours among the previous ones. */
-export const retiringCurrent = (tx: Tx) =>
+export const retiringCurrent = (tx: SqlOrTransaction) =>
   tx`sealed_previous_secrets = ${retiring(tx, retiredSecret(tx), tx`sealed_previous_secrets`)},
     previous_signing_keys = ${retiring(tx, retiredSigningKey(tx), tx`previous_signing_keys`)}`;
 
 /** The SET list of a switch to `scheme`: a new credential of it, the current one retiring (`retiringCurrent`). */
 export function newCredentialSet(
-  tx: Tx,
+  tx: SqlOrTransaction,
   credential: Awaited<ReturnType<typeof newCredential>>,
   scheme: SignatureScheme,
 ) {

@@ -3,7 +3,7 @@
  * list and detail, acknowledge, retry, recover, and the test event. The delivery engine itself is in delivery/.
  */
 
-import type { Sql, TransactionSql, Tx } from "../../infra/db.ts";
+import type { Sql, SqlOrTransaction, TransactionSql } from "../../infra/db.ts";
 import { ApiError, notFound, serviceUnavailable, unprocessable, validationFailed } from "../../basics/errors.ts";
 import { isoUtc, isoUtcOrNull, pgTimestamptz } from "../../basics/time.ts";
 import { wakeEndpoints } from "../outbox/wake.ts";
@@ -119,7 +119,7 @@ export async function listDeliveries(sql: Sql, companyId: string, f: EventsFilte
 /** A delivery record as read before its event's data is added. */
 type RecordRow = Omit<DeliveryRow, "payload" | "event_created_at">;
 
-const recordColumns = (sql: Tx) =>
+const recordColumns = (sql: SqlOrTransaction) =>
   sql`d.id, d.event_id, d.endpoint_id, d.company_id, d.type, d.status, d.attempts, d.next_attempt_at, d.last_error,
     d.inserted_at`;
 
@@ -127,7 +127,7 @@ const recordColumns = (sql: Tx) =>
  * The records with their events' data, in their order. The events are read by a statement of their own rather than
  * joined (domain/webhooks/outbox/event_data.ts); a record whose event is gone is left out, as a join would.
  */
-async function withEvents(sql: Tx, rows: RecordRow[]): Promise<DeliveryRow[]> {
+async function withEvents(sql: SqlOrTransaction, rows: RecordRow[]): Promise<DeliveryRow[]> {
   const data = await eventData(sql, rows);
   return rows.flatMap((r) => {
     const payload = data.get(r.event_id);

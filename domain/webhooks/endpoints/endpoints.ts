@@ -4,7 +4,7 @@
  */
 
 import type postgres from "postgres";
-import type { Sql, Tx } from "../../infra/db.ts";
+import type { Sql, SqlOrTransaction } from "../../infra/db.ts";
 import { conflict, ErrorBag, notFound } from "../../basics/errors.ts";
 import { newId } from "../../basics/ids.ts";
 import { isoUtc, isoUtcOrNull } from "../../basics/time.ts";
@@ -123,7 +123,12 @@ export function checkEndpointUrl(errors: ErrorBag, raw: string, allowPrivateUrls
  * of what its receiver gets would fail verification (docs/webhooks.md, "One endpoint per URL"). Called under the
  * company's row lock that the quota check takes, so two registrations at once cannot both pass.
  */
-async function refuseSecondAtUrl(tx: Tx, companyId: string, url: string, exceptId?: string): Promise<void> {
+async function refuseSecondAtUrl(
+  tx: SqlOrTransaction,
+  companyId: string,
+  url: string,
+  exceptId?: string,
+): Promise<void> {
   const [existing] = await tx<{ id: string }[]>`
     select id from webhook_endpoints
     where company_id = ${companyId} and url = ${url} and status = 'active'
@@ -195,7 +200,7 @@ export async function createEndpoint(
   });
 }
 
-export async function getEndpoint(sql: Tx, companyId: string, id: string): Promise<EndpointRow> {
+export async function getEndpoint(sql: SqlOrTransaction, companyId: string, id: string): Promise<EndpointRow> {
   const [row] = await sql<EndpointRow[]>`
     select * from webhook_endpoints where company_id = ${companyId} and id = ${id}`;
   if (!row) throw notFound();
@@ -267,7 +272,7 @@ export async function updateEndpoint(
  * settings the endpoint would have (no secret in the body of an ed25519 endpoint) under the row's lock.
  */
 async function schemeSwitch(
-  tx: Tx,
+  tx: SqlOrTransaction,
   companyId: string,
   id: string,
   input: EndpointUpdateInput,
@@ -292,7 +297,7 @@ async function schemeSwitch(
  * disabling a disabled endpoint again changes neither. Its failing clock stops, and so does its failing streak
  * (docs/webhooks.md, "Operational events").
  */
-export function disabling(sql: Tx, reason: postgres.Fragment): postgres.Fragment {
+export function disabling(sql: SqlOrTransaction, reason: postgres.Fragment): postgres.Fragment {
   return sql`status = 'disabled', updated_at = now(), failing_since = null,
     consecutive_failures = 0, failing_alerted_at = null,
     disabled_reason = case when status = 'active' then ${reason} else disabled_reason end,
@@ -359,7 +364,7 @@ export async function disableAllEndpoints(sql: Sql, companyId: string): Promise<
   });
 }
 
-export async function failPendingDeliveries(tx: Tx, companyId: string, endpointIds: string[]) {
+export async function failPendingDeliveries(tx: SqlOrTransaction, companyId: string, endpointIds: string[]) {
   if (endpointIds.length === 0) return;
   await tx`
     update webhook_deliveries set status = 'failed', next_attempt_at = null, updated_at = now()

@@ -3,7 +3,7 @@
  * in step with each endpoint's max_concurrency: the two go together, since each unit of concurrency is a slot row.
  */
 
-import type { Tx } from "../../infra/db.ts";
+import type { SqlOrTransaction } from "../../infra/db.ts";
 import { ErrorBag, unprocessable } from "../../basics/errors.ts";
 
 /**
@@ -21,7 +21,7 @@ export type EndpointQuota = { endpoints: number; concurrency: number };
  * both take the last place.
  */
 export async function checkEndpointQuota(
-  tx: Tx,
+  tx: SqlOrTransaction,
   companyId: string,
   quota: EndpointQuota,
   change: { endpointId?: string; maxConcurrency: number },
@@ -58,7 +58,7 @@ export async function checkEndpointQuota(
  * lowered max_concurrency or a disable leaves over are deleted unless a delivery holds them (its lease ends on its
  * own; the claim never takes a slot past the limit).
  */
-export async function fitSlots(tx: Tx, endpointIds: string[]) {
+export async function fitSlots(tx: SqlOrTransaction, endpointIds: string[]) {
   if (endpointIds.length === 0) return;
   await tx`
     insert into webhook_slots (endpoint_id, slot)

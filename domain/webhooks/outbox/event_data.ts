@@ -3,7 +3,7 @@
  * (docs/webhooks.md, "Reading the events back"). Its own file: the delivery claim and deliveries.ts's reads share it.
  */
 
-import type { Tx } from "../../infra/db.ts";
+import type { SqlOrTransaction } from "../../infra/db.ts";
 
 /** Where an event is: its id, its company and its instant (a delivery record is written with its event's). */
 export type EventKey = { event_id: string; company_id: string; inserted_at: Date };
@@ -14,7 +14,10 @@ export type EventKey = { event_id: string; company_id: string; inserted_at: Date
  * plan every day partition of the retention on each call, a cost that grows with the days kept (docs/webhooks.md,
  * "Reading the events back"). A Date keeps milliseconds, Postgres microseconds: the bounds are a millisecond wider.
  */
-export async function eventData(sql: Tx, keys: EventKey[]): Promise<Map<string, Record<string, unknown>>> {
+export async function eventData(
+  sql: SqlOrTransaction,
+  keys: EventKey[],
+): Promise<Map<string, Record<string, unknown>>> {
   const rows = await eventRows(sql, keys);
   return new Map([...rows].map(([id, row]) => [id, row.data]));
 }
@@ -23,7 +26,7 @@ export async function eventData(sql: Tx, keys: EventKey[]): Promise<Map<string, 
 export type EventRow = { data: Record<string, unknown>; traceparent: string | null };
 
 /** `eventData` with each event's `traceparent`, by the same statement. */
-export async function eventRows(sql: Tx, keys: EventKey[]): Promise<Map<string, EventRow>> {
+export async function eventRows(sql: SqlOrTransaction, keys: EventKey[]): Promise<Map<string, EventRow>> {
   if (keys.length === 0) return new Map();
   const instants = keys.map((k) => k.inserted_at.getTime());
   const rows = await sql<({ id: string } & EventRow)[]>`

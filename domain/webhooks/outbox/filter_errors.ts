@@ -5,7 +5,7 @@
  * the delivery recorder keeps: a filter's error happens before any delivery exists.
  */
 
-import type { Tx } from "../../infra/db.ts";
+import type { SqlOrTransaction } from "../../infra/db.ts";
 import { isoUtc } from "../../basics/time.ts";
 
 /** The longest last-error message kept (the filter's own text is at most 1000 characters). */
@@ -17,7 +17,7 @@ const MAX_MESSAGE = 1000;
  * emitting transaction never waits for another's count (sql/0035).
  */
 export async function recordFilterErrors(
-  tx: Tx,
+  tx: SqlOrTransaction,
   companyId: string,
   errors: readonly { endpointId: string; message: string }[],
 ): Promise<void> {
@@ -49,7 +49,11 @@ export async function recordFilterErrors(
 export type FilterErrors = { total: number; last: { at: string; message: string } | null };
 
 /** The filter errors of one endpoint of `companyId` (0 and null when it has had none). */
-export async function filterErrorsOf(sql: Tx, companyId: string, endpointId: string): Promise<FilterErrors> {
+export async function filterErrorsOf(
+  sql: SqlOrTransaction,
+  companyId: string,
+  endpointId: string,
+): Promise<FilterErrors> {
   const [row] = await sql<{ total: string; last_at: Date | null; last_error: string | null }[]>`
     select coalesce(sum(errors), 0)::text as total, max(last_error_at) as last_at,
       (array_agg(last_error order by last_error_at desc nulls last))[1] as last_error

@@ -4,7 +4,7 @@
  */
 
 import type postgres from "postgres";
-import type { Tx } from "../../infra/db.ts";
+import type { SqlOrTransaction } from "../../infra/db.ts";
 
 /**
  * Wake-ups: how every worker process hears that an endpoint may have something to deliver. A NOTIFY on this channel,
@@ -17,12 +17,12 @@ import type { Tx } from "../../infra/db.ts";
 export const WAKE_CHANNEL = "webhook_due";
 
 /** A NOTIFY per row of `endpointIds`, a query of one uuid column, as an expression counting them (for a CTE). */
-export function notifyWake(sql: Tx, endpointIds: postgres.Fragment): postgres.Fragment {
+export function notifyWake(sql: SqlOrTransaction, endpointIds: postgres.Fragment): postgres.Fragment {
   return sql`(select count(pg_notify(${WAKE_CHANNEL}, w.id::text)) from (${endpointIds}) as w(id))`;
 }
 
 /** Wakes each endpoint, in the caller's transaction if given one (the wake-up then goes out at its commit). */
-export async function wakeEndpoints(sql: Tx, endpointIds: string[]): Promise<void> {
+export async function wakeEndpoints(sql: SqlOrTransaction, endpointIds: string[]): Promise<void> {
   if (!endpointIds.length) return;
   await sql`select ${notifyWake(sql, sql`select distinct unnest(${endpointIds}::uuid[])`)}`;
 }

@@ -4,7 +4,7 @@
  */
 
 import type postgres from "postgres";
-import type { Tx } from "../../../infra/db.ts";
+import type { SqlOrTransaction } from "../../../infra/db.ts";
 import type { EndpointRow } from "../../endpoints/endpoint_row.ts";
 import { leaseFree } from "./lease.ts";
 
@@ -22,7 +22,7 @@ import { leaseFree } from "./lease.ts";
  *   so a failing head holds the rest until it succeeds, is acknowledged or fails for good (docs/architecture.md,
  *   "Per-endpoint order").
  */
-export function fillSlots(sql: Tx, lease: postgres.Fragment, owner: string): postgres.Fragment {
+export function fillSlots(sql: SqlOrTransaction, lease: postgres.Fragment, owner: string): postgres.Fragment {
   return sql`
     per_endpoint as (
       select endpoint_id, delivery_mode, count(*)::int as k, bool_or(still_pending) as head_held,
@@ -58,7 +58,7 @@ export function fillSlots(sql: Tx, lease: postgres.Fragment, owner: string): pos
 }
 
 /** The columns of a claimed record, from the `leased_records` of `fillSlots` (joined under that name). */
-export const claimedColumns = (sql: Tx): postgres.Fragment =>
+export const claimedColumns = (sql: SqlOrTransaction): postgres.Fragment =>
   sql`leased_records.id as delivery_id, leased_records.type as delivery_type, leased_records.event_id,
     leased_records.inserted_at as event_inserted_at, leased_records.lease_token,
     leased_records.schedule_attempts as delivery_schedule_attempts`;

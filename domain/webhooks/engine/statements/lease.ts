@@ -14,7 +14,7 @@
  */
 
 import type postgres from "postgres";
-import type { Tx } from "../../../infra/db.ts";
+import type { SqlOrTransaction } from "../../../infra/db.ts";
 
 /** Slack beyond the request timeout before a lease (slot and record) counts as abandoned by a crashed worker. */
 export const LEASE_SLACK_MS = 30_000;
@@ -28,17 +28,18 @@ export function leaseMsFor(timeoutMs: number): number {
 export type Lease = { leaseMs: number; owner: string };
 
 /** A lease of `ms` milliseconds from now, as SQL. */
-export const leaseUntil = (sql: Tx, ms: number): postgres.Fragment => sql`now() + ${ms} * interval '1 millisecond'`;
+export const leaseUntil = (sql: SqlOrTransaction, ms: number): postgres.Fragment =>
+  sql`now() + ${ms} * interval '1 millisecond'`;
 
 /** How many slots of the endpoint row `ep` may be in use: none once it is disabled, one when it is sequential. */
-export function slotLimit(sql: Tx, ep: string): postgres.Fragment {
+export function slotLimit(sql: SqlOrTransaction, ep: string): postgres.Fragment {
   const e = sql(ep);
   return sql`case when ${e}.status <> 'active' then 0 when ${e}.delivery_mode = 'sequential' then 1
     else ${e}.max_concurrency end`;
 }
 
 /** A slot or a record may be leased when nobody holds it, or its holder let the lease run out (a crash). */
-export function leaseFree(sql: Tx, row: string): postgres.Fragment {
+export function leaseFree(sql: SqlOrTransaction, row: string): postgres.Fragment {
   const r = sql(row);
   return sql`(${r}.leased_until is null or ${r}.leased_until < now())`;
 }

@@ -4,7 +4,7 @@
  */
 
 import type postgres from "postgres";
-import type { Tx } from "../../../infra/db.ts";
+import type { SqlOrTransaction } from "../../../infra/db.ts";
 import type { SendResult } from "../sender.ts";
 import { DURATION_COLUMNS, tallyAttempts } from "../../endpoints/attempt_stats.ts";
 
@@ -27,7 +27,11 @@ type Recorded = { endpointId: string; delivery: { id: string }; attemptId: strin
  * `firstMayHaveCommitted` (the statement made again after a lost connection): the tally is added only when the batch's attempts were
  * not stored by the first try, the same test the attempts' insert makes (the batch commits whole or not at all).
  */
-export function recordStats(sql: Tx, items: readonly Recorded[], firstMayHaveCommitted: boolean): postgres.Fragment {
+export function recordStats(
+  sql: SqlOrTransaction,
+  items: readonly Recorded[],
+  firstMayHaveCommitted: boolean,
+): postgres.Fragment {
   const tallies = tallyAttempts(items);
   if (tallies.length === 0) return sql``;
   const first = items[0];
