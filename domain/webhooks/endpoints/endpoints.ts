@@ -281,7 +281,7 @@ async function schemeSwitch(
   if (input.signature_scheme == null && input.inject_secret_in_body !== true) return { set: tx`` };
   const [current] = await tx<Pick<EndpointRow, "signature_scheme" | "inject_secret_in_body">[]>`
     select signature_scheme, inject_secret_in_body from webhook_endpoints
-    where company_id = ${companyId} and id = ${id} for update`;
+    where company_id = ${companyId} and id = ${id} for no key update`;
   if (!current) throw notFound();
   const scheme = input.signature_scheme ?? current.signature_scheme;
   const errors = new ErrorBag();
@@ -313,8 +313,10 @@ export async function disableEndpoint(sql: Sql, companyId: string, id: string): 
     // the company before the endpoint, the order an update under the company's lock takes them in: the event's
     // records take a key-share lock on the company
     await tx`select 1 from companies where id = ${companyId} for key share`;
+    // no key update, the lock the update takes anyway: a stronger one would wait on, and deadlock with, the record
+    // statement adding to this endpoint's stats, whose foreign key takes a key-share lock (docs/webhooks.md)
     const [before] = await tx<{ status: string }[]>`
-      select status from webhook_endpoints where company_id = ${companyId} and id = ${id} for update`;
+      select status from webhook_endpoints where company_id = ${companyId} and id = ${id} for no key update`;
     const [row] = await tx<EndpointRow[]>`
       update webhook_endpoints set ${disabling(tx, tx`'manual'`)}
       where company_id = ${companyId} and id = ${id} returning *`;
