@@ -75,7 +75,7 @@ export type RecordRow = ClaimRow & {
  * The batch also adds to its endpoints' health aggregate, in the same statement (`recordStats`, record_stats.ts;
  * docs/webhooks.md, "Endpoint health").
  *
- * It commits synchronously, unlike the claim (lease.ts, `asyncCommit`): an attempt the receiver acknowledged and this
+ * It commits synchronously, like the claim (lease.ts): an attempt the receiver acknowledged and this
  * statement recorded survives a crash or a failover of Postgres, so a record is sent again only when its attempt was
  * in flight (docs/webhooks.md, "At least once"). Batched, the wait for the WAL flush cost nothing measurable in
  * `deno task bench`.
