@@ -14,7 +14,7 @@ import { migrate } from "../domain/infra/migrate.ts";
  * Migrated, so a command run before the service's first start works. `close` ends the connection (and the embedded
  * server when the command started it).
  */
-export async function openDatabase(config: Config): Promise<{ sql: Sql; url: string; close: () => Promise<void> }> {
+export async function openDatabase(config: Config): Promise<{ sql: Sql; close: () => Promise<void> }> {
   let url = config.databaseUrl;
   let stopEmbedded = async () => {};
   if (url === "embedded" || (!config.databaseUrlExplicit && !(await serverAnswers(url)))) {
@@ -31,7 +31,6 @@ export async function openDatabase(config: Config): Promise<{ sql: Sql; url: str
   await migrate(sql, url);
   return {
     sql,
-    url,
     close: async () => {
       await sql.end();
       await stopEmbedded();

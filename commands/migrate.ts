@@ -18,11 +18,11 @@ if (unknown.length > 0) {
 
 const config = await loadConfigWithLocalSecrets();
 // openDatabase applies the expand migrations, as every start does
-const { sql, url, close } = await openDatabase(config);
+const { sql, close } = await openDatabase(config);
 let code = 0;
 try {
   if (args.has("--contract")) {
-    const applied = await contract(sql, url);
+    const applied = await contract(sql);
     console.log(`release ${VERSION}: contract step done; applied: ${applied.length ? applied.join(", ") : "none"}`);
   } else console.log(`release ${VERSION}: expand migrations applied; the contract step is --contract`);
 } catch (err) {

@@ -88,12 +88,12 @@ export async function otherReleasesConnected(sql: Sql): Promise<{ application_na
 export class ContractRefused extends Error {}
 
 /**
- * The contract step: the expand files first (a contract file may rely on them), then the files of `sql/contract/`,
- * which remove what only an earlier release used. Refused while any instance of another release is connected: an
- * instance of the previous release still running, or started again by a rollback, would call what is removed.
+ * The contract step, on a database the expand files were applied to (`migrate`; a contract file may rely on them):
+ * the files of `sql/contract/`, which remove what only an earlier release used. Refused while any instance of another
+ * release is connected: an instance of the previous release still running, or started again by a rollback, would call
+ * what is removed.
  */
-export async function contract(sql: Sql, connectionString: string, dir = CONTRACT_DIR): Promise<string[]> {
-  await migrate(sql, connectionString);
+export async function contract(sql: Sql, dir = CONTRACT_DIR): Promise<string[]> {
   const others = await otherReleasesConnected(sql);
   if (others.length > 0) {
     const named = others.map((o) => `${o.connections} as ${o.application_name}`).join(", ");

@@ -51,7 +51,7 @@ Deno.test("the contract step waits for every other release to go, then applies i
         const other = postgres(url, { max: 1, connection: { application_name: name }, onnotice: () => {} });
         try {
           await other`select 1`;
-          await assert.rejects(contract(sql, url, new URL(`file://${dir}/`)), (err: Error) => {
+          await assert.rejects(contract(sql, new URL(`file://${dir}/`)), (err: Error) => {
             assert.ok(err instanceof ContractRefused);
             assert.match(err.message, new RegExp(`\\(1 as ${shown.replaceAll(".", "\\.")}\\)`));
             return true;
@@ -65,10 +65,10 @@ Deno.test("the contract step waits for every other release to go, then applies i
     }
 
     await t.step("done once only this release is connected, and recorded under contract/", async () => {
-      assert.deepEqual(await contract(sql, url, new URL(`file://${dir}/`)), ["contract/0001_drop_leftover"]);
+      assert.deepEqual(await contract(sql, new URL(`file://${dir}/`)), ["contract/0001_drop_leftover"]);
       const [left] = await sql`select to_regclass('contract_story_leftover') as t`;
       assert.equal(left.t, null);
-      assert.deepEqual(await contract(sql, url, new URL(`file://${dir}/`)), [], "a second run finds nothing to do");
+      assert.deepEqual(await contract(sql, new URL(`file://${dir}/`)), [], "a second run finds nothing to do");
       const [row] = await sql`select count(*)::int as n from schema_migrations where version like 'contract/%'`;
       assert.equal(row.n, 1);
     });

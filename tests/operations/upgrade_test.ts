@@ -245,6 +245,61 @@ async function assertClean(w: World, load: ReturnType<typeof payIns>, instances:
   assert.deepEqual(instances.flatMap(troubleIn), [], "no instance logged an error");
 }
 
+/**
+ * One deploy under load: two instances of release `from` (null: this one) serve pay-ins and reads; then, twice, an
+ * instance of `to` starts (the first one migrates while the others serve) and takes its share, and one of `from` is
+ * retired. Ends with every check of `assertClean`, both releases having accepted pay-ins. `joined` sees the first
+ * instance of `to` once it serves (with the story's database), `done` runs once only `to` is left.
+ */
+async function handOver(
+  name: string,
+  from: Release | null,
+  to: Release | null,
+  hooks: { joined?: (i: Instance & { db: string }) => Promise<void>; done?: (db: string) => Promise<void> } = {},
+) {
+  const w = await world(name);
+  const lb = balancer();
+  const ended: Instance[] = [];
+  const label = (r: Release | null) => r ? "old" : "new";
+  try {
+    const first = [await launch(lb, `${label(from)}-1`, w.db, from), await launch(lb, `${label(from)}-2`, w.db, from)];
+    const company = await httpCompany();
+    const subject = await endpointsAndSubject(w, company, first[0].service.base);
+    const load = payIns(company, lb, subject);
+    const reading = reads(company, lb, subject);
+    const replacements: Instance[] = [];
+    for (const [n, leaving] of first.entries()) {
+      await sleep(600);
+      const joining = await launch(lb, `${label(to)}-${n + 3}`, w.db, to);
+      replacements.push(joining);
+      if (n === 0) await hooks.joined?.({ ...joining, db: w.db });
+      await sleep(600);
+      await retire(lb, leaving, ended);
+    }
+    await sleep(600);
+    await load.stop();
+    const read = await reading.stop();
+    assert.deepEqual(reading.unexpected, [], "every read answered 200, through every hand-over");
+    await assertClean(w, load, [...ended, ...replacements]);
+    for (const r of [from, to]) {
+      const version = r?.version ?? project.version;
+      assert.ok((load.byVersion.get(version) ?? 0) > 0, `release ${version} accepted pay-ins`);
+    }
+    await hooks.done?.(w.db);
+    console.log(
+      `${name.replace("_", " ")}: ${load.accepted.length} pay-ins (${
+        [...load.byVersion].map(([v, n]) => `${n} by ${v}`).join(", ")
+      }) and ${read} reads, none refused or failed`,
+    );
+    for (const i of replacements) await retire(lb, i, ended);
+  } finally {
+    await lb.close();
+    for (const i of lb.instances) await i.service.kill();
+    await w.receiver.close();
+    await dropDatabase(w.db);
+  }
+}
+
 Deno.test({
   name:
     `deploys under load: a rolling upgrade from the previous release and its contract step, then a rollback to it ` +
@@ -255,98 +310,33 @@ Deno.test({
 
     await t.step(
       `upgrade ${old.version} → ${project.version}: a new instance at a time, the old ones retired`,
-      async () => {
-        const w = await world("upgrade_story");
-        const lb = balancer();
-        const ended: Instance[] = [];
-        try {
-          const a = await launch(lb, "old-a", w.db, old);
-          const b = await launch(lb, "old-b", w.db, old);
-          const company = await httpCompany();
-          const subject = await endpointsAndSubject(w, company, a.service.base);
-          const load = payIns(company, lb, subject);
-          const reading = reads(company, lb, subject);
-          await sleep(600);
-          // the new instance migrates the schema while the old ones serve, then takes its share
-          const c = await launch(lb, "new-c", w.db, null);
-          const listening = c.service.logs().find((l) => l.msg === "listening");
-          assert.equal(listening?.version, project.version, "the start line names the release");
-          const readiness = await fetch(`${c.service.base}/readyz`).then((r) => r.json());
-          assert.equal(readiness.version, project.version);
-          await sleep(600);
-          // the contract step waits for the old release to be gone
-          const early = await runTask(w.db, ["migrate", "--contract"]);
-          assert.equal(early.code, 1, early.stdout + early.stderr);
-          assert.match(early.stderr, /instances of another release are still connected \(\d+ as payments-api\)/);
-          await retire(lb, a, ended);
-          await sleep(600);
-          const d = await launch(lb, "new-d", w.db, null);
-          await sleep(600);
-          await retire(lb, b, ended);
-          await sleep(600);
-          await load.stop();
-          const read = await reading.stop();
-          assert.deepEqual(reading.unexpected, [], "every read answered 200, through every hand-over");
-          await assertClean(w, load, [...ended, c, d]);
-          assert.ok((load.byVersion.get(old.version) ?? 0) > 0 && (load.byVersion.get(project.version) ?? 0) > 0);
-          const contract = await runTask(w.db, ["migrate", "--contract"]);
-          assert.equal(contract.code, 0, contract.stdout + contract.stderr);
-          assert.match(
-            contract.stdout,
-            new RegExp(`release ${project.version.replaceAll(".", "\\.")}: contract step done`),
-          );
-          console.log(
-            `upgrade story: ${load.accepted.length} pay-ins (${
-              [...load.byVersion].map(([v, n]) => `${n} by ${v}`).join(", ")
-            }) and ${read} reads, none refused or failed`,
-          );
-          for (const i of [c, d]) await retire(lb, i, ended);
-        } finally {
-          await lb.close();
-          for (const i of lb.instances) await i.service.kill();
-          await w.receiver.close();
-          await dropDatabase(w.db);
-        }
-      },
+      () =>
+        handOver("upgrade_story", old, null, {
+          joined: async (c) => {
+            const listening = c.service.logs().find((l) => l.msg === "listening");
+            assert.equal(listening?.version, project.version, "the start line names the release");
+            const readiness = await fetch(`${c.service.base}/readyz`).then((r) => r.json());
+            assert.equal(readiness.version, project.version);
+            // the contract step waits for the old release to be gone
+            const early = await runTask(c.db, ["migrate", "--contract"]);
+            assert.equal(early.code, 1, early.stdout + early.stderr);
+            assert.match(early.stderr, /instances of another release are still connected \(\d+ as payments-api\)/);
+          },
+          done: async (db) => {
+            const contract = await runTask(db, ["migrate", "--contract"]);
+            assert.equal(contract.code, 0, contract.stdout + contract.stderr);
+            assert.match(
+              contract.stdout,
+              new RegExp(`release ${project.version.replaceAll(".", "\\.")}: contract step done`),
+            );
+          },
+        }),
     );
 
-    await t.step(`rollback ${project.version} → ${old.version} on the new schema, one instance at a time`, async () => {
-      const w = await world("rollback_story");
-      const lb = balancer();
-      const ended: Instance[] = [];
-      try {
-        const c = await launch(lb, "new-c", w.db, null);
-        const d = await launch(lb, "new-d", w.db, null);
-        const company = await httpCompany();
-        const subject = await endpointsAndSubject(w, company, c.service.base);
-        const load = payIns(company, lb, subject);
-        const reading = reads(company, lb, subject);
-        await sleep(600);
-        const a = await launch(lb, "old-a", w.db, old);
-        await sleep(600);
-        await retire(lb, c, ended);
-        await sleep(600);
-        const b = await launch(lb, "old-b", w.db, old);
-        await sleep(600);
-        await retire(lb, d, ended);
-        await sleep(600);
-        await load.stop();
-        const read = await reading.stop();
-        assert.deepEqual(reading.unexpected, [], "every read answered 200, through every hand-over");
-        await assertClean(w, load, [...ended, a, b]);
-        console.log(
-          `rollback story: ${load.accepted.length} pay-ins (${
-            [...load.byVersion].map(([v, n]) => `${n} by ${v}`).join(", ")
-          }) and ${read} reads, none refused or failed`,
-        );
-        for (const i of [a, b]) await retire(lb, i, ended);
-      } finally {
-        await lb.close();
-        for (const i of lb.instances) await i.service.kill();
-        await w.receiver.close();
-        await dropDatabase(w.db);
-      }
-    });
+    await t.step(
+      `rollback ${project.version} → ${old.version} on the new schema, one instance at a time`,
+      () => handOver("rollback_story", null, old),
+    );
   },
 });
 

@@ -1,7 +1,8 @@
 /**
  * The release this one upgrades from and rolls back to, as a tree the tests can run: the commit that
- * `previous-release.json` names, taken out of git history with `git archive`, its packages installed, kept under
- * `.data/releases/` so a second run starts at once (docs/production.md, "Upgrading").
+ * `previous-release.json` names, taken out of git history with `git archive`, its packages installed, kept in the
+ * user's cache (outside the checkout, so no tool reading the repository reads another release's files as its own) so a
+ * second run starts at once (docs/production.md, "Upgrading").
  */
 
 const root = new URL("../..", import.meta.url).pathname;
@@ -16,6 +17,13 @@ async function run(cmd: string, args: string[], cwd: string) {
   return { ok: out.success, stdout: text(out.stdout), stderr: text(out.stderr) };
 }
 
+/** `$XDG_CACHE_HOME/payments-api/releases`, else `~/.cache/...`, else the system's temporary folder. */
+function releasesDir(): string {
+  const home = Deno.env.get("HOME");
+  const cache = Deno.env.get("XDG_CACHE_HOME") ?? (home ? `${home}/.cache` : Deno.env.get("TMPDIR") ?? "/tmp");
+  return `${cache}/payments-api/releases`;
+}
+
 let previous: Promise<Release | string> | null = null;
 
 /** The previous release ready to run, or why it cannot be here (no git, or history without that commit). */
@@ -25,7 +33,7 @@ export function previousRelease(): Promise<Release | string> {
 }
 
 async function prepare({ version, commit }: Named): Promise<Release | string> {
-  const dir = `${root}.data/releases/${commit}/`;
+  const dir = `${releasesDir()}/${commit}/`;
   const done = `${dir}.installed`;
   if (await Deno.stat(done).then(() => true, () => false)) return { version, commit, dir };
   const known = await run("git", ["cat-file", "-e", `${commit}^{commit}`], root).catch((err) => ({
