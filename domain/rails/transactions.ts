@@ -7,7 +7,7 @@ import { newId } from "../basics/ids.ts";
 import { naiveUtc } from "../basics/time.ts";
 import { applyClearance, type Clearance, decideClearance, movedThisYear, TRANSACTED_STATUSES } from "./clearance.ts";
 import { emitEvent, type EventType, type Subscriber, subscribersOf } from "../webhooks/outbox/events.ts";
-import { attachToExchange } from "./exchanges.ts";
+import { attachToExchange } from "./batches.ts";
 import { assertPerson } from "../subjects/people.ts";
 import { approveSubject } from "../subjects/status.ts";
 import { attachToWire, failWire, type WireErrorCode } from "./wires.ts";

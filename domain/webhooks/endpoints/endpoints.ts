@@ -14,7 +14,7 @@ import { checkEndpointQuota, type EndpointQuota, fitSlots } from "./quotas.ts";
 import { emitEndpointDisabled } from "../outbox/operational.ts";
 import { checkFilter } from "../outbox/filters.ts";
 import { newCredential, newCredentialSet, openSecrets, previousPublicKeys, retiringCurrent } from "./credentials.ts";
-import type { EndpointRow, SignatureScheme } from "./endpoint_row.ts";
+import { disabling, type EndpointRow, type SignatureScheme } from "./endpoint_row.ts";
 
 /** Endpoint settings as a client sends them; `null` or absent means the default on create, unchanged on update. */
 export type EndpointSettings = {
@@ -289,19 +289,6 @@ async function schemeSwitch(
   errors.throwIfAny(422);
   if (scheme === current.signature_scheme) return { set: tx`` };
   return { set: tx`, ${newCredentialSet(tx, await newCredential(box, id, scheme), scheme)}` };
-}
-
-/**
- * The one way an endpoint becomes disabled, as the SET list of an update of `webhook_endpoints`: by hand (`manual`),
- * or by its attempts (`gone`, `failing`: domain/webhooks/engine/statements/record.ts). The first reason and instant are kept:
- * disabling a disabled endpoint again changes neither. Its failing clock stops, and so does its failing streak
- * (docs/webhooks.md, "Operational events").
- */
-export function disabling(sql: SqlOrTransaction, reason: postgres.Fragment): postgres.Fragment {
-  return sql`status = 'disabled', updated_at = now(), failing_since = null,
-    consecutive_failures = 0, failing_alerted_at = null,
-    disabled_reason = case when status = 'active' then ${reason} else disabled_reason end,
-    disabled_at = case when status = 'active' then now() else disabled_at end`;
 }
 
 /**
