@@ -9,7 +9,7 @@ import { conflict, ErrorBag, notFound } from "../../basics/errors.ts";
 import { newId } from "../../basics/ids.ts";
 import { isoUtc, isoUtcOrNull } from "../../basics/time.ts";
 import type { SecretBox } from "../../infra/secret_box.ts";
-import { isIpLiteral, isLocalHostname, isNeverReachable, isPrivateAddress } from "./url_guard.ts";
+import { isIpLiteral, isLocalHostname, isNeverReachable, isPrivateAddress, loopbackForm } from "./url_guard.ts";
 import { checkEndpointQuota, type EndpointQuota, fitSlots } from "./quotas.ts";
 import { emitEndpointDisabled } from "../outbox/operational.ts";
 import { checkFilter } from "../outbox/filters.ts";
@@ -120,8 +120,9 @@ export function checkEndpointUrl(errors: ErrorBag, raw: string, allowPrivateUrls
 
 /**
  * One active endpoint per URL and company: a second would get every event again, signed with another secret, so half
- * of what its receiver gets would fail verification (docs/webhooks.md, "One endpoint per URL"). Called under the
- * company's row lock that the quota check takes, so two registrations at once cannot both pass.
+ * of what its receiver gets would fail verification (docs/webhooks.md, "One endpoint per URL"). A loopback URL is one
+ * URL under any of its names (`loopbackForm`: localhost, 127.0.0.1, [::1]), which only development accepts at all.
+ * Called under the company's row lock that the quota check takes, so two registrations at once cannot both pass.
  */
 async function refuseSecondAtUrl(
   tx: SqlOrTransaction,
@@ -129,16 +130,19 @@ async function refuseSecondAtUrl(
   url: string,
   exceptId?: string,
 ): Promise<void> {
-  const [existing] = await tx<{ id: string }[]>`
-    select id from webhook_endpoints
-    where company_id = ${companyId} and url = ${url} and status = 'active'
-      and id is distinct from ${exceptId ?? null}::uuid
-    limit 1`;
-  if (existing) {
-    throw conflict({
-      url: [`is already the URL of active endpoint ${existing.id}: update that endpoint, or disable it first`],
-    });
-  }
+  const loopback = loopbackForm(url);
+  // a loopback URL is compared with the company's other active endpoints (at most its endpoint quota) in their one form
+  const candidates = await tx<{ id: string; url: string }[]>`
+    select id, url from webhook_endpoints
+    where company_id = ${companyId} and status = 'active' and id is distinct from ${exceptId ?? null}::uuid
+      ${loopback === null ? tx`and url = ${url}` : tx``}
+    order by url = ${url} desc, id`;
+  const existing = candidates.find((e) => e.url === url || (loopback !== null && loopbackForm(e.url) === loopback));
+  if (!existing) return;
+  const alias = existing.url === url ? "" : ` (as ${existing.url}: localhost, 127.0.0.1 and [::1] are one receiver)`;
+  throw conflict({
+    url: [`is already the URL of active endpoint ${existing.id}${alias}: update that endpoint, or disable it first`],
+  });
 }
 
 /**
