@@ -82,6 +82,8 @@ export async function presentPayment(sql: SqlOrTransaction, companyId: string, {
     value: row.value,
     status: API_STATUS[row.status],
     transaction_kind: row.kind,
+    // the sandbox's and the subject list's name for it, answered too (docs/sandbox.md, "`kind` and `transaction_kind`")
+    kind: row.kind,
     currency: row.currency,
     exchange_currency: row.exchange_currency ?? row.currency,
     exchanged_value: row.exchanged_value,
@@ -252,6 +254,8 @@ export async function presentVoid(sql: SqlOrTransaction, companyId: string, row:
     inserted_at: naiveUtc(row.updated_at),
     status: "canceled" as const,
     transaction_kind: row.kind,
+    // the sandbox's and the subject list's name for it, answered too (docs/sandbox.md, "`kind` and `transaction_kind`")
+    kind: row.kind,
     bank_transaction: {
       id: row.id,
       value: row.value,

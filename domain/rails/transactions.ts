@@ -53,11 +53,16 @@ export type TransactionRow = {
   updated_at: Date;
 };
 
-/** An entry of GET /subject/:id/transactions, and what sandbox payment calls answer. */
+/**
+ * An entry of GET /subject/:id/transactions, and what sandbox payment calls answer. `kind` is this shape's name for
+ * the kind, `transaction_kind` the transactions API's: both are answered (docs/sandbox.md, "`kind` and
+ * `transaction_kind`").
+ */
 export function presentTransaction(t: TransactionRow) {
   return {
     id: t.id,
     kind: t.kind,
+    transaction_kind: t.kind,
     status: t.status,
     currency: t.currency,
     value: t.value,

@@ -67,6 +67,7 @@ export const Payment = z.object({
   value: z.string(),
   status: z.enum(API_STATUSES),
   transaction_kind: z.string(),
+  kind: z.string().openapi({ description: "The same as `transaction_kind`: the sandbox's name" }),
   currency: z.string(),
   exchange_currency: z.string(),
   exchanged_value: sn,
@@ -96,6 +97,7 @@ export const Void = z.object({
   inserted_at: z.string(),
   status: z.literal("canceled"),
   transaction_kind: z.string(),
+  kind: z.string().openapi({ description: "The same as `transaction_kind`: the sandbox's name" }),
   bank_transaction: z.record(z.string(), z.unknown()),
 }).openapi("Void");
 

@@ -17,9 +17,13 @@ export const currency = z.string().trim().toUpperCase().pipe(z.enum(CURRENCIES))
 
 const money = z.string().openapi({ example: "1500.00" });
 
+/** What a transaction is; answered as `kind` and as `transaction_kind` (docs/sandbox.md, "`kind` and `transaction_kind`"). */
+export const TransactionKindEnum = z.enum(["payin", "payout", "card_payment", "pix_charge", "refund"]);
+
 export const Transaction = z.object({
   id: z.string().uuid(),
-  kind: z.enum(["payin", "payout", "card_payment", "pix_charge", "refund"]),
+  kind: TransactionKindEnum,
+  transaction_kind: TransactionKindEnum.openapi({ description: "The same as `kind`: the transactions API's name" }),
   status: z.string().openapi({ example: "identified" }),
   currency: z.string(),
   value: money,
