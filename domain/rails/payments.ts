@@ -13,6 +13,7 @@ import { TRANSACTED_STATUSES } from "./clearance.ts";
 import { emitEvent } from "../webhooks/outbox/events.ts";
 import { expirePixCharge, issuePixCode, payPixCharge } from "./pix_charges.ts";
 import { changeTransactionStatus, moveMoney, type TransactionRow } from "./transactions.ts";
+import { bankRefusal } from "./sandbox_outcomes.ts";
 
 export type TransactionInput = {
   subject_id: string;
@@ -142,8 +143,11 @@ export async function listPayments(
 
 /** An account of the company named in a body: a field error (not a 404) when it is not the company's. */
 async function accountOf(tx: SqlOrTransaction, companyId: string, id: string, bag: ErrorBag, field: string) {
-  const [row] = await tx<{ id: string; subject_id: string | null; internal: boolean; currency: string }[]>`
-    select id, subject_id, internal, currency from bank_accounts where company_id = ${companyId} and id = ${id}`;
+  const [row] = await tx<
+    { id: string; subject_id: string | null; internal: boolean; currency: string; account_number: string | null }[]
+  >`
+    select id, subject_id, internal, currency, account_number from bank_accounts
+    where company_id = ${companyId} and id = ${id}`;
   if (!row) bag.add(field, "does not exist");
   return row ?? null;
 }
@@ -151,8 +155,15 @@ async function accountOf(tx: SqlOrTransaction, companyId: string, id: string, ba
 /**
  * Creates a pay-in (to one of the company's internal accounts, pending until paid) or a pay-out (to an account of
  * the subject: identified at once, exchanged when converting, wired), with clearance decided as for any money.
+ * With `sandbox`, a pay-out to an account number the sandbox's bank refuses waits for correction instead of leaving
+ * (docs/sandbox.md, "Magic values").
  */
-export async function createPayment(tx: TransactionSql, companyId: string, input: TransactionInput): Promise<Loaded> {
+export async function createPayment(
+  tx: TransactionSql,
+  companyId: string,
+  input: TransactionInput,
+  opts: { sandbox: boolean } = { sandbox: false },
+): Promise<Loaded> {
   const bag = new ErrorBag();
   const [subject] = await tx`select 1 from people where company_id = ${companyId} and id = ${input.subject_id}`;
   if (!subject) bag.add("subject_id", "does not exist");
@@ -220,6 +231,7 @@ export async function createPayment(tx: TransactionSql, companyId: string, input
       event: "identified",
       bankAccountId: to!.id,
       fromBankAccountId: funding.id,
+      wireError: opts.sandbox ? bankRefusal(to!.account_number) : null,
     });
   }
   return await loadPayment(tx, companyId, id);

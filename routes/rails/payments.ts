@@ -139,12 +139,12 @@ const wire = createRoute({
   responses: { 200: one("The wire", WireView), ...errorResponses },
 });
 
-export function paymentRoutes({ sql }: Deps) {
+export function paymentRoutes({ sql, config }: Deps) {
   return newRouter()
     .openapi(create, async (c) => {
       const companyId = c.get("companyId");
       const input = c.req.valid("json").transaction;
-      const made = await sql.begin((tx) => createPayment(tx, companyId, input));
+      const made = await sql.begin((tx) => createPayment(tx, companyId, input, { sandbox: config.sandbox }));
       return c.json({ data: await presentPayment(sql, companyId, made) }, 201);
     })
     .openapi(list, async (c) => {
