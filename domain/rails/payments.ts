@@ -120,11 +120,11 @@ export async function loadPayment(sql: SqlOrTransaction, companyId: string, id: 
   return { row: rest as TransactionRow, pixCode: pix_code };
 }
 
-/** The company's transactions, newest first, `perPage` after the cursor, optionally of one subject or status. */
+/** The company's transactions, newest first, `perPage` after the cursor, optionally of one subject, status or kind. */
 export async function listPayments(
   sql: Sql,
   companyId: string,
-  q: { subject_id?: string; status?: string; last_id?: string; per_page: number },
+  q: { subject_id?: string; status?: string; kind?: string; last_id?: string; per_page: number },
 ): Promise<Loaded[]> {
   const statuses = q.status
     ? Object.keys(API_STATUS).filter((s) => API_STATUS[s as keyof typeof API_STATUS] === q.status)
@@ -135,6 +135,7 @@ export async function listPayments(
     where t.company_id = ${companyId}
       ${q.subject_id ? sql`and t.subject_id = ${q.subject_id}` : sql``}
       ${statuses ? sql`and t.status in ${sql(statuses)}` : sql``}
+      ${q.kind ? sql`and t.kind = ${q.kind}` : sql``}
       ${q.last_id ? sql`and t.id < ${q.last_id}` : sql``}
     order by t.id desc
     limit ${q.per_page}`;

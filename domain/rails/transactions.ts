@@ -316,11 +316,18 @@ async function releaseHeldTransactions(tx: TransactionSql, companyId: string, su
 const PAGE_SIZE = 100;
 
 /** A subject's transactions, oldest first, 100 per page after `lastId`. */
-export async function listSubjectTransactions(sql: Sql, companyId: string, subjectId: string, lastId?: string) {
+export async function listSubjectTransactions(
+  sql: Sql,
+  companyId: string,
+  subjectId: string,
+  page: { lastId?: string; kind?: string } = {},
+) {
   await assertPerson(sql, companyId, subjectId);
   return await sql<TransactionRow[]>`
     select * from transactions
-    where company_id = ${companyId} and subject_id = ${subjectId} ${lastId ? sql`and id > ${lastId}` : sql``}
+    where company_id = ${companyId} and subject_id = ${subjectId}
+      ${page.lastId ? sql`and id > ${page.lastId}` : sql``}
+      ${page.kind ? sql`and kind = ${page.kind}` : sql``}
     order by id
     limit ${PAGE_SIZE}`;
 }

@@ -35,6 +35,7 @@ import {
   Void,
   WireView,
 } from "./payment_schemas.ts";
+import { kindOf } from "./schemas.ts";
 
 const tags = ["Transactions"];
 const one = <T extends z.ZodType>(description: string, schema: T) =>
@@ -149,7 +150,8 @@ export function paymentRoutes({ sql, config }: Deps) {
     })
     .openapi(list, async (c) => {
       const companyId = c.get("companyId");
-      const page = await listPayments(sql, companyId, c.req.valid("query"));
+      const query = c.req.valid("query");
+      const page = await listPayments(sql, companyId, { ...query, kind: kindOf(query) });
       return c.json({ data: await Promise.all(page.map((p) => presentPayment(sql, companyId, p))) }, 200);
     })
     .openapi(show, async (c) => {
