@@ -53,11 +53,16 @@ export type TransactionRow = {
   updated_at: Date;
 };
 
-/** An entry of GET /subject/:id/transactions, and what sandbox payment calls answer. */
+/**
+ * An entry of GET /subject/:id/transactions, and what sandbox payment calls answer. `kind` is this shape's name for
+ * the kind, `transaction_kind` the transactions API's: both are answered (docs/sandbox.md, "`kind` and
+ * `transaction_kind`").
+ */
 export function presentTransaction(t: TransactionRow) {
   return {
     id: t.id,
     kind: t.kind,
+    transaction_kind: t.kind,
     status: t.status,
     currency: t.currency,
     value: t.value,
@@ -311,11 +316,18 @@ async function releaseHeldTransactions(tx: TransactionSql, companyId: string, su
 const PAGE_SIZE = 100;
 
 /** A subject's transactions, oldest first, 100 per page after `lastId`. */
-export async function listSubjectTransactions(sql: Sql, companyId: string, subjectId: string, lastId?: string) {
+export async function listSubjectTransactions(
+  sql: Sql,
+  companyId: string,
+  subjectId: string,
+  page: { lastId?: string; kind?: string } = {},
+) {
   await assertPerson(sql, companyId, subjectId);
   return await sql<TransactionRow[]>`
     select * from transactions
-    where company_id = ${companyId} and subject_id = ${subjectId} ${lastId ? sql`and id > ${lastId}` : sql``}
+    where company_id = ${companyId} and subject_id = ${subjectId}
+      ${page.lastId ? sql`and id > ${page.lastId}` : sql``}
+      ${page.kind ? sql`and kind = ${page.kind}` : sql``}
     order by id
     limit ${PAGE_SIZE}`;
 }

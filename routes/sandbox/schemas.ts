@@ -4,6 +4,7 @@ import { z } from "@hono/zod-openapi";
 import { REPROVAL_ITEMS, REQUIRED_DOCUMENTS } from "../../domain/subjects/status.ts";
 import { WIRE_ERROR_CODES } from "../../domain/rails/wires.ts";
 import { DOCUMENT_TYPES } from "../../domain/subjects/person_rules.ts";
+import { MAX_TEST_DOCUMENTS, TEST_DOCUMENT_TYPES } from "../../domain/rails/test_documents.ts";
 import { optionalText, requiredText, uuid } from "../openapi/schemas.ts";
 import { amount, currency } from "../rails/schemas.ts";
 
@@ -168,3 +169,28 @@ export const SANDBOX_EXAMPLES = {
   subscription: z.input<typeof SubscriptionBody>;
   cancelSubscription: z.input<typeof CancelSubscriptionBody>;
 };
+
+/**
+ * `GET /api/sandbox/test_documents`: which type and how many (docs/sandbox.md, "Test documents"). A missing type is a
+ * 400 naming `type`, an unknown one or a count out of 1..100 a 422 naming the field.
+ */
+export const TestDocumentsQuery = z.object({
+  type: oneOf(TEST_DOCUMENT_TYPES).openapi({
+    type: "string",
+    enum: [...TEST_DOCUMENT_TYPES],
+    example: "cpf",
+    description: 'The document type (docs/sandbox.md, "Test documents")',
+  }),
+  count: z.coerce.number().int().min(1).max(MAX_TEST_DOCUMENTS).default(1).openapi({
+    type: "integer",
+    minimum: 1,
+    maximum: MAX_TEST_DOCUMENTS,
+    default: 1,
+    description: "How many distinct values",
+  }),
+});
+
+export const TestDocument = z.object({
+  type: z.enum(TEST_DOCUMENT_TYPES),
+  value: z.string().openapi({ example: "52998224725", description: "Valid, in the form the service stores it" }),
+}).openapi("SandboxTestDocument");
