@@ -1,8 +1,8 @@
 set local lock_timeout = '5s';
 
 -- Test clocks of the sandbox (docs/sandbox.md, "Test clocks"): a time of the company's own that only moves when it is
--- advanced, and the subscriptions created on one. Advancing a clock runs, in one transaction, every step of its
--- subscriptions that falls due up to the new time (domain/rails/test_clocks.ts).
+-- advanced, and the subscriptions and PIX charges created on one. Advancing a clock runs, in one transaction, every
+-- step of what is on it that falls due up to the new time (domain/rails/test_clocks.ts).
 create table test_clocks (
   id uuid primary key,
   company_id uuid not null references companies (id),
@@ -31,3 +31,15 @@ create table test_clock_subscriptions (
 );
 
 create index test_clock_subscriptions_clock_idx on test_clock_subscriptions (test_clock_id, subscription_id);
+
+-- A PIX charge created on a clock: it expires unpaid when the clock reaches `expires_at`. Its own table for the same
+-- reasons as the subscriptions'.
+create table test_clock_pix_charges (
+  pix_charge_id uuid primary key references pix_charges (id),
+  company_id uuid not null references companies (id),
+  test_clock_id uuid not null references test_clocks (id) on delete cascade,
+  expires_at timestamptz not null,
+  inserted_at timestamptz not null default now()
+);
+
+create index test_clock_pix_charges_clock_idx on test_clock_pix_charges (test_clock_id, pix_charge_id);

@@ -1,7 +1,7 @@
 /**
  * The schedule of a sandbox test clock (docs/sandbox.md, "Test clocks"), pure: when each cycle of a subscription on a
- * clock falls due, which steps an advance to a given time takes and in which order, and whether that is more than one
- * advance may take. Kept apart from test_clocks.ts (the rows and the SQL) so the unit tests run it without a database.
+ * clock falls due and when a PIX charge on it expires, which steps an advance to a given time takes and in which order,
+ * and whether that is more than one advance may take. Kept apart from test_clocks.ts (the rows and the SQL) so the unit tests run it without a database.
  */
 
 export const INTERVALS = ["day", "week", "month", "year"] as const;
@@ -20,13 +20,26 @@ export type ScheduledSubscription = {
   failAtCycle: number | null;
 };
 
-/** One thing that happens at one instant of the clock: an invoice of a cycle is paid, or is not. */
-export type Step = {
-  at: Date;
-  subscriptionId: string;
-  cycle: number;
-  outcome: "paid" | "failed";
+/** What the schedule needs of a pending PIX charge on a clock: it expires unpaid at `expiresAt`. */
+export type ScheduledCharge = {
+  id: string;
+  status: "pending" | "paid" | "refunded" | "expired";
+  expiresAt: Date;
 };
+
+/** Everything on one clock that time moves. */
+export type Schedule = {
+  subscriptions: readonly ScheduledSubscription[];
+  charges: readonly ScheduledCharge[];
+};
+
+/**
+ * One thing that happens at one instant of the clock: an invoice of a cycle is paid, or is not; a PIX charge expires
+ * unpaid.
+ */
+export type Step =
+  | { kind: "invoice"; at: Date; subscriptionId: string; cycle: number; outcome: "paid" | "failed" }
+  | { kind: "pix_charge_expiry"; at: Date; chargeId: string; outcome: "expired" };
 
 const DAY_MS = 86_400_000;
 
@@ -55,35 +68,36 @@ function nextCycle(s: ScheduledSubscription): number | null {
 }
 
 /**
- * The steps an advance of the clock to `until` takes, in the order they happen: by time, then by subscription (ids
- * are time-ordered, so the older one first), then by cycle. A subscription's steps stop at its failing cycle (it is
- * canceled there) and at its last. At most `limit` steps: `more` is true when the advance would take more, and then
- * `steps` is not to be run. No more than `limit + 1` steps of any one subscription are computed, so the work is
- * bounded by the limit and the number of subscriptions, whatever `until` is.
+ * The steps an advance of the clock to `until` takes, in the order they happen: by time, then by what they happen to
+ * (ids are time-ordered, so the older subscription or charge first), then by cycle. A subscription's steps stop at its
+ * failing cycle (it is canceled there) and at its last; a charge has one step, its expiry, while it is pending. At most
+ * `limit` steps: `more` is true when the advance would take more, and then `steps` is not to be run. No more than
+ * `limit + 1` steps of any one subscription are computed, so the work is bounded by the limit and the number of
+ * things on the clock, whatever `until` is.
  */
-export function dueSteps(
-  subscriptions: readonly ScheduledSubscription[],
-  until: Date,
-  limit: number,
-): { steps: Step[]; more: boolean } {
+export function dueSteps(schedule: Schedule, until: Date, limit: number): { steps: Step[]; more: boolean } {
   const steps: Step[] = [];
-  for (const s of subscriptions) {
+  for (const s of schedule.subscriptions) {
     const first = nextCycle(s);
     if (first === null) continue;
     for (let cycle = first, taken = 0; cycle <= s.cycles && taken <= limit; cycle++, taken++) {
       const at = addIntervals(s.anchor, s.interval, cycle);
       if (at.getTime() > until.getTime()) break;
       const failed = s.failAtCycle === cycle;
-      steps.push({ at, subscriptionId: s.id, cycle, outcome: failed ? "failed" : "paid" });
+      steps.push({ kind: "invoice", at, subscriptionId: s.id, cycle, outcome: failed ? "failed" : "paid" });
       if (failed) break;
     }
   }
-  steps.sort((a, b) =>
-    a.at.getTime() - b.at.getTime() || compare(a.subscriptionId, b.subscriptionId) || a.cycle - b.cycle
-  );
+  for (const c of schedule.charges) {
+    if (c.status !== "pending" || c.expiresAt.getTime() > until.getTime()) continue;
+    steps.push({ kind: "pix_charge_expiry", at: c.expiresAt, chargeId: c.id, outcome: "expired" });
+  }
+  steps.sort((a, b) => a.at.getTime() - b.at.getTime() || compare(ownerOf(a), ownerOf(b)) || cycleOf(a) - cycleOf(b));
   return steps.length > limit ? { steps: steps.slice(0, limit), more: true } : { steps, more: false };
 }
 
+const ownerOf = (s: Step) => s.kind === "invoice" ? s.subscriptionId : s.chargeId;
+const cycleOf = (s: Step) => s.kind === "invoice" ? s.cycle : 0;
 const compare = (a: string, b: string) => a < b ? -1 : a > b ? 1 : 0;
 
 /** When a subscription's next step happens, or null when it has none left. */
@@ -92,8 +106,11 @@ export function nextStepOf(s: ScheduledSubscription): Date | null {
   return cycle === null ? null : addIntervals(s.anchor, s.interval, cycle);
 }
 
-/** The earliest next step of any of the subscriptions, or null: where an advance must go to see something happen. */
-export function nextStepAt(subscriptions: readonly ScheduledSubscription[]): Date | null {
-  const times = subscriptions.map(nextStepOf).filter((d): d is Date => d !== null).map((d) => d.getTime());
+/** The earliest next step of anything on the clock, or null: where an advance must go to see something happen. */
+export function nextStepAt(schedule: Schedule): Date | null {
+  const times = [
+    ...schedule.subscriptions.map(nextStepOf),
+    ...schedule.charges.map((c) => c.status === "pending" ? c.expiresAt : null),
+  ].filter((d): d is Date => d !== null).map((d) => d.getTime());
   return times.length ? new Date(Math.min(...times)) : null;
 }

@@ -6,7 +6,7 @@ import { WIRE_ERROR_CODES } from "../../domain/rails/wires.ts";
 import { DOCUMENT_TYPES } from "../../domain/subjects/person_rules.ts";
 import { optionalText, requiredText, uuid } from "../openapi/schemas.ts";
 import { amount, currency } from "../rails/schemas.ts";
-import { CLOCKED_SUBSCRIPTION_FIELDS } from "./test_clock_schemas.ts";
+import { CLOCKED_PIX_CHARGE_FIELDS, CLOCKED_SUBSCRIPTION_FIELDS } from "./test_clock_schemas.ts";
 
 /** An enum whose absence reads "can't be blank" (a bare z.enum would answer "must be one of" for it). */
 const oneOf = <T extends readonly [string, ...string[]]>(values: T) =>
@@ -43,6 +43,7 @@ export const PixChargeBody = z.object({
   subject_id: uuid,
   value: amount,
   refuse_third_party: flag,
+  ...CLOCKED_PIX_CHARGE_FIELDS,
 }).openapi("SandboxPixCharge");
 
 export const PixPaymentBody = z.object({
@@ -98,6 +99,8 @@ export const PixCharge = z.object({
   status: z.enum(["pending", "paid", "refunded", "expired"]),
   refuse_third_party: z.boolean(),
   qr_code: z.string(),
+  test_clock_id: z.string().uuid().optional().openapi({ description: "Created on this test clock (creation only)" }),
+  expires_at: z.string().optional().openapi({ description: "On a test clock: when it expires (creation only)" }),
   inserted_at: z.string(),
   updated_at: z.string(),
 }).openapi("SandboxPixChargeRecord");

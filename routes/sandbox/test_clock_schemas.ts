@@ -1,6 +1,6 @@
 /**
  * The shapes of the sandbox's test clocks (docs/sandbox.md, "Test clocks"): the bodies that create and advance a clock,
- * the clock fields a subscription body may carry, and the answers. Apart from schemas.ts so the clock's shapes read in
+ * the clock fields a subscription or PIX charge body may carry, and the answers. Apart from schemas.ts so the clock's shapes read in
  * one place.
  */
 
@@ -63,6 +63,20 @@ export const CLOCKED_SUBSCRIPTION_FIELDS = {
   }),
 };
 
+/** What a PIX charge body may add to be created on a clock (`PixChargeBody` of schemas.ts spreads it). */
+export const CLOCKED_PIX_CHARGE_FIELDS = {
+  test_clock_id: uuid.nullish().openapi({
+    type: ["string", "null"],
+    format: "uuid",
+    description: "Create the charge on this test clock: it expires unpaid when the clock reaches expires_at",
+  }),
+  expires_at: instant.nullish().openapi({
+    type: ["string", "null"],
+    format: "date-time",
+    description: "On a test clock: when the charge expires, on the clock's time (default an hour after it)",
+  }),
+};
+
 const time = z.string().openapi({ format: "date-time", example: "2026-01-01T00:00:00.000Z" });
 const timeOrNull = z.string().nullable().openapi({ format: "date-time" });
 
@@ -80,18 +94,36 @@ export const TestClock = z.object({
     fail_at_cycle: z.number().int().nullable(),
     next_invoice_at: timeOrNull,
   })),
+  pix_charges: z.array(z.object({
+    id: z.string().uuid(),
+    transaction_id: z.string().uuid(),
+    status: z.enum(["pending", "paid", "refunded", "expired"]),
+    value: z.string(),
+    expires_at: time,
+  })),
   inserted_at: time,
   updated_at: time,
 }).openapi("SandboxTestClockRecord");
 
+const invoiceStep = z.object({
+  at: time,
+  kind: z.literal("invoice"),
+  subscription_id: z.string().uuid(),
+  cycle: z.number().int(),
+  outcome: z.enum(["paid", "failed"]),
+  events: z.array(z.string()).openapi({ description: "The event types the step emitted, in order" }),
+});
+const expiryStep = z.object({
+  at: time,
+  kind: z.literal("pix_charge_expiry"),
+  transaction_id: z.string().uuid(),
+  outcome: z.literal("expired"),
+  events: z.array(z.string()).openapi({ description: "The event types the step emitted, in order" }),
+});
+
 export const TestClockAdvanced = TestClock.extend({
-  steps: z.array(z.object({
-    at: time,
-    subscription_id: z.string().uuid(),
-    cycle: z.number().int(),
-    outcome: z.enum(["paid", "failed"]),
-    events: z.array(z.string()).openapi({ description: "The event types the step emitted, in order" }),
-  })).openapi({ description: "What the advance did, in the order it happened" }),
+  steps: z.array(z.discriminatedUnion("kind", [invoiceStep, expiryStep]))
+    .openapi({ description: "What the advance did, in the order it happened" }),
 }).openapi("SandboxTestClockAdvanced");
 
 export const TEST_CLOCK_EXAMPLES = {

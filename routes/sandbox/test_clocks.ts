@@ -1,6 +1,7 @@
 /**
  * Sandbox routes for test clocks (docs/sandbox.md, "Test clocks"): create, list, show, advance and delete a clock of
- * the company. Subscriptions are put on a clock by their own creation route (`test_clock_id`, subscriptions.ts).
+ * the company. Subscriptions and PIX charges are put on a clock by their own creation routes (`test_clock_id`,
+ * subscriptions.ts and payments.ts).
  */
 
 import { createRoute, z } from "@hono/zod-openapi";
@@ -33,7 +34,7 @@ const create = createRoute({
   method: "post",
   path: base,
   tags,
-  summary: "A test clock, frozen at frozen_time (default now), for subscriptions created on it",
+  summary: "A test clock, frozen at frozen_time (default now), for subscriptions and PIX charges created on it",
   middleware: [emptyBodyAsObject] as const,
   request: { body: { ...jsonBody(TestClockBody, TEST_CLOCK_EXAMPLES.create), required: false } },
   responses: { 201: jsonResponse("The clock", ClockEnvelope), ...bodyErrorResponses },
@@ -53,7 +54,7 @@ const show = createRoute({
   method: "get",
   path: `${base}/{id}`,
   tags,
-  summary: "A test clock, its subscriptions and when each is next charged",
+  summary: "A test clock, its subscriptions and PIX charges, and when each next has a step",
   request: { params: IdParam },
   responses: { 200: jsonResponse("The clock", ClockEnvelope), ...errorResponses },
 });
@@ -76,7 +77,7 @@ const remove = createRoute({
   method: "delete",
   path: `${base}/{id}`,
   tags,
-  summary: "Delete the clock; its subscriptions stay, no longer charged on time",
+  summary: "Delete the clock; what was on it stays, no longer moved by time",
   request: { params: IdParam },
   responses: {
     200: jsonResponse(
@@ -92,23 +93,23 @@ export function sandboxTestClockRoutes({ sql }: Deps) {
     .openapi(create, async (c) => {
       const input = c.req.valid("json") ?? {};
       const clock = await sql.begin((tx) => createTestClock(tx, c.get("companyId"), input));
-      return c.json({ data: presentTestClock(clock, []) }, 201);
+      return c.json({ data: presentTestClock(clock, { subscriptions: [], charges: [] }) }, 201);
     })
     .openapi(list, async (c) => {
       const clocks = await listTestClocks(sql, c.get("companyId"));
-      return c.json({ data: clocks.map((x) => presentTestClock(x.clock, x.subscriptions)) }, 200);
+      return c.json({ data: clocks.map((x) => presentTestClock(x.clock, x.contents)) }, 200);
     })
     .openapi(show, async (c) => {
-      const { clock, subscriptions } = await getTestClock(sql, c.get("companyId"), c.req.valid("param").id);
-      return c.json({ data: presentTestClock(clock, subscriptions) }, 200);
+      const { clock, contents } = await getTestClock(sql, c.get("companyId"), c.req.valid("param").id);
+      return c.json({ data: presentTestClock(clock, contents) }, 200);
     })
     .openapi(advance, async (c) => {
       const { id } = c.req.valid("param");
       const { frozen_time } = c.req.valid("json");
-      const { clock, subscriptions, steps } = await sql.begin((tx) =>
+      const { clock, contents, steps } = await sql.begin((tx) =>
         advanceTestClock(tx, c.get("companyId"), id, frozen_time)
       );
-      return c.json({ data: { ...presentTestClock(clock, subscriptions), steps } }, 201);
+      return c.json({ data: { ...presentTestClock(clock, contents), steps } }, 201);
     })
     .openapi(remove, async (c) => {
       const { id } = c.req.valid("param");

@@ -35,8 +35,8 @@ Deno.test("test clocks: subscriptions on a clock are charged when it is advanced
     await t.step("a clock starts where it is told, or now; it is shown and listed", async () => {
       const clock = await newClock({ name: "quarter", frozen_time: "2026-01-31T09:00:00-03:00" });
       assert.deepEqual(
-        [clock.name, clock.frozen_time, clock.next_step_at, clock.subscriptions],
-        ["quarter", "2026-01-31T12:00:00.000Z", null, []],
+        [clock.name, clock.frozen_time, clock.next_step_at, clock.subscriptions, clock.pix_charges],
+        ["quarter", "2026-01-31T12:00:00.000Z", null, [], []],
       );
       const before = Date.now();
       const now = assertCreated(await company.call("POST", CLOCKS));
@@ -83,6 +83,7 @@ Deno.test("test clocks: subscriptions on a clock are charged when it is advanced
       assert.deepEqual(moved.steps, [
         {
           at: "2026-02-28T12:00:00.000Z",
+          kind: "invoice",
           subscription_id: sub.id,
           cycle: 1,
           outcome: "paid",
@@ -90,6 +91,7 @@ Deno.test("test clocks: subscriptions on a clock are charged when it is advanced
         },
         {
           at: "2026-03-31T12:00:00.000Z",
+          kind: "invoice",
           subscription_id: sub.id,
           cycle: 2,
           outcome: "paid",
@@ -136,6 +138,85 @@ Deno.test("test clocks: subscriptions on a clock are charged when it is advanced
         subject_id: person.id,
       });
       assert.equal(moved.next_step_at, null);
+    });
+
+    await t.step("a PIX charge on a clock expires unpaid when the clock reaches it; a paid one does not", async () => {
+      const clock = await newClock();
+      const charge = async (more: Record<string, unknown> = {}) =>
+        assertCreated(
+          await company.post("/api/sandbox/pix_charges", {
+            subject_id: person.id,
+            value: "45.00",
+            test_clock_id: clock.id,
+            ...more,
+          }),
+        );
+      const since = await lastEventId(ctx, company);
+      const soon = await charge();
+      assert.deepEqual(
+        [soon.status, soon.test_clock_id, soon.expires_at],
+        ["pending", clock.id, "2026-01-31T13:00:00.000Z"],
+        "an hour on the clock by default",
+      );
+      const later = await charge({ expires_at: "2026-02-10T00:00:00Z" });
+      const paid = await charge({ expires_at: "2026-02-01T00:00:00Z" });
+      assertCreated(await company.post(`/api/sandbox/pix_charges/${paid.id}/pay`, {}));
+      assert.deepEqual(await typesSince(ctx, company, since), ["identified"], "the paid one, nothing else yet");
+      const shown = (await company.get(`${CLOCKS}/${clock.id}`)).body.data;
+      assert.equal(shown.next_step_at, "2026-01-31T13:00:00.000Z");
+      assert.deepEqual(
+        shown.pix_charges.map((c: Record<string, unknown>) => [c.id, c.status, c.expires_at]),
+        [
+          [soon.id, "pending", "2026-01-31T13:00:00.000Z"],
+          [later.id, "pending", "2026-02-10T00:00:00.000Z"],
+          [paid.id, "paid", "2026-02-01T00:00:00.000Z"],
+        ],
+      );
+
+      const after = await lastEventId(ctx, company);
+      const moved = assertCreated(await advance(clock.id, "2026-02-10T00:00:00Z"));
+      assert.deepEqual(moved.steps, [
+        {
+          at: "2026-01-31T13:00:00.000Z",
+          kind: "pix_charge_expiry",
+          transaction_id: soon.id,
+          outcome: "expired",
+          events: ["payment_expired"],
+        },
+        {
+          at: "2026-02-10T00:00:00.000Z",
+          kind: "pix_charge_expiry",
+          transaction_id: later.id,
+          outcome: "expired",
+          events: ["payment_expired"],
+        },
+      ]);
+      const expired = (await eventsOf(ctx, company, "payment_expired")).filter((e) => e.id > after!);
+      assert.deepEqual(expired.map((e) => e.data), [{ transaction_id: soon.id }, { transaction_id: later.id }]);
+      const [tx] = (await company.get(`/api/v1/subject/${person.id}/transactions`)).body.data
+        .filter((t: { id: string }) => t.id === soon.id);
+      assert.equal(tx.status, "expired");
+      const again = await company.post(`/api/sandbox/pix_charges/${soon.id}/pay`, {});
+      assert.deepEqual([again.status, again.body], [422, { errors: { status: ["is expired"] } }]);
+    });
+
+    await t.step("a PIX charge's expiry is after the clock's time, and only on a clock", async () => {
+      const clock = await newClock();
+      const body = { subject_id: person.id, value: "45.00" };
+      const past = await company.post("/api/sandbox/pix_charges", {
+        ...body,
+        test_clock_id: clock.id,
+        expires_at: "2026-01-31T12:00:00Z",
+      });
+      assert.deepEqual([past.status, past.body], [422, {
+        errors: { expires_at: ["must be after the clock's frozen_time, 2026-01-31T12:00:00.000Z"] },
+      }]);
+      const plain = await company.post("/api/sandbox/pix_charges", { ...body, expires_at: "2027-01-01T00:00:00Z" });
+      assert.deepEqual([plain.status, plain.body], [422, {
+        errors: { expires_at: ["can only be given with test_clock_id"] },
+      }]);
+      const without = assertCreated(await company.post("/api/sandbox/pix_charges", body));
+      assert.deepEqual(["test_clock_id" in without, "expires_at" in without], [false, false]);
     });
 
     await t.step("pay_invoice still pays at once; the clock then charges the cycles after it", async () => {

@@ -1,8 +1,8 @@
 /**
  * The story a test clock is for (docs/sandbox.md, "Test clocks"): an integrator points a real receiver at the service,
- * puts two subscriptions on a clock and advances it three months in one call; the receiver gets, signed and in order,
- * the invoices, the activations, the completion and the cancellation those months would have brought, and nothing
- * goes to another company. Its own file because it runs the worker and a receiver on loopback.
+ * puts two subscriptions and a PIX charge on a clock and advances it three months in one call; the receiver gets, signed
+ * and in order, the invoices, the activations, the expiry, the completion and the cancellation those months would have
+ * brought, and nothing goes to another company. Its own file because it runs the worker and a receiver on loopback.
  */
 import assert from "node:assert/strict";
 import { verifySignature } from "../../domain/webhooks/endpoints/signature.ts";
@@ -11,9 +11,9 @@ import { assertCreated, registerPerson } from "../support/rails.ts";
 import { createEndpoint, recordsOf } from "../support/endpoints.ts";
 import { hmac, startReceiver } from "../support/webhook_receiver.ts";
 
-/** Which subscription an event is about, whatever its type. */
+/** Which subscription (or, for a payment event, which transaction) an event is about. */
 // deno-lint-ignore no-explicit-any
-const subscriptionOf = (data: any): string => data.invoice?.subscription_id ?? data.subscription?.id;
+const aboutOf = (data: any): string => data.invoice?.subscription_id ?? data.subscription?.id ?? data.transaction_id;
 
 Deno.test("advancing a test clock three months delivers that quarter's events, signed and in order", async () => {
   const ctx = await setup("webhook_test_clock", { worker: true });
@@ -49,6 +49,15 @@ Deno.test("advancing a test clock three months delivers that quarter's events, s
     // a three-month plan, and a yearly one whose third invoice the payer's bank will not pay
     const plan = await subscribe({ cycles: 3 });
     const yearly = await subscribe({ cycles: 12, fail_at_cycle: 3 });
+    // and a PIX charge nobody pays, due mid-February
+    const charge = assertCreated(
+      await company.post("/api/sandbox/pix_charges", {
+        subject_id: person.id,
+        value: "45.00",
+        test_clock_id: clock.id,
+        expires_at: "2026-02-15T00:00:00Z",
+      }),
+    );
     await eventually("both QR codes at the receiver", () => receiver.at("/clock").length === 2);
 
     const advanced = await company.post(`/api/sandbox/test_clocks/${clock.id}/advance`, {
@@ -61,6 +70,7 @@ Deno.test("advancing a test clock three months delivers that quarter's events, s
       [
         ["2026-02-01", "paid"],
         ["2026-02-01", "paid"],
+        ["2026-02-15", "expired"],
         ["2026-03-01", "paid"],
         ["2026-03-01", "paid"],
         ["2026-04-01", "paid"],
@@ -76,6 +86,8 @@ Deno.test("advancing a test clock three months delivers that quarter's events, s
       ["subscription_activated", plan.id as string],
       ["invoice_paid", yearly.id as string],
       ["subscription_activated", yearly.id as string],
+      // 15 February: the charge expires unpaid
+      ["payment_expired", charge.id as string],
       // 1 March
       ["invoice_paid", plan.id as string],
       ["invoice_paid", yearly.id as string],
@@ -86,10 +98,11 @@ Deno.test("advancing a test clock three months delivers that quarter's events, s
     ];
     await eventually("the quarter's events at the receiver", () => receiver.at("/clock").length >= expected.length);
     const arrivals = receiver.at("/clock");
-    assert.deepEqual(arrivals.map((a) => [a.body.type, subscriptionOf(a.body.data)]), expected);
+    assert.deepEqual(arrivals.map((a) => [a.body.type, aboutOf(a.body.data)]), expected);
     assert.deepEqual(badSignatures, [], "every delivery verified");
     assert.equal(receiver.maxInFlight("/clock"), 1, "sequential: one at a time");
 
+    assert.deepEqual(arrivals[6].body.data, { transaction_id: charge.id });
     const canceled = arrivals.at(-1)!.body.data.subscription;
     assert.deepEqual(canceled, {
       canceled_by_payer: false,
@@ -115,6 +128,7 @@ Deno.test("advancing a test clock three months delivers that quarter's events, s
       shown.subscriptions.map((s: Record<string, unknown>) => [s.id, s.status, s.paid_cycles, s.next_invoice_at]),
       [[plan.id, "completed", 3, null], [yearly.id, "canceled", 2, null]],
     );
+    assert.deepEqual(shown.pix_charges.map((c: Record<string, unknown>) => [c.id, c.status]), [[charge.id, "expired"]]);
     assert.equal(shown.next_step_at, null);
     assert.equal(receiver.at("/bystander").length, 0, "another company's endpoint got nothing");
   } finally {
