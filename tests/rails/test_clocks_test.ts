@@ -227,6 +227,24 @@ Deno.test("test clocks: subscriptions on a clock are charged when it is advanced
       assert.deepEqual((moved.steps as { cycle: number }[]).map((s) => s.cycle), [2]);
     });
 
+    await t.step("two advances to the same time at once: one runs the steps, the other is refused", async () => {
+      const clock = await newClock();
+      await subscribe(clock.id);
+      const since = await lastEventId(ctx, company);
+      const both = await Promise.all([
+        advance(clock.id, "2026-04-30T12:00:00Z"),
+        advance(clock.id, "2026-04-30T12:00:00Z"),
+      ]);
+      assert.deepEqual(both.map((r) => r.status).sort(), [201, 422]);
+      assert.deepEqual(await typesSince(ctx, company, since), [
+        "invoice_paid",
+        "subscription_activated",
+        "invoice_paid",
+        "invoice_paid",
+        "subscription_completed",
+      ], "each invoice once");
+    });
+
     await t.step("an advance goes forward, to a real time, within the clock's range", async () => {
       const clock = await newClock();
       const same = await advance(clock.id, "2026-01-31T12:00:00Z");
