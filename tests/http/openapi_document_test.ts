@@ -179,6 +179,8 @@ Deno.test("the OpenAPI document: what a client generator and a reader of /docs r
       await run("requestSandboxSubjectDocuments", { id: ids.person });
       const subscription = (await run("createSandboxSubscription")).data.id;
       await run("cancelSandboxSubscription", { id: subscription });
+      const clock = (await run("createSandboxTestClock")).data.id;
+      await run("advanceSandboxTestClock", { id: clock });
       const own = await company.get("/api/v1/bank_accounts");
       ids.brl = own.body.data.find((a: { internal: boolean; currency: string }) =>
         a.internal && a.currency === "BRL"
