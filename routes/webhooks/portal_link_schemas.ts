@@ -62,8 +62,12 @@ export const NewPortalLink = PortalLink.extend({
 }).openapi("NewPortalLink");
 
 export const PortalSessionBody = z.object({
-  code: z.string().min(1).max(100).openapi({ example: "plc_3q2-7wCz0Y5Jm9Xb1kLr8tVn4sD6fH0gA2eQ7uWpZcM" }),
+  code: z.string().min(1).max(100).openapi({ description: "The code after `#code=` of the link's url" }),
 }).openapi("PortalSessionCreate");
+
+export const PORTAL_SESSION_EXAMPLE: z.input<typeof PortalSessionBody> = {
+  code: "plc_3q2-7wCz0Y5Jm9Xb1kLr8tVn4sD6fH0gA2eQ7uWpZcM",
+};
 
 export const PortalSession = z.object({
   jwt: z.string().openapi({

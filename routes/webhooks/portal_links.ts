@@ -27,6 +27,7 @@ import { bodyErrorResponses, errorResponses, IdParam, jsonBody, jsonResponse } f
 import {
   NewPortalLink,
   PORTAL_LINK_CREATE_EXAMPLE,
+  PORTAL_SESSION_EXAMPLE,
   PortalLink,
   PortalLinkCreateBody,
   PortalSession,
@@ -92,7 +93,7 @@ const exchange = createRoute({
   description: "An unknown, used, expired or revoked code: 401, the same body whichever. Failures are counted per " +
     "client address as failed sign-ins are: past `SIGN_IN_FAILURES_PER_USERNAME` (10) within " +
     "`SIGN_IN_FAILURE_WINDOW_SECONDS`, 429 with `Retry-After`.",
-  request: { body: jsonBody(PortalSessionBody) },
+  request: { body: jsonBody(PortalSessionBody, PORTAL_SESSION_EXAMPLE) },
   responses: {
     201: jsonResponse("Session opened", z.object({ data: PortalSession })),
     ...bodyErrorResponses,
