@@ -11,13 +11,19 @@
  */
 import type { Sql } from "../infra/db.ts";
 import { newId } from "../basics/ids.ts";
-import { notFound } from "../basics/errors.ts";
+import { notFound, unprocessable } from "../basics/errors.ts";
 import { signToken, type TokenSettings } from "./tokens.ts";
 
 /** How long a code may wait to be exchanged: short, as the page opens it at once (seconds). */
 export const LINK_TTL = { default: 600, min: 30, max: 3600 } as const;
 /** How long the session a code opens lasts (seconds); never longer than JWT_MAX_TTL_SECONDS either. */
 export const SESSION_TTL = { default: 3600, min: 300, max: 86_400 } as const;
+
+/**
+ * How many links of one company are kept at once: a link's row stays until a day after its session (or its unused
+ * code) ended, so this bounds what a company's token can make the service remember to the links of about two days.
+ */
+export const MAX_KEPT_LINKS = 10_000;
 
 /** Codes start with this, so one pasted into a log or a ticket is recognised for what it is. */
 export const CODE_PREFIX = "plc_";
@@ -91,6 +97,16 @@ export async function createPortalLink(
   companyId: string,
   input: { allowedOrigins: string[]; expiresIn: number; sessionSeconds: number },
 ): Promise<{ link: PortalLink; code: string }> {
+  const [{ kept }] = await sql<{ kept: number }[]>`
+    select count(*)::int as kept from (
+      select 1 from portal_links where company_id = ${companyId} limit ${MAX_KEPT_LINKS}
+    ) as links`;
+  if (kept >= MAX_KEPT_LINKS) {
+    throw unprocessable(
+      `quota exceeded: at most ${MAX_KEPT_LINKS} portal links per company are kept, each until a day after its ` +
+        "session or its unused code ended",
+    );
+  }
   const code = newCode();
   const [row] = await sql<LinkRow[]>`
     insert into portal_links (id, company_id, code_hash, allowed_origins, expires_at, session_seconds)
@@ -175,14 +191,15 @@ export async function framingOrigins(sql: Sql, id: string): Promise<string[] | n
 }
 
 /**
- * Deletes links whose code expired longer ago than the longest session and a day, in one bounded batch; returns how
- * many. By then the link's session is over too: a code opens only before it expires.
+ * Deletes links whose session, or whose code when it was never used, ended more than a day ago, in one bounded batch;
+ * returns how many. A session ends after its code expired (a code opens only before), so the index on `expires_at`
+ * narrows the scan to links at least that old.
  */
 export async function prunePortalLinks(sql: Sql, batchSize = 1000): Promise<number> {
   const { count } = await sql`
     delete from portal_links where id in (
       select id from portal_links
-      where expires_at < now() - make_interval(secs => ${SESSION_TTL.max}) - interval '1 day'
+      where expires_at < now() - interval '1 day' and coalesce(session_expires_at, expires_at) < now() - interval '1 day'
       limit ${batchSize}
     )`;
   return count;

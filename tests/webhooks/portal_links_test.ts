@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { verify } from "hono/jwt";
 import { eventually, newCompany, setup, TEST_JWT_SECRET, TEST_TOKENS, type TestContext } from "../support/helpers.ts";
 import { HTML_CSP } from "../../routes/policy/headers.ts";
+import { MAX_KEPT_LINKS, prunePortalLinks } from "../../domain/integrators/portal_links.ts";
 
 const LINKS = "/api/v2/notifications/portal_links";
 const SESSIONS = "/api/v2/notifications/portal_sessions";
@@ -235,6 +236,39 @@ Deno.test("portal links: a platform's customer manages the company's endpoints, 
       assert.match(origins.body.errors.allowed_origins["1"][0], /^must use https/);
       assert.match(origins.body.errors.allowed_origins["2"][0], /^has invalid format: expected an https origin/);
     });
+
+    await t.step(
+      "links are kept until a day after their session ends, and a company keeps a bounded number",
+      async () => {
+        const company = await newCompany(ctx);
+        const kept = async () =>
+          (await ctx.sql`select count(*)::int as n from portal_links where company_id = ${company.id}`)[0].n;
+        assert.equal((await company.post(LINKS, {})).status, 201);
+        // as if made long ago: one never used, one whose session ended two days ago, one whose session still runs
+        await ctx.sql`
+        insert into portal_links (id, company_id, code_hash, expires_at, session_seconds, used_at, session_expires_at)
+        select gen_random_uuid(), ${company.id}, sha256(convert_to(g::text, 'UTF8')), now() - interval '3 days', 3600,
+               case when g > 1 then now() - interval '3 days' end,
+               case g when 2 then now() - interval '2 days' when 3 then now() + interval '1 hour' end
+        from generate_series(1, 3) as g`;
+        assert.equal(await kept(), 4);
+        while (await prunePortalLinks(ctx.sql) > 0) { /* other tests' links are young: this ends */ }
+        assert.equal(
+          await kept(),
+          2,
+          "the unused one and the ended session's go; the running session's and today's stay",
+        );
+        await ctx.sql`
+        insert into portal_links (id, company_id, code_hash, expires_at, session_seconds)
+        select gen_random_uuid(), ${company.id}, sha256(convert_to(g::text || ${company.id}, 'UTF8')),
+               now() + interval '10 minutes', 3600
+        from generate_series(1, ${MAX_KEPT_LINKS - 2}) as g`;
+        const refused = await company.post(LINKS, {});
+        assert.equal(refused.status, 422);
+        assert.match(refused.body.errors.detail, /^quota exceeded: at most 10000 portal links per company/);
+        assert.equal((await platform.post(LINKS, {})).status, 201, "another company is not held back");
+      },
+    );
 
     await t.step("guessing codes from one address is throttled like failed sign-ins", async () => {
       let answer = { status: 0, headers: new Headers() };
