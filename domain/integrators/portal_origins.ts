@@ -48,12 +48,14 @@ export function frameAncestors(origins: readonly string[]): string {
 
 /**
  * The origins of a link's body, each in its one form and without repeats; every refused one is named by its place in
- * the list (`allowed_origins.1`), all at once, as a 422.
+ * the list (`allowed_origins.1`), all at once, as a 422. An element that is not a string was refused by the body's shape
+ * already, and is passed over.
  */
-export function parseAllowedOrigins(list: readonly string[], opts: { allowLoopbackHttp: boolean }): string[] {
+export function parseAllowedOrigins(list: readonly unknown[], opts: { allowLoopbackHttp: boolean }): string[] {
   const errors: FieldErrors = {};
   const origins: string[] = [];
   list.forEach((input, i) => {
+    if (typeof input !== "string") return;
     const parsed = parseOrigin(input, opts);
     if ("error" in parsed) addFieldError(errors, ["allowed_origins", i], parsed.error);
     else if (!origins.includes(parsed.origin)) origins.push(parsed.origin);

@@ -23,6 +23,7 @@ import { parseAllowedOrigins } from "../../domain/integrators/portal_origins.ts"
 import { countSignInFailure, reserveSignIn, settleSignIn } from "../../domain/integrators/sign_in_throttle.ts";
 import { clientAddress, type TrustedProxies } from "../policy/client_address.ts";
 import { newRouter } from "../openapi/router.ts";
+import { alsoCheck } from "../openapi/validation.ts";
 import { bodyErrorResponses, errorResponses, IdParam, jsonBody, jsonResponse } from "../openapi/schemas.ts";
 import {
   NewPortalLink,
@@ -147,7 +148,7 @@ export function portalLinkRoutes(deps: Deps) {
       // the code is after `#`: a browser never sends it to a server, a log or a Referer
       const url = `${publicOrigin(c, config.trustProxy)}/console/portal/${link.id}#code=${code}`;
       return c.json({ data: { ...presentLink(link), url, code } }, 201);
-    })
+    }, alsoCheck(PortalLinkCreateBody, (parts) => parseAllowedOrigins(parts.allowed_origins ?? [], origins)))
     .openapi(show, async (c) => {
       const link = await getPortalLink(sql, c.get("companyId"), c.req.valid("param").id);
       return c.json({ data: presentLink(link) }, 200);
