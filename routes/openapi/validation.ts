@@ -10,6 +10,7 @@ import {
   ApiError,
   badRequest,
   BLANK,
+  EMAIL_FORMAT,
   ErrorBag,
   type FieldErrors,
   flattenFieldErrors,
@@ -24,6 +25,20 @@ export type AppEnv = { Variables: { companyId: string; sessionId: string | null;
 const WRAPPER_KEYS = new Set(["person", "company", "bank_account", "document", "transaction", "user"]);
 
 /**
+ * A value of the wrong JSON type says the type wanted: a CPF sent as a number hears `must be a string`, which says
+ * what to change where `is invalid` did not (docs/errors.md, Messages). Other expectations keep `is invalid`.
+ */
+export const WRONG_TYPE: Readonly<Record<string, string>> = {
+  string: "must be a string",
+  number: "must be a number",
+  int: "must be an integer",
+  boolean: "must be true or false",
+  object: "must be an object",
+  record: "must be an object",
+  array: "must be an array",
+};
+
+/**
  * One vocabulary of messages for every schema (docs/errors.md, Messages), so no schema has to spell them out.
  * Schemas still pass their own message where a rule needs one ("does not match curp").
  */
@@ -31,11 +46,11 @@ z.config({
   customError: (iss) => {
     switch (iss.code) {
       case "invalid_type":
-        return iss.input === undefined || iss.input === null ? BLANK : "is invalid";
+        return iss.input === undefined || iss.input === null ? BLANK : WRONG_TYPE[iss.expected] ?? "is invalid";
       case "invalid_value":
         return `must be one of: ${iss.values.join(", ")}`;
       case "invalid_format":
-        return "has invalid format";
+        return iss.format === "email" ? EMAIL_FORMAT : "has invalid format";
       case "too_big":
         if (iss.origin === "string") return `is too long (maximum is ${iss.maximum} characters)`;
         if (iss.origin === "array") return `has too many items (maximum is ${iss.maximum})`;
