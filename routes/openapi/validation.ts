@@ -25,17 +25,18 @@ export type AppEnv = { Variables: { companyId: string; sessionId: string | null;
 const WRAPPER_KEYS = new Set(["person", "company", "bank_account", "document", "transaction", "user"]);
 
 /**
- * A value of the wrong JSON type says the type wanted: a CPF sent as a number hears `must be a string`, which says
- * what to change where `is invalid` did not (docs/errors.md, Messages). Other expectations keep `is invalid`.
+ * A value of the wrong JSON type keeps `is invalid`, the message decisions fix and a client may match on its start,
+ * and goes on with the type wanted: a CPF sent as a number hears `is invalid: must be a string` (docs/errors.md,
+ * Messages). Other expectations keep `is invalid` alone.
  */
 export const WRONG_TYPE: Readonly<Record<string, string>> = {
-  string: "must be a string",
-  number: "must be a number",
-  int: "must be an integer",
-  boolean: "must be true or false",
-  object: "must be an object",
-  record: "must be an object",
-  array: "must be an array",
+  string: "is invalid: must be a string",
+  number: "is invalid: must be a number",
+  int: "is invalid: must be an integer",
+  boolean: "is invalid: must be true or false",
+  object: "is invalid: must be an object",
+  record: "is invalid: must be an object",
+  array: "is invalid: must be an array",
 };
 
 /**

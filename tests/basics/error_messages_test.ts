@@ -1,7 +1,8 @@
 /**
  * The messages that teach, on their own (no database, no HTTP): each keeps the start decisions fix and adds the form
- * expected with an example, and a value of the wrong JSON type names the type wanted. Apart from the story test
- * (tests/http/errors_that_teach_test.ts) so every message is pinned here, and each field's wiring there.
+ * expected with an example, and a value of the wrong JSON type keeps `is invalid` and names the type wanted. Apart
+ * from the story test (tests/http/errors_that_teach_test.ts) so every message is pinned here, and each field's wiring
+ * there.
  */
 import assert from "node:assert/strict";
 import { z } from "zod";
@@ -33,7 +34,7 @@ Deno.test("format messages keep decisions' start and add the form expected, with
   });
 });
 
-Deno.test("a value of the wrong JSON type hears the type wanted; a missing one is still blank", () => {
+Deno.test("a value of the wrong JSON type hears it is invalid and the type wanted; a missing one is still blank", () => {
   const schema = z.object({
     document_number: z.string(),
     max_concurrency: z.number().int(),
@@ -53,12 +54,16 @@ Deno.test("a value of the wrong JSON type hears the type wanted; a missing one i
   assert.ok(!result.success);
   const messages = Object.fromEntries(result.error.issues.map((i) => [i.path.join("."), i.message]));
   assert.deepEqual(messages, {
-    document_number: "must be a string",
-    max_concurrency: "must be a number",
-    by_payer: "must be true or false",
-    bank: "must be an object",
-    labels: "must be an array",
+    document_number: "is invalid: must be a string",
+    max_concurrency: "is invalid: must be a number",
+    by_payer: "is invalid: must be true or false",
+    bank: "is invalid: must be an object",
+    labels: "is invalid: must be an array",
     blank: "can't be blank",
   });
-  assert.equal(WRONG_TYPE.string, "must be a string");
+  assert.equal(WRONG_TYPE.string, "is invalid: must be a string");
+  // decisions fix `is invalid` for these; a client matching on the start must keep matching
+  for (const [expected, message] of Object.entries(WRONG_TYPE)) {
+    assert.match(message, /^is invalid: must be .+$/, expected);
+  }
 });

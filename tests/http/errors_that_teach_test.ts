@@ -1,8 +1,9 @@
 /**
  * Errors that teach, as an integrator meets them over HTTP against the real service (`main.ts` as a process): each
  * refusal keeps the message decisions fix as its start and adds the form expected, with an example; a CPF sent as a
- * number hears it must be a string; a CLABE or account number copied from a bank statement is stored bare. Apart from
- * the people and bank-account tests because it follows one integrator's second hour, mistake by mistake.
+ * number hears it is invalid and must be a string; a CLABE or account number copied from a bank statement is stored
+ * bare. Apart from the people and bank-account tests because it follows one integrator's second hour, mistake by
+ * mistake.
  */
 import assert from "node:assert/strict";
 import { setup } from "../support/helpers.ts";
@@ -38,9 +39,11 @@ Deno.test("errors that teach: a refusal says what was expected, with an example"
       personId = fixed.body.data.id;
     });
 
-    await t.step("a CPF sent as a JSON number hears it must be a string", async () => {
+    await t.step("a CPF sent as a JSON number hears it is invalid and must be a string", async () => {
       const res = await person({ document_number: 52998224725 });
-      assert.deepEqual([res.status, res.body], [422, { errors: { document_number: ["must be a string"] } }]);
+      assert.deepEqual([res.status, res.body], [422, {
+        errors: { document_number: ["is invalid: must be a string"] },
+      }]);
     });
 
     await t.step("a fiscal country written out hears that two letters work as well as three", async () => {

@@ -116,7 +116,7 @@ Deno.test("rails routes name the fields they refuse", async (t) => {
         errors: { currency: ["must be one of: BRL, MXN, COP, CLP, EUR, USD"] },
       }]);
       assert.deepEqual(await payin({ subject_id: "nope", exchange: "yes" }), [422, {
-        errors: { subject_id: ["is invalid"], exchange: ["must be true or false"] },
+        errors: { subject_id: ["is invalid"], exchange: ["is invalid: must be true or false"] },
       }]);
       const account = await registerBrlAccount(company, person.id);
       assert.deepEqual(

@@ -464,9 +464,9 @@ Deno.test("bad requests answer 4xx with the documented body, never 5xx", async (
     const res = await register(company, cpfPerson({ document_number: 52998224725, social_name: ["x"], email: 7 }));
     assert.equal(res.status, 422);
     assert.deepEqual(res.body.errors, {
-      document_number: ["must be a string"],
-      social_name: ["must be a string"],
-      email: ["must be a string"],
+      document_number: ["is invalid: must be a string"],
+      social_name: ["is invalid: must be a string"],
+      email: ["is invalid: must be a string"],
     });
   });
 
