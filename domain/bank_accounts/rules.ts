@@ -5,9 +5,9 @@
 import { isValidEmail } from "@brazilian-utils/brazilian-utils";
 import { clabe } from "clabe-validator";
 import { countrySpecs, electronicFormatIBAN, isValidBIC, validateIBAN, ValidationErrorsIBAN } from "ibantools";
-import { BLANK, ErrorBag } from "../basics/errors.ts";
+import { BLANK, EMAIL_FORMAT, ErrorBag } from "../basics/errors.ts";
 import { UUID_RE } from "../basics/ids.ts";
-import { countryAlpha3 } from "../basics/countries.ts";
+import { COUNTRY_FORMS, countryAlpha3 } from "../basics/countries.ts";
 import {
   bareDocument,
   ccProblem,
@@ -101,6 +101,32 @@ export const PIX_KEY_TYPES = ["CPF", "CNPJ", "EMAIL", "PHONE", "EVP"] as const;
 const oneOf = (values: readonly string[]) => `must be one of: ${values.join(", ")}`;
 const value = (s: string | null | undefined) => (s == null || s === "" ? null : s);
 
+/**
+ * An account number without the spacing bank statements print in it, so a number copied from one is stored bare, as
+ * CNPJs and IBANs are: a CLABE printed in groups (`002 180 70001234567 8`, or with dashes) keeps only its characters; a
+ * Brazilian number loses its spaces and thousands dots (`12.345-6`) but keeps the dash before its check digit, as it
+ * always was stored; a Colombian one loses its spaces, its dashes being part of how it is written. International
+ * numbers are stored as sent, spaces and all, as before.
+ *
+ * @example
+ * ```ts
+ * bareAccountNumber("MEX", "002 180 70001234567 8"); // "002180700012345678"
+ * bareAccountNumber("BRA", "12.345-6"); // "12345-6"
+ * ```
+ */
+export function bareAccountNumber(country: BankCountry | null, raw: string): string {
+  switch (country) {
+    case "MEX":
+      return raw.replace(/[\s-]/g, "");
+    case "BRA":
+      return raw.replace(/[\s.]/g, "");
+    case "COL":
+      return raw.replace(/\s/g, "");
+    default:
+      return raw;
+  }
+}
+
 /** The country whose rules apply, from the currency and what the endpoint allows. */
 export function countryOfCurrency(currency: string, scope: BankAccountScope): BankCountry | null {
   const upper = currency.toUpperCase();
@@ -111,8 +137,9 @@ export function countryOfCurrency(currency: string, scope: BankAccountScope): Ba
 
 /**
  * Checks a bank account body with the rules its currency implies and returns it normalised (alpha-3 countries,
- * mapped account types, digits-only documents), or throws every field error at once: 400 when something required
- * is missing, 422 otherwise. Shared by registration, update (on the merged account) and the wire correction.
+ * mapped account types, digits-only documents, account numbers without statement spacing), or throws every field
+ * error at once: 400 when something required is missing, 422 otherwise. Shared by registration, update (on the merged
+ * account) and the wire correction.
  */
 export function validateBankAccountInput(
   input: BankAccountInput,
@@ -138,7 +165,7 @@ export function validateBankAccountInput(
     country: country ?? "INT",
     currency: currency ?? "",
     account_type: null,
-    account_number: value(input.account_number),
+    account_number: value(bareAccountNumber(country, value(input.account_number) ?? "")),
     branch_number: value(input.branch_number),
     branch_country: branchCountry(input.branch_country, bag),
     routing_number: null,
@@ -164,7 +191,7 @@ function branchCountry(raw: string | null | undefined, bag: ErrorBag): string | 
   const given = value(raw);
   if (!given) return null;
   const alpha3 = countryAlpha3(given);
-  if (!alpha3) bag.add("branch_country", "is invalid");
+  if (!alpha3) bag.add("branch_country", `is invalid: ${COUNTRY_FORMS}`);
   return alpha3;
 }
 
@@ -272,7 +299,7 @@ function checkPix(pix: NonNullable<BankAccountInput["pix_info"]>, out: Normalize
       break;
     case "EMAIL":
       if (key.length > 77) problem = "is too long (maximum is 77 characters)";
-      else if (!isValidEmail(key)) problem = "has invalid format";
+      else if (!isValidEmail(key)) problem = EMAIL_FORMAT;
       break;
     case "PHONE":
       if (!/^\+\d{12,13}$/.test(key)) {

@@ -27,6 +27,7 @@ const ALPHA3_OF: ReadonlyMap<string, string> = (() => {
   return map;
 })();
 const ALPHA3: ReadonlySet<string> = new Set(ALPHA3_OF.values());
+const ALPHA2_OF: ReadonlyMap<string, string> = new Map([...ALPHA3_OF].map(([alpha2, alpha3]) => [alpha3, alpha2]));
 
 /** The alpha-3 code of an alpha-2 or alpha-3 country code (any case), or null when it names no country. */
 export function countryAlpha3(code: string): string | null {
@@ -34,3 +35,19 @@ export function countryAlpha3(code: string): string | null {
   if (upper.length === 2) return ALPHA3_OF.get(upper) ?? null;
   return ALPHA3.has(upper) ? upper : null;
 }
+
+/**
+ * The refusal of a field that takes a few countries: the alpha-3 codes it stores, then their alpha-2 forms, which it
+ * reads too (a client that sent `Brasil` learns that `BR` would do).
+ *
+ * @example
+ * ```ts
+ * oneOfCountries(["BRA", "MEX"]); // "must be one of: BRA, MEX (or BR, MX)"
+ * ```
+ */
+export function oneOfCountries(alpha3: readonly string[]): string {
+  return `must be one of: ${alpha3.join(", ")} (or ${alpha3.map((c) => ALPHA2_OF.get(c) ?? c).join(", ")})`;
+}
+
+/** What a code that names no country is told, where any country will do: both forms read, each with an example. */
+export const COUNTRY_FORMS = "expected three letters or two, e.g. BRA or BR";

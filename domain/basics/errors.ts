@@ -17,13 +17,30 @@ export class ApiError extends Error {
 
 export const BLANK = "can't be blank";
 
+/**
+ * A format refusal that teaches: decisions' `has invalid format` first, so a client matching the start still does,
+ * then the form expected and one value of it (docs/errors.md, Messages).
+ *
+ * @example
+ * ```ts
+ * invalidFormat("YYYY-MM-DD", "1990-01-02"); // "has invalid format: expected YYYY-MM-DD, e.g. 1990-01-02"
+ * ```
+ */
+export const invalidFormat = (expected: string, example: string) =>
+  `has invalid format: expected ${expected}, e.g. ${example}`;
+
+/** An email address that fails its format, wherever one is checked (a subject's, a PIX key's). */
+export const EMAIL_FORMAT = invalidFormat("an email address", "ana@example.com");
+
 /** Field errors: 400 when something required is missing or blank, 422 otherwise (docs/errors.md). */
 export function validationFailed(errors: FieldErrors, status?: 400 | 422): ApiError {
   return new ApiError(status ?? (hasBlank(errors) ? 400 : 422), errors);
 }
 
 export const badRequest = (detail: string) => new ApiError(400, { detail });
-export const unauthorized = () => new ApiError(401, { detail: "Unauthorized" });
+/** 401 with the body decisions fix; `headers` carry the reason, such as the bearer challenge (routes/policy/auth.ts). */
+export const unauthorized = (headers?: Record<string, string>) =>
+  new ApiError(401, { detail: "Unauthorized" }, headers);
 /** A valid token that may not do this (a portal session outside the webhook routes: docs/webhooks.md, "Portal links"). */
 export const forbidden = (detail: string) => new ApiError(403, { detail });
 export const notFound = () => new ApiError(404, { detail: "Not Found" });

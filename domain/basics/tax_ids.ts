@@ -13,6 +13,7 @@
 import { isValidCNPJ, isValidCPF } from "@brazilian-utils/brazilian-utils";
 import { validate as validRutDigit } from "rut.js";
 import rfcModule from "validate-rfc";
+import { invalidFormat } from "./errors.ts";
 
 // the package's types describe an ES default export; loaded from CommonJS, its export is the function itself
 const validateRfc = rfcModule as unknown as (rfc: string) => { isValid: boolean; type?: string; errors?: string[] };
@@ -206,7 +207,10 @@ const RULES: Record<TaxIdType, Rule> = {
     normalise: (raw) => bareDocument(raw).replace(/[^0-9kK]/g, "").toUpperCase(),
     check: rutProblem,
   },
-  tax_id: { normalise: bareUpper, check: (n) => /^[A-Z0-9]{4,40}$/.test(n) ? null : "has invalid format" },
+  tax_id: {
+    normalise: bareUpper,
+    check: (n) => /^[A-Z0-9]{4,40}$/.test(n) ? null : invalidFormat("4 to 40 letters or digits", "123456789"),
+  },
 };
 
 /** The stored form of a subject's document number of `type`, or why it is refused. */

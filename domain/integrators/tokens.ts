@@ -1,9 +1,10 @@
 /**
- * Bearer tokens: HS256 signing and checking, and the constant-time comparison of the metrics token. No database here:
- * whether a valid token was revoked since is token_guard.ts's question.
+ * Bearer tokens: HS256 signing and checking, why a token is refused, and the constant-time comparison of the metrics
+ * token. No database here: whether a valid token was revoked since is token_guard.ts's question.
  */
 import { timingSafeEqual } from "node:crypto";
 import { sign, verify } from "hono/jwt";
+import { JwtAlgorithmMismatch, JwtHeaderInvalid, JwtTokenSignatureMismatched } from "hono/utils/jwt/types";
 import type { Config } from "../infra/config.ts";
 import { UUID_RE } from "../basics/ids.ts";
 
@@ -48,49 +49,122 @@ export function signToken(
 }
 
 const TOKEN_RE = /^Bearer ([A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*)$/;
+const JWT_RE = /^[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*$/;
 
 /** `portal`: the token of a portal session (docs/webhooks.md, "Portal links"), which opens the webhook routes only. */
 export type Verified = { companyId: string; iat: number; exp: number; sessionId: string | null; portal: boolean };
 
+/** The reasons a token is refused for: a closed set, the first words of every refusal's description. */
+export type RefusalReason = "missing" | "malformed" | "bad signature" | "expired" | "revoked" | "invalid claims";
+
 /**
- * The company, session and lifetime of a valid bearer token, or null. Only HS256 is accepted (`alg: none` never
- * is), `iss` and `aud` must name this service, and `iat` and `exp` must both be there, at most `jwtMaxTtlSeconds`
- * apart: a leaked token stops working by itself, and nobody holding an old key can sign one that never expires. `iat`,
- * `nbf` and `exp` are compared with `CLOCK_SKEW_SECONDS` of margin. Whether the token was revoked since is the
- * TokenGuard's question (domain/integrators/token_guard.ts). A token whose audience is the portal's is a portal
- * session's (`portal: true`).
+ * Why a request's token was refused, said in the 401's `WWW-Authenticate` and in the request's log line (docs/errors.md,
+ * "Why a 401"). `description` starts with `reason` and may say which part was wrong. Each is built once: a refusal
+ * costs no allocation, and what it says is fixed text, never an echo of the token.
  */
+export type TokenRefusal = { readonly reason: RefusalReason; readonly description: string };
+
+const refusal = (reason: RefusalReason, detail?: string): TokenRefusal =>
+  Object.freeze({ reason, description: detail ? `${reason}: ${detail}` : reason });
+
+/** Every refusal `checkBearer` and the token guard can give, by what was wrong. */
+export const REFUSED = {
+  missing: refusal("missing"),
+  empty: refusal("malformed", "nothing after Bearer"),
+  words: refusal("malformed", "expected one token after Bearer"),
+  spaces: refusal("malformed", "expected one space between Bearer and the token"),
+  scheme: refusal("malformed", "expected the scheme Bearer before the token"),
+  notJwt: refusal("malformed", "not a JWT (three base64url parts: header, claims, signature)"),
+  header: refusal("malformed", "the JWT header must name alg HS256"),
+  algorithm: refusal("bad signature", "only HS256 is accepted"),
+  signature: refusal("bad signature"),
+  expired: refusal("expired"),
+  issuer: refusal("invalid claims", "iss is not this service's"),
+  audience: refusal("invalid claims", "aud does not name this service"),
+  subject: refusal("invalid claims", "sub must be a company id (a UUID)"),
+  times: refusal("invalid claims", "iat and exp are required"),
+  lifetime: refusal("invalid claims", "exp is further from iat than the longest lifetime allowed"),
+  early: refusal("invalid claims", "iat or nbf is in the future"),
+  session: refusal("invalid claims", "jti must be a session id (a UUID)"),
+  portalSession: refusal("invalid claims", "a portal session's token must name its session (jti)"),
+  revoked: refusal("revoked"),
+} as const;
+
+/**
+ * The JWT of an `Authorization` header, or why there is none. A header with another scheme (or none) is `missing`,
+ * as RFC 6750 has a client that did not attempt Bearer told nothing more; a Bearer header that holds no single JWT
+ * is `malformed`, with what its shape lacks. The exact form is matched first, so a good header costs one regex.
+ */
+function bearerToken(header: string | undefined): string | TokenRefusal {
+  const match = TOKEN_RE.exec(header ?? "");
+  if (match) return match[1];
+  const given = header?.trim() ?? "";
+  if (!given) return REFUSED.missing;
+  const [scheme, ...words] = given.split(/\s+/);
+  if (scheme.toLowerCase() !== "bearer") return JWT_RE.test(given) ? REFUSED.scheme : REFUSED.missing;
+  if (words.length === 0) return REFUSED.empty;
+  if (words.length > 1) return REFUSED.words;
+  if (!JWT_RE.test(words[0])) return REFUSED.notJwt;
+  return scheme === "Bearer" ? REFUSED.spaces : REFUSED.scheme;
+}
+
+/**
+ * The company, session and lifetime of a valid bearer token, or why it is refused. Only HS256 is accepted (`alg:
+ * none` never is), `iss` and `aud` must name this service, and `iat` and `exp` must both be there, at most
+ * `jwtMaxTtlSeconds` apart: a leaked token stops working by itself, and nobody holding an old key can sign one that
+ * never expires. `iat`, `nbf` and `exp` are compared with `CLOCK_SKEW_SECONDS` of margin. The signature is checked
+ * before any claim, so what a refusal says of the claims is said only of a token this service signed. Whether the
+ * token was revoked since is the TokenGuard's question (domain/integrators/token_guard.ts). A token whose audience is
+ * the portal's is a portal session's (`portal: true`).
+ */
+export async function checkBearer(
+  settings: TokenSettings,
+  header: string | undefined,
+  nowSeconds = Date.now() / 1000,
+): Promise<Verified | TokenRefusal> {
+  const token = bearerToken(header);
+  if (typeof token !== "string") return token;
+  let claims;
+  try {
+    // the claims are checked below, once the signature is known to be ours, with the margin hono's checks lack
+    claims = await verify(token, settings.jwtSecret, { alg: "HS256", exp: false, nbf: false, iat: false });
+  } catch (err) {
+    if (err instanceof JwtTokenSignatureMismatched) return REFUSED.signature;
+    if (err instanceof JwtAlgorithmMismatch) return REFUSED.algorithm;
+    if (err instanceof JwtHeaderInvalid) return REFUSED.header;
+    return REFUSED.notJwt;
+  }
+  // a signed payload that is JSON but not an object (`null`, `7`) holds no claims
+  if (typeof claims !== "object" || claims === null) return REFUSED.notJwt;
+  const { sub, exp, iat, nbf, jti, iss, aud } = claims;
+  if (iss !== settings.jwtIssuer) return REFUSED.issuer;
+  const audiences = Array.isArray(aud) ? aud : [aud];
+  // naming the portal's audience at all limits the token to the portal, whatever else it names
+  const portal = audiences.includes(portalAudience(settings));
+  if (!portal && !audiences.includes(settings.jwtAudience)) return REFUSED.audience;
+  if (typeof sub !== "string" || !UUID_RE.test(sub)) return REFUSED.subject;
+  if (!finite(exp) || !finite(iat)) return REFUSED.times;
+  if (exp - iat > settings.jwtMaxTtlSeconds) return REFUSED.lifetime;
+  if (exp <= nowSeconds - CLOCK_SKEW_SECONDS) return REFUSED.expired;
+  if (iat > nowSeconds + CLOCK_SKEW_SECONDS) return REFUSED.early;
+  if (nbf !== undefined && (!finite(nbf) || nbf > nowSeconds + CLOCK_SKEW_SECONDS)) return REFUSED.early;
+  if (jti !== undefined && (typeof jti !== "string" || !UUID_RE.test(jti))) return REFUSED.session;
+  // a portal token without its session could not be revoked
+  if (portal && jti === undefined) return REFUSED.portalSession;
+  return { companyId: sub.toLowerCase(), iat, exp, sessionId: jti?.toLowerCase() ?? null, portal };
+}
+
+/** `checkBearer`'s verdict without the reason: the token's company, session and lifetime, or null. */
 export async function verifyBearer(
   settings: TokenSettings,
   header: string | undefined,
   nowSeconds = Date.now() / 1000,
 ): Promise<Verified | null> {
-  const match = TOKEN_RE.exec(header ?? "");
-  if (!match) return null;
-  try {
-    const portal = portalAudience(settings);
-    const { sub, exp, iat, nbf, jti, aud } = await verify(match[1], settings.jwtSecret, {
-      alg: "HS256",
-      iss: settings.jwtIssuer,
-      aud: [settings.jwtAudience, portal],
-      // the times are checked below, with the margin hono's checks do not have
-      exp: false,
-      nbf: false,
-      iat: false,
-    });
-    if (typeof sub !== "string" || !UUID_RE.test(sub)) return null;
-    if (!finite(exp) || !finite(iat) || exp - iat > settings.jwtMaxTtlSeconds) return null;
-    if (iat > nowSeconds + CLOCK_SKEW_SECONDS || exp <= nowSeconds - CLOCK_SKEW_SECONDS) return null;
-    if (nbf !== undefined && (!finite(nbf) || nbf > nowSeconds + CLOCK_SKEW_SECONDS)) return null;
-    if (jti !== undefined && (typeof jti !== "string" || !UUID_RE.test(jti))) return null;
-    // naming the portal's audience at all limits the token to the portal, whatever else it names
-    const isPortal = (Array.isArray(aud) ? aud : [aud]).includes(portal);
-    if (isPortal && jti === undefined) return null; // a portal token without its session could not be revoked
-    return { companyId: sub.toLowerCase(), iat, exp, sessionId: jti?.toLowerCase() ?? null, portal: isPortal };
-  } catch {
-    return null;
-  }
+  const checked = await checkBearer(settings, header, nowSeconds);
+  return isRefusal(checked) ? null : checked;
 }
+
+export const isRefusal = (checked: Verified | TokenRefusal): checked is TokenRefusal => "reason" in checked;
 
 const finite = (n: unknown): n is number => typeof n === "number" && Number.isFinite(n);
 

@@ -4,7 +4,7 @@
  */
 import { fileTypeFromBuffer } from "file-type";
 import type { SqlOrTransaction } from "../infra/db.ts";
-import { ApiError, ErrorBag, notFound } from "../basics/errors.ts";
+import { ApiError, ErrorBag, invalidFormat, notFound } from "../basics/errors.ts";
 import { newId } from "../basics/ids.ts";
 import { getBlob, putBlob } from "./storage.ts";
 
@@ -170,7 +170,7 @@ export async function prepareDocument(
       fail("file_data", "can't be blank");
       fail("file_url", "can't be blank");
     } else if (!/^https?:\/\/[^\s/$.?#][^\s]*$/i.test(input.file_url)) {
-      fail("file_url", "has invalid format");
+      fail("file_url", invalidFormat("an http:// or https:// URL", "https://example.com/id.pdf"));
     }
     bag.throwIfAny(uploadFailed ? 400 : 422);
     return { ...base, fileName: input.file_name ?? null, fileUrl: input.file_url!, bytes: null };

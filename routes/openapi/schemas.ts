@@ -6,6 +6,7 @@
 import { z } from "@hono/zod-openapi";
 import "./validation.ts"; // installs the message vocabulary before any schema parses
 import { UUID_RE } from "../../domain/basics/ids.ts";
+import { DECIMAL_FORMAT } from "../../domain/basics/money.ts";
 
 /** A required string: missing, null or blank answers "can't be blank". */
 export const requiredText = (max = 255) => z.string().trim().min(1).max(max);
@@ -32,7 +33,7 @@ export const LastIdQuery = z.object({
 export const decimalString = z.union([z.string().trim(), z.number()])
   .transform((v) => typeof v === "number" ? String(v) : v)
   // any number of digits: an amount too large is refused by the limit it breaks, not as a format error
-  .pipe(z.string().max(40).regex(/^\d+(\.\d{1,2})?$/, "has invalid format"))
+  .pipe(z.string().max(40).regex(/^\d+(\.\d{1,2})?$/, DECIMAL_FORMAT))
   .openapi({ type: "string", example: "1500.00" });
 
 export const ErrorBody = z.object({
@@ -73,7 +74,13 @@ export const serverErrorResponses = {
 /** The error responses every authenticated route can give, for the OpenAPI document. */
 export const errorResponses = {
   400: errorResponse("Malformed body or missing fields"),
-  401: errorResponse("Missing or invalid bearer token"),
+  401: errorResponse("Missing or invalid bearer token; `WWW-Authenticate` says why", {
+    "WWW-Authenticate": {
+      schema: { type: "string" },
+      description: 'RFC 6750: `Bearer` when no bearer token was sent, else `Bearer error="invalid_token", ' +
+        'error_description="<why>"` (malformed, bad signature, expired, revoked, invalid claims)',
+    },
+  }),
   404: errorResponse("Unknown id (or another company's)"),
   422: errorResponse("Invalid field values"),
   429: errorResponse(

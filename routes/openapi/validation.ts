@@ -10,6 +10,7 @@ import {
   ApiError,
   badRequest,
   BLANK,
+  EMAIL_FORMAT,
   ErrorBag,
   type FieldErrors,
   flattenFieldErrors,
@@ -24,6 +25,21 @@ export type AppEnv = { Variables: { companyId: string; sessionId: string | null;
 const WRAPPER_KEYS = new Set(["person", "company", "bank_account", "document", "transaction", "user"]);
 
 /**
+ * A value of the wrong JSON type keeps `is invalid`, the message decisions fix and a client may match on its start,
+ * and goes on with the type wanted: a CPF sent as a number hears `is invalid: must be a string` (docs/errors.md,
+ * Messages). Other expectations keep `is invalid` alone.
+ */
+export const WRONG_TYPE: Readonly<Record<string, string>> = {
+  string: "is invalid: must be a string",
+  number: "is invalid: must be a number",
+  int: "is invalid: must be an integer",
+  boolean: "is invalid: must be true or false",
+  object: "is invalid: must be an object",
+  record: "is invalid: must be an object",
+  array: "is invalid: must be an array",
+};
+
+/**
  * One vocabulary of messages for every schema (docs/errors.md, Messages), so no schema has to spell them out.
  * Schemas still pass their own message where a rule needs one ("does not match curp").
  */
@@ -31,11 +47,11 @@ z.config({
   customError: (iss) => {
     switch (iss.code) {
       case "invalid_type":
-        return iss.input === undefined || iss.input === null ? BLANK : "is invalid";
+        return iss.input === undefined || iss.input === null ? BLANK : WRONG_TYPE[iss.expected] ?? "is invalid";
       case "invalid_value":
         return `must be one of: ${iss.values.join(", ")}`;
       case "invalid_format":
-        return "has invalid format";
+        return iss.format === "email" ? EMAIL_FORMAT : "has invalid format";
       case "too_big":
         if (iss.origin === "string") return `is too long (maximum is ${iss.maximum} characters)`;
         if (iss.origin === "array") return `has too many items (maximum is ${iss.maximum})`;

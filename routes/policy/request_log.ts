@@ -15,7 +15,7 @@ export const REQUEST_ID_RE = /^[A-Za-z0-9._:\-]{1,128}$/;
 /**
  * Gives the request its id (`c.get("requestId")` and the `x-request-id` header of the answer), then, once the answer
  * is built, names the trace span, counts it in `http_requests_total` and `http_request_duration_seconds` by method,
- * route pattern and status, and writes one `request` log line.
+ * route pattern and status, and writes one `request` log line (a refused token's line says why, as its 401 did).
  *
  * @example
  * ```ts
@@ -23,7 +23,7 @@ export const REQUEST_ID_RE = /^[A-Za-z0-9._:\-]{1,128}$/;
  * app.use("*", logRequests());
  * ```
  */
-export function logRequests(): MiddlewareHandler<{ Variables: { requestId: string } }> {
+export function logRequests(): MiddlewareHandler<{ Variables: { requestId: string; authFailure?: string } }> {
   return async (c, next) => {
     const started = performance.now();
     const given = c.req.header("x-request-id");
@@ -49,6 +49,8 @@ export function logRequests(): MiddlewareHandler<{ Variables: { requestId: strin
       path: c.req.path,
       status: c.res.status,
       duration_ms: Math.round(seconds * 10_000) / 10,
+      // what the 401's WWW-Authenticate said (routes/policy/auth.ts); absent from any other line
+      auth_failure: c.res.status === 401 ? c.get("authFailure") : undefined,
     });
   };
 }

@@ -5,11 +5,11 @@
 
 import { z } from "@hono/zod-openapi";
 import { CURRENCIES } from "../../domain/rails/transactions.ts";
-import { toCents } from "../../domain/basics/money.ts";
+import { DECIMAL_FORMAT, toCents } from "../../domain/basics/money.ts";
 /** A positive amount, required: a JSON number is read as its text, never as a float. */
 export const amount = z.preprocess(
   (v) => typeof v === "number" ? String(v) : v,
-  z.string().trim().min(1).regex(/^\d{1,18}(\.\d{1,2})?$/, "has invalid format"),
+  z.string().trim().min(1).regex(/^\d{1,18}(\.\d{1,2})?$/, DECIMAL_FORMAT),
 ).pipe(z.string().refine((v) => (toCents(v) ?? 0n) > 0n, "must be greater than 0"))
   .openapi({ type: "string", example: "1500.00" });
 export const currency = z.string().trim().toUpperCase().pipe(z.enum(CURRENCIES))

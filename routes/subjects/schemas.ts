@@ -9,19 +9,22 @@ import { DOCUMENT_TYPES, FISCAL_COUNTRIES, toAlpha3 } from "../../domain/subject
 import { COMPANY_DOCUMENT_TYPES } from "../../domain/subjects/company_rules.ts";
 import { KINDS } from "../../domain/subjects/subjects.ts";
 import { rfcPfProblem } from "../../domain/basics/tax_ids.ts";
-import { countryAlpha3 } from "../../domain/basics/countries.ts";
+import { COUNTRY_FORMS, countryAlpha3, oneOfCountries } from "../../domain/basics/countries.ts";
+import { invalidFormat } from "../../domain/basics/errors.ts";
 import { decimalString, optionalText, requiredText } from "../openapi/schemas.ts";
 import { DocumentInput } from "./document_schemas.ts";
 
-const birthDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, { message: "has invalid format", abort: true }).refine(
+/** `02/01/1990` is the usual miss: the refusal shows the order of the parts with a date that cannot be misread. */
+export const BIRTH_DATE_FORMAT = invalidFormat("YYYY-MM-DD", "1990-01-02");
+
+const birthDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, { message: BIRTH_DATE_FORMAT, abort: true }).refine(
   (s) => {
     const d = new Date(`${s}T00:00:00Z`);
     // year 0000 parses in JavaScript, but no calendar (nor Postgres) has it
-    return !s.startsWith("0000") && !Number.isNaN(d.getTime()) && d.toISOString().startsWith(s) &&
-      d.getTime() <= Date.now();
+    return !s.startsWith("0000") && !Number.isNaN(d.getTime()) && d.toISOString().startsWith(s);
   },
-  "is invalid",
-);
+  { message: "is invalid: no such day in the calendar", abort: true },
+).refine((s) => new Date(`${s}T00:00:00Z`).getTime() <= Date.now(), "is invalid: in the future");
 
 export const nullable = <T extends z.ZodType>(s: T) => s.nullish();
 
@@ -29,11 +32,14 @@ export const nullable = <T extends z.ZodType>(s: T) => s.nullish();
 export const contactFields = {
   email: nullable(z.string().trim().max(254).pipe(z.email())),
   website: nullable(
-    z.string().trim().max(2048).regex(/^[hH][tT][tT][pP][sS]?:\/\/[^\s/$.?#][^\s]*$/, "has invalid format"),
+    z.string().trim().max(2048).regex(
+      /^[hH][tT][tT][pP][sS]?:\/\/[^\s/$.?#][^\s]*$/,
+      invalidFormat("an http:// or https:// URL", "https://example.com"),
+    ),
   ),
-  phone_country_code: nullable(z.string().trim().regex(/^\d{2}$/, "has invalid format")),
-  phone_area_code: nullable(z.string().trim().regex(/^\d{1,5}$/, "has invalid format")),
-  phone_number: nullable(z.string().trim().regex(/^\d{4,15}$/, "has invalid format")),
+  phone_country_code: nullable(z.string().trim().regex(/^\d{2}$/, invalidFormat("2 digits", "55"))),
+  phone_area_code: nullable(z.string().trim().regex(/^\d{1,5}$/, invalidFormat("1 to 5 digits", "11"))),
+  phone_number: nullable(z.string().trim().regex(/^\d{4,15}$/, invalidFormat("4 to 15 digits", "987654321"))),
   address_street: optionalText(),
   address_number: optionalText(50),
   address_complement: optionalText(),
@@ -125,7 +131,8 @@ const identityShown = { social_name: s, document_number: s, fiscal_country: s };
 
 // People
 
-const personFiscalCountry = z.string().transform(toAlpha3).pipe(z.enum(FISCAL_COUNTRIES))
+const personFiscalCountry = z.string().transform(toAlpha3)
+  .pipe(z.enum(FISCAL_COUNTRIES, { error: oneOfCountries(FISCAL_COUNTRIES) }))
   .openapi({
     type: "string",
     enum: [...FISCAL_COUNTRIES],
@@ -189,7 +196,7 @@ export const Person = subjectObject("person", "person", { ...identityShown, docu
 
 // any country: a tax_id is of a country the other types do not cover
 const companyFiscalCountry = z.string().transform((c) => countryAlpha3(c) ?? c)
-  .pipe(z.string().refine((c) => countryAlpha3(c) !== null, "is not an ISO 3166-1 country code"))
+  .pipe(z.string().refine((c) => countryAlpha3(c) !== null, `is not an ISO 3166-1 country code: ${COUNTRY_FORMS}`))
   .openapi({ type: "string", example: "BRA", description: "ISO 3166-1 alpha-3 (alpha-2 accepted)" });
 
 const companyFields = { trade_name: optionalText(), ...contactFields };

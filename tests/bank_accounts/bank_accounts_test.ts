@@ -424,7 +424,9 @@ Deno.test("bank accounts", async (t) => {
 
     const badCountry = await company.put(url, { bank_account: { branch_country: "XX" } });
     assert.equal(badCountry.status, 422);
-    assert.deepEqual(badCountry.body.errors, { branch_country: ["is invalid"] });
+    assert.deepEqual(badCountry.body.errors, {
+      branch_country: ["is invalid: expected three letters or two, e.g. BRA or BR"],
+    });
     const usd = await company.put(url, { bank_account: { currency: "USD" } });
     assert.equal(usd.status, 422);
     assert.ok(usd.body.errors.currency);
@@ -493,13 +495,13 @@ Deno.test("bank accounts", async (t) => {
     const created = await create(mexico({ owner_name: 5, account_number: "123" }));
     assert.equal(created.status, 422, JSON.stringify(created.body));
     assert.deepEqual(created.body.errors, {
-      owner_name: ["is invalid"],
+      owner_name: ["is invalid: must be a string"],
       account_number: ["must have 18 digits (CLABE)"],
     });
     const missing = await create({ currency: "COP", nickname: 7, bank: { name: "Bancolombia" } });
     assert.equal(missing.status, 400, JSON.stringify(missing.body));
     assert.deepEqual(missing.body.errors, {
-      nickname: ["is invalid"],
+      nickname: ["is invalid: must be a string"],
       account_number: ["can't be blank"],
       branch_number: ["can't be blank"],
       owner_name: ["can't be blank"],
@@ -507,14 +509,14 @@ Deno.test("bank accounts", async (t) => {
     });
     const abroad = await create(international({ currency: 840, iban: "DE00 0000" }), "/api/v1/bank_accounts");
     assert.equal(abroad.status, 422, JSON.stringify(abroad.body));
-    assert.deepEqual(abroad.body.errors, { currency: ["is invalid"] });
+    assert.deepEqual(abroad.body.errors, { currency: ["is invalid: must be a string"] });
 
     const account = (await create(brazil())).body.data;
     const url = `${path}/${account.id}`;
     const update = await company.put(url, { bank_account: { nickname: 42, branch_number: "abc" } });
     assert.equal(update.status, 422, JSON.stringify(update.body));
     assert.deepEqual(update.body.errors, {
-      nickname: ["is invalid"],
+      nickname: ["is invalid: must be a string"],
       branch_number: ["must contain only digits, and a dash or X for the check digit"],
     });
     assert.equal((await company.get(url)).body.data.branch_number, account.branch_number);
@@ -583,7 +585,7 @@ Deno.test("bank accounts", async (t) => {
     }
     const nested = await create(brazil({ bank: { code: 341, ispb: "60701190", name: "x" } }));
     assert.equal(nested.status, 422);
-    assert.deepEqual(nested.body.errors, { bank: { code: ["is invalid"] } });
+    assert.deepEqual(nested.body.errors, { bank: { code: ["is invalid: must be a string"] } });
     const putBad = await company.put(`${path}/${crypto.randomUUID()}`, "[1,2");
     assert.equal(putBad.status, 400);
   });

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import {
   type BankAccountInput,
   type BankAccountScope,
+  bareAccountNumber,
   isValidAba,
   isValidClabe,
   type NormalizedBankAccount,
@@ -175,7 +176,7 @@ Deno.test("Brazil: full bank details or PIX alone", async (t) => {
         ["CPF", `${CPF.slice(0, 3)}.${CPF.slice(3, 6)}.${CPF.slice(6, 9)}`, "must have 11 digits"],
         ["CNPJ", check.wrongLastDigit(CNPJ), "has invalid check digits"],
         ["CNPJ", "0".repeat(14), "cannot be one digit repeated"],
-        ["EMAIL", "not-an-address", "has invalid format"],
+        ["EMAIL", "not-an-address", "has invalid format: expected an email address, e.g. ana@example.com"],
         ["EVP", "1234", "has invalid format, expected a random key (a UUID)"],
       ]
     ) assert.deepEqual(refused(pix(type, key)), { status: 422, errors: { pix_info: { key: [message] } } }, key);
@@ -219,9 +220,22 @@ Deno.test("Mexico: an 18-digit CLABE with its Banxico control digit", async (t) 
     assert.deepEqual(refused(mexico({ account_number: CLABE.slice(1) })).errors, {
       account_number: ["must have 18 digits (CLABE)"],
     });
-    assert.deepEqual(refused(mexico({ account_number: `${CLABE.slice(0, 3)} ${CLABE.slice(3)}` })).errors, {
+    assert.deepEqual(refused(mexico({ account_number: `${CLABE.slice(0, 3)}/${CLABE.slice(3)}` })).errors, {
       account_number: ["must contain only digits"],
     });
+  });
+
+  await t.step("a CLABE spaced as a bank statement prints it is stored bare", () => {
+    const spaced = `${CLABE.slice(0, 3)} ${CLABE.slice(3, 6)} ${CLABE.slice(6, 17)} ${CLABE.slice(17)}`;
+    assert.equal(accepted(mexico({ account_number: spaced })).account_number, CLABE);
+    const dashed = `${CLABE.slice(0, 3)}-${CLABE.slice(3, 6)}-${CLABE.slice(6, 17)}-${CLABE.slice(17)}`;
+    assert.equal(accepted(mexico({ account_number: dashed })).account_number, CLABE);
+    // the spacing goes before the digits are judged: a wrong digit is still named as such
+    assert.deepEqual(
+      refused(mexico({ account_number: `${CLABE.slice(0, 9)} ${check.wrongLastDigit(CLABE).slice(9)}` }))
+        .errors,
+      { account_number: ["has an invalid check digit"] },
+    );
   });
 
   await t.step("a 3-digit bank code must be the CLABE's first three digits; 4 digits are not compared", () => {
@@ -391,7 +405,9 @@ Deno.test("international (USD, EUR): BIC, IBAN and ABA routing number checked", 
 Deno.test("branch_country: alpha-2 or alpha-3 in, alpha-3 stored; anything else refused", () => {
   assert.equal(accepted(brazil({ branch_country: "br" })).branch_country, "BRA");
   assert.equal(accepted(colombia({ branch_country: "COL" })).branch_country, "COL");
-  assert.deepEqual(refused(brazil({ branch_country: "XX" })).errors, { branch_country: ["is invalid"] });
+  assert.deepEqual(refused(brazil({ branch_country: "XX" })).errors, {
+    branch_country: ["is invalid: expected three letters or two, e.g. BRA or BR"],
+  });
 });
 
 Deno.test("every problem of an account is reported at once; missing ones make it a 400", () => {
@@ -412,7 +428,7 @@ Deno.test("account and branch numbers say what is wrong: a character, the format
       assert.deepEqual([a.account_number, a.branch_number], [account, branch]);
     }
     const cases: [string, "account_number" | "branch_number", string][] = [
-      ["12.345-6", "account_number", "must contain only digits, and a dash or X for the check digit"],
+      ["12,345-6", "account_number", "must contain only digits, and a dash or X for the check digit"],
       ["12345-67", "account_number", "has invalid format, expected digits, then the check digit after a dash"],
       ["-1", "account_number", "has invalid format, expected digits, then the check digit after a dash"],
       ["1".repeat(22), "account_number", "is too long (maximum is 20 digits and the check digit)"],
@@ -426,7 +442,7 @@ Deno.test("account and branch numbers say what is wrong: a character, the format
 
   await t.step("Colombia: digits and dashes from a digit on; a branch of letters, digits and dashes", () => {
     assert.equal(
-      problem(colombia({ account_number: "123 456" }), "account_number"),
+      problem(colombia({ account_number: "123/456" }), "account_number"),
       "must contain only digits and dashes",
     );
     assert.equal(
@@ -459,5 +475,39 @@ Deno.test("account and branch numbers say what is wrong: a character, the format
         ispb: ["has invalid format, expected eight digits"],
       },
     });
+  });
+});
+
+Deno.test("account numbers copied from a bank statement: its spacing is dropped, the number stored bare", async (t) => {
+  await t.step("what each country drops, and what it keeps", () => {
+    const cases: [Parameters<typeof bareAccountNumber>[0], string, string][] = [
+      ["MEX", "002 180 01234567890 6", "002180012345678906"],
+      ["MEX", "002-180-01234567890-6", "002180012345678906"],
+      ["MEX", "0021 8001 2345 6789 06", "002180012345678906"],
+      // a no-break space, as a statement copied from a PDF or a web page gives
+      ["MEX", "002\u00a0180\u00a001234567890\u00a06", "002180012345678906"],
+      ["BRA", "12.345-6", "12345-6"],
+      ["BRA", "1 234 567-X", "1234567-X"],
+      ["BRA", "123456-7", "123456-7"],
+      ["COL", "123 456789 01", "12345678901"],
+      ["COL", "123-456789-01", "123-456789-01"],
+      ["INT", "DE89 3704 0044", "DE89 3704 0044"],
+      [null, "12 34", "12 34"],
+    ];
+    for (const [country, raw, bare] of cases) assert.equal(bareAccountNumber(country, raw), bare, `${country} ${raw}`);
+  });
+
+  await t.step("Brazil: a number with thousands dots is the number without them", () => {
+    const a = accepted(brazil({ account_number: "12.345-6" }));
+    assert.equal(a.account_number, "12345-6");
+  });
+
+  await t.step("Colombia: spaces go, dashes stay as written", () => {
+    assert.equal(accepted(colombia({ account_number: "123 456789 01" })).account_number, "12345678901");
+    assert.equal(accepted(colombia({ account_number: "123-456789-01" })).account_number, "123-456789-01");
+  });
+
+  await t.step("a number of spacing alone is blank", () => {
+    assert.deepEqual(refused(mexico({ account_number: " - " })).errors, { account_number: ["can't be blank"] });
   });
 });

@@ -106,13 +106,17 @@ Deno.test("rails routes name the fields they refuse", async (t) => {
       const payin = (o: Record<string, unknown>) =>
         post("/api/sandbox/payins", { subject_id: person.id, value: "1.00", currency: "BRL", ...o });
       assert.deepEqual(await payin({ value: "0.00" }), [422, { errors: { value: ["must be greater than 0"] } }]);
-      assert.deepEqual(await payin({ value: "-1.00" }), [422, { errors: { value: ["has invalid format"] } }]);
-      assert.deepEqual(await payin({ value: "1.234" }), [422, { errors: { value: ["has invalid format"] } }]);
+      assert.deepEqual(await payin({ value: "-1.00" }), [422, {
+        errors: { value: ['has invalid format: expected a decimal string with a dot, e.g. "1500.00"'] },
+      }]);
+      assert.deepEqual(await payin({ value: "1.234" }), [422, {
+        errors: { value: ['has invalid format: expected a decimal string with a dot, e.g. "1500.00"'] },
+      }]);
       assert.deepEqual(await payin({ currency: "ARS" }), [422, {
         errors: { currency: ["must be one of: BRL, MXN, COP, CLP, EUR, USD"] },
       }]);
       assert.deepEqual(await payin({ subject_id: "nope", exchange: "yes" }), [422, {
-        errors: { subject_id: ["is invalid"], exchange: ["is invalid"] },
+        errors: { subject_id: ["is invalid"], exchange: ["is invalid: must be true or false"] },
       }]);
       const account = await registerBrlAccount(company, person.id);
       assert.deepEqual(
@@ -155,7 +159,12 @@ Deno.test("rails routes name the fields they refuse", async (t) => {
           currency: "BRL",
           payer: { document_number: "12345678900", document_type: "cpf", name: "X" },
         }),
-        [422, { errors: { value: ["has invalid format"], payer: { document_number: ["has invalid check digits"] } } }],
+        [422, {
+          errors: {
+            value: ['has invalid format: expected a decimal string with a dot, e.g. "1500.00"'],
+            payer: { document_number: ["has invalid check digits"] },
+          },
+        }],
       );
       const other = await registerPerson(company);
       const account = await registerBrlAccount(company, other.id);

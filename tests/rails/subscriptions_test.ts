@@ -103,7 +103,9 @@ Deno.test("subscriptions: pending, active, completed; cancelled by the merchant 
       assert.deepEqual([zero.status, Object.keys(zero.body.errors)], [422, ["cycles"]]);
       const sub = await create(1);
       const flag = await company.post(`/api/sandbox/subscriptions/${sub.id}/cancel`, { by_payer: "yes" });
-      assert.deepEqual([flag.status, flag.body], [422, { errors: { by_payer: ["is invalid"] } }]);
+      assert.deepEqual([flag.status, flag.body], [422, {
+        errors: { by_payer: ["is invalid: must be true or false"] },
+      }]);
     });
 
     await t.step("another company's subscription or subject is not found", async () => {

@@ -71,7 +71,7 @@ Deno.test("wire correction: waiting_correction, corrected account, retried by th
       });
       assert.equal(mixed.status, 422, JSON.stringify(mixed.body));
       assert.deepEqual(mixed.body.errors, {
-        owner_name: ["is invalid"],
+        owner_name: ["is invalid: must be a string"],
         account_number: ["must contain only digits, and a dash or X for the check digit"],
       });
       const [wire] = await ctx.sql`select status from wires where id = ${wireId}`;

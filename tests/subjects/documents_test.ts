@@ -373,7 +373,7 @@ Deno.test("document upload", async (t) => {
       });
       assert.equal(wrongType.status, 400, JSON.stringify(wrongType.body));
       assert.deepEqual(wrongType.body.errors, {
-        file_type: ["is invalid"],
+        file_type: ["is invalid: must be a string"],
         file_name: ["must include a file extension"],
       });
     },

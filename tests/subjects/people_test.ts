@@ -167,7 +167,7 @@ Deno.test("person endpoints", async (t) => {
       });
       assert.equal(res.status, 422, JSON.stringify(res.body));
       assert.deepEqual(res.body.errors, {
-        email: ["has invalid format"],
+        email: ["has invalid format: expected an email address, e.g. ana@example.com"],
         net_monthly_average_income: [`must be less than or equal to ${brlMax}`],
         address_state: [`must be one of: ${states}`],
         document_type: ["cannot be changed"],
@@ -339,7 +339,7 @@ Deno.test("person rules", async (t) => {
     assert.equal(bad.status, 422);
     assert.deepEqual(bad.errors, {
       document_type: ["must be one of: cpf, curp, cc, ce, passport"],
-      fiscal_country: ["must be one of: BRA, MEX, COL, CHL"],
+      fiscal_country: ["must be one of: BRA, MEX, COL, CHL (or BR, MX, CO, CL)"],
     });
     const alpha2 = await status(other("cc", "1234567891", "CO"));
     assert.equal(alpha2.data.fiscal_country, "COL");
@@ -364,7 +364,9 @@ Deno.test("person rules", async (t) => {
       assert.deepEqual(res.errors, { net_monthly_average_income: [`must be less than or equal to ${max}`] });
     }
     const decimals = await status(cpfPerson({ net_monthly_average_income: "10.123" }));
-    assert.deepEqual([decimals.status, decimals.errors], [422, { net_monthly_average_income: ["has invalid format"] }]);
+    assert.deepEqual([decimals.status, decimals.errors], [422, {
+      net_monthly_average_income: ['has invalid format: expected a decimal string with a dot, e.g. "1500.00"'],
+    }]);
     const huge = await status(cpfPerson({ net_monthly_average_income: "12345678901234567890123.00" }));
     assert.deepEqual([huge.status, huge.errors], [422, {
       net_monthly_average_income: ["must be less than or equal to 10000000.00"],
@@ -381,12 +383,16 @@ Deno.test("person rules", async (t) => {
     // outside Brazil the state is free text
     assert.equal((await status(curpPerson({ address_state: "Jalisco" }))).status, 200);
     const checks: [Record<string, unknown>, string, string][] = [
-      [{ birth_date: "2023-02-30" }, "birth_date", "is invalid"],
-      [{ birth_date: "01/02/1990" }, "birth_date", "has invalid format"],
-      [{ birth_date: "2999-01-01" }, "birth_date", "is invalid"],
-      [{ email: "not-an-email" }, "email", "has invalid format"],
-      [{ phone_country_code: "5" }, "phone_country_code", "has invalid format"],
-      [{ website: "ftp://x.example" }, "website", "has invalid format"],
+      [{ birth_date: "2023-02-30" }, "birth_date", "is invalid: no such day in the calendar"],
+      [{ birth_date: "01/02/1990" }, "birth_date", "has invalid format: expected YYYY-MM-DD, e.g. 1990-01-02"],
+      [{ birth_date: "2999-01-01" }, "birth_date", "is invalid: in the future"],
+      [{ email: "not-an-email" }, "email", "has invalid format: expected an email address, e.g. ana@example.com"],
+      [{ phone_country_code: "5" }, "phone_country_code", "has invalid format: expected 2 digits, e.g. 55"],
+      [
+        { website: "ftp://x.example" },
+        "website",
+        "has invalid format: expected an http:// or https:// URL, e.g. https://example.com",
+      ],
     ];
     for (const [fields, field, message] of checks) {
       const res = await status(cpfPerson(fields));
@@ -401,7 +407,7 @@ Deno.test("person rules", async (t) => {
       document_number: ["can't be blank"],
       social_name: ["can't be blank"],
       fiscal_country: ["can't be blank"],
-      email: ["has invalid format"],
+      email: ["has invalid format: expected an email address, e.g. ana@example.com"],
     });
     const mixed = await status({
       document_type: "curp",
@@ -458,9 +464,9 @@ Deno.test("bad requests answer 4xx with the documented body, never 5xx", async (
     const res = await register(company, cpfPerson({ document_number: 52998224725, social_name: ["x"], email: 7 }));
     assert.equal(res.status, 422);
     assert.deepEqual(res.body.errors, {
-      document_number: ["is invalid"],
-      social_name: ["is invalid"],
-      email: ["is invalid"],
+      document_number: ["is invalid: must be a string"],
+      social_name: ["is invalid: must be a string"],
+      email: ["is invalid: must be a string"],
     });
   });
 

@@ -5,7 +5,7 @@
 
 import type postgres from "postgres";
 import type { Sql, SqlOrTransaction } from "../../infra/db.ts";
-import { conflict, ErrorBag, notFound } from "../../basics/errors.ts";
+import { conflict, ErrorBag, invalidFormat, notFound } from "../../basics/errors.ts";
 import { newId } from "../../basics/ids.ts";
 import { isoUtc, isoUtcOrNull } from "../../basics/time.ts";
 import type { SecretBox } from "../../infra/secret_box.ts";
@@ -83,6 +83,8 @@ export async function presentRotation(box: SecretBox, e: EndpointRow) {
   };
 }
 
+const URL_FORMAT = invalidFormat("an https:// URL", "https://example.com/hooks");
+
 /**
  * https only, unless private URLs are allowed (local development and tests), in which case http and loopback or
  * private hosts are accepted too; link-local and cloud metadata addresses never are. Names are not resolved here: the
@@ -93,9 +95,9 @@ export function checkEndpointUrl(errors: ErrorBag, raw: string, allowPrivateUrls
   try {
     url = new URL(raw);
   } catch {
-    return errors.add("url", "has invalid format");
+    return errors.add("url", URL_FORMAT);
   }
-  if (!["https:", "http:"].includes(url.protocol) || !url.hostname) return errors.add("url", "has invalid format");
+  if (!["https:", "http:"].includes(url.protocol) || !url.hostname) return errors.add("url", URL_FORMAT);
   if (url.username || url.password) return errors.add("url", "must not contain credentials");
   if (isNeverReachable(url.hostname.replace(/^\[|\]$/g, ""))) {
     return errors.add("url", "must not point to a link-local or cloud metadata address (no setting allows it)");
