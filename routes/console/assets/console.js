@@ -364,8 +364,34 @@ function deliveriesOf(e, h) {
 
 /** Each endpoint's attempts of the last 24 hours, from its stats (docs/webhooks.md, Endpoint health). */
 async function statsOf(list) {
-  const answers = await Promise.all(list.map((e) => api("GET", `${ENDPOINTS}/${e.id}/stats`)));
-  return new Map(list.map((e, i) => [e.id, answers[i].data]));
+  const answers = await Promise.all(list.map((e) => readStats(e.id)));
+  return new Map(list.map((e, i) => [e.id, answers[i]]));
+}
+
+/**
+ * The server runs at most 2 stats reads of a company at once and answers 429 past them (docs/limits.md, "Endpoint
+ * stats reads"): this tab runs 2 at a time and queues the rest, and one refused anyway (another tab's were running)
+ * is asked again once, a second later, as its Retry-After says.
+ */
+const STATS_AT_ONCE = 2;
+let statsRunning = 0;
+const statsWaiting = [];
+async function readStats(id) {
+  if (statsRunning < STATS_AT_ONCE) statsRunning++;
+  else await new Promise((resolve) => statsWaiting.push(resolve));
+  try {
+    const read = () => api("GET", `${ENDPOINTS}/${id}/stats`);
+    return (await read().catch(async (err) => {
+      if (err.message !== "Too Many Requests") throw err;
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      return await read();
+    })).data;
+  } finally {
+    // the place goes straight to the next waiting read, if any
+    const next = statsWaiting.shift();
+    if (next) next();
+    else statsRunning--;
+  }
 }
 
 /** The "Last 24 h" cell: how many attempts succeeded, how long they took, and the last failure, whenever it was. */
@@ -828,7 +854,7 @@ async function showEndpoint(id, more = false, focus = false) {
   if (!e) return;
   const query = (extra) => `${EVENTS}?${new URLSearchParams({ endpoint_id: id, ...extra })}`;
   const [{ data: stats }, { data: list }, { data: pending }, { data: failed }] = await Promise.all([
-    api("GET", `${ENDPOINTS}/${id}/stats`),
+    readStats(id).then((data) => ({ data })),
     api("GET", query({ per_page: "20", ...(more && endpointLastId ? { last_id: endpointLastId } : {}) })),
     api("GET", query({ per_page: "100", status: "pending" })),
     api("GET", query({ per_page: "100", status: "failed" })),
