@@ -331,8 +331,11 @@ function link(label, hash) {
   return a;
 }
 
-/** An endpoint's subscribed event types as a reader says them: every one for `*`, else the list. */
-const eventTypesOf = (e) => e.enabled_events.includes("*") ? ["every event type"] : e.enabled_events;
+/** An endpoint's subscribed event types as a reader says them: in words for `*`, else each type's name as code. */
+const eventTypesOf = (e) =>
+  e.enabled_events.includes("*")
+    ? [text("span", "every event type")]
+    : e.enabled_events.flatMap((t, i) => [i ? " " : "", text("code", t)]);
 /** The signature scheme and what the receiver verifies it with. */
 const SCHEMES = { "hmac-sha256": "hmac-sha256, shared secret", ed25519: "ed25519, public key" };
 const schemeOf = (e) => SCHEMES[e.signature_scheme] ?? e.signature_scheme ?? "hmac-sha256, shared secret";
@@ -342,7 +345,7 @@ function settingsCell(e) {
   const td = cell(
     text("span", e.delivery_mode),
     text("span", schemeOf(e), "note"),
-    el("span", ...eventTypesOf(e).flatMap((t, i) => [i ? " " : "", text("code", t)])),
+    el("span", ...eventTypesOf(e)),
   );
   td.className = "settings";
   return td;
@@ -625,7 +628,8 @@ async function readDeliveries(more) {
       cell(open),
       text("td", d.type),
       cell(badge(d.status)),
-      text("td", endpoint?.url ?? d.endpoint_id, "url"),
+      // its endpoint's page, a click away
+      Object.assign(cell(link(endpoint?.url ?? d.endpoint_id, `#endpoint/${d.endpoint_id}`)), { className: "url" }),
       attemptsOf(d),
     );
     return tr;
@@ -873,7 +877,7 @@ async function showEndpoint(id, more = false, focus = false) {
   const key = e.signature_scheme === "ed25519" && e.public_key ? [" ", text("code", e.public_key)] : [];
   $("endpoint-settings").replaceChildren(
     ...fact("Id", text("code", e.id)),
-    ...fact("Event types", ...eventTypesOf(e).flatMap((t, i) => [i ? " " : "", text("code", t)])),
+    ...fact("Event types", ...eventTypesOf(e)),
     ...fact("Signature scheme", schemeOf(e), ...key),
     ...fact("Delivery mode", e.delivery_mode),
     ...fact("Filter", e.filter ? text("code", e.filter) : "none: every event of these types"),
