@@ -106,58 +106,67 @@ const Endpoints = () => (
     <div id="endpoint-secret-home">
       <p id="endpoint-secret" class="secret" role="status" hidden></p>
     </div>
-    <form id="endpoint-form" class="panel">
-      <h3 id="endpoint-form-title">Add an endpoint</h3>
-      <input type="hidden" id="endpoint-id" name="id" />
-      <div class="fields">
-        <Field id="endpoint-url" label="URL" wide>
-          <input id="endpoint-url" name="url" type="url" required placeholder="https://example.com/webhooks" />
-        </Field>
-        <Field id="endpoint-mode" label="Delivery mode">
-          <select id="endpoint-mode" name="delivery_mode">
-            <option value="parallel">parallel</option>
-            <option value="sequential">sequential</option>
-          </select>
-        </Field>
-        <Field id="endpoint-scheme" label="Signatures">
-          <select id="endpoint-scheme" name="signature_scheme">
-            <option value="hmac-sha256">hmac-sha256 (shared secret)</option>
-            <option value="ed25519">ed25519 (public key)</option>
-          </select>
-        </Field>
-        <Field id="endpoint-events" label="Event types" hint="Comma separated; * for all">
-          <input id="endpoint-events" name="enabled_events" value="*" aria-describedby="endpoint-events-hint" />
-        </Field>
-        <Field id="endpoint-filter" label="Filter (CEL)" hint="Only events for which it is true; empty for all" wide>
-          <input
-            id="endpoint-filter"
-            name="filter"
-            placeholder='data.currency == "BRL" && double(data.value) > 1000.0'
-            aria-describedby="endpoint-filter-hint"
-          />
-        </Field>
-      </div>
-      <button type="submit" id="endpoint-save" class="primary">Create endpoint</button>
-      <button type="reset" id="endpoint-cancel">Clear</button>
-    </form>
-    <form id="recover-form" class="panel">
-      <h3>Send failed deliveries again</h3>
-      <div class="fields">
-        <Field id="recover-endpoint" label="Send failed deliveries again, for endpoint" wide>
-          <select id="recover-endpoint" name="endpoint" required></select>
-        </Field>
-        <Field id="recover-since" label="Failed since (UTC)">
-          <input id="recover-since" name="since" type="datetime-local" required />
-        </Field>
-        <Field id="recover-skipped" label="Events it missed while disabled">
-          <select id="recover-skipped" name="include_skipped">
-            <option value="">Leave them</option>
-            <option value="true">Send them too, in order</option>
-          </select>
-        </Field>
-      </div>
-      <button type="submit" class="primary">Recover</button>
-    </form>
+    {/* the forms fold away, so the overview is the list first; open when there is no endpoint yet, or one is edited */}
+    <details id="endpoint-form-panel" class="panel">
+      <summary>
+        <h3 id="endpoint-form-title">Add an endpoint</h3>
+      </summary>
+      <form id="endpoint-form">
+        <input type="hidden" id="endpoint-id" name="id" />
+        <div class="fields">
+          <Field id="endpoint-url" label="URL" wide>
+            <input id="endpoint-url" name="url" type="url" required placeholder="https://example.com/webhooks" />
+          </Field>
+          <Field id="endpoint-mode" label="Delivery mode">
+            <select id="endpoint-mode" name="delivery_mode">
+              <option value="parallel">parallel</option>
+              <option value="sequential">sequential</option>
+            </select>
+          </Field>
+          <Field id="endpoint-scheme" label="Signatures">
+            <select id="endpoint-scheme" name="signature_scheme">
+              <option value="hmac-sha256">hmac-sha256 (shared secret)</option>
+              <option value="ed25519">ed25519 (public key)</option>
+            </select>
+          </Field>
+          <Field id="endpoint-events" label="Event types" hint="Comma separated; * for all">
+            <input id="endpoint-events" name="enabled_events" value="*" aria-describedby="endpoint-events-hint" />
+          </Field>
+          <Field id="endpoint-filter" label="Filter (CEL)" hint="Only events for which it is true; empty for all" wide>
+            <input
+              id="endpoint-filter"
+              name="filter"
+              placeholder='data.currency == "BRL" && double(data.value) > 1000.0'
+              aria-describedby="endpoint-filter-hint"
+            />
+          </Field>
+        </div>
+        <button type="submit" id="endpoint-save" class="primary">Create endpoint</button>
+        <button type="reset" id="endpoint-cancel">Clear</button>
+      </form>
+    </details>
+    <details id="recover-panel" class="panel">
+      <summary>
+        <h3>Send failed deliveries again</h3>
+      </summary>
+      <form id="recover-form">
+        <div class="fields">
+          <Field id="recover-endpoint" label="Send failed deliveries again, for endpoint" wide>
+            <select id="recover-endpoint" name="endpoint" required></select>
+          </Field>
+          <Field id="recover-since" label="Failed since (UTC)">
+            <input id="recover-since" name="since" type="datetime-local" required />
+          </Field>
+          <Field id="recover-skipped" label="Events it missed while disabled">
+            <select id="recover-skipped" name="include_skipped">
+              <option value="">Leave them</option>
+              <option value="true">Send them too, in order</option>
+            </select>
+          </Field>
+        </div>
+        <button type="submit" class="primary">Recover</button>
+      </form>
+    </details>
   </section>
 );
 

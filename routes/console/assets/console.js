@@ -463,6 +463,7 @@ function showAttention(states) {
         button("Show in log", run(() => showInLog(e.id, "failed"))),
         button("Recover…", () => {
           go("#overview");
+          $("recover-panel").open = true;
           $("recover-endpoint").value = e.id;
           $("recover-since").focus();
         }),
@@ -478,7 +479,9 @@ function showAttention(states) {
     ? "Nothing needs attention: every endpoint is active, no delivery has failed and none is being retried."
     : "Nothing to watch yet: add an endpoint below, and its failures will show here.";
   // nothing to recover without an endpoint: an empty list of them would only be a dead end
-  $("recover-form").hidden = !endpoints.length;
+  $("recover-panel").hidden = !endpoints.length;
+  // the first thing to do without an endpoint is to add one
+  if (!endpoints.length) $("endpoint-form-panel").open = true;
 }
 
 /** The log, filtered to one endpoint's records of one status. */
@@ -515,6 +518,7 @@ function editEndpoint(e) {
   $("endpoint-filter").value = e.filter ?? "";
   $("endpoint-save").textContent = "Save endpoint";
   $("endpoint-form-title").textContent = "Edit an endpoint";
+  $("endpoint-form-panel").open = true;
   $("endpoint-url").focus();
 }
 
