@@ -132,6 +132,10 @@ function signOut() {
   // the next person to sign in on this tab sees nothing of this one's deliveries
   shown = null;
   $("delivery").hidden = true;
+  // nor the page or the search this one had open
+  clearSearch();
+  if (location.hash) history.replaceState(null, "", location.pathname);
+  route();
   showApp(false);
 }
 
@@ -684,6 +688,8 @@ async function searchFor(raw) {
     list("transaction_id"),
   ]);
   go("#log");
+  // what the id has, whatever the log was filtered by before
+  for (const id of ["filter-status", "filter-type", "filter-endpoint", "filter-from"]) $(id).value = "";
   if (record) {
     search = { param: "event_id", id: record.event_id };
     showSearch(`Delivery record ${id}, of event ${record.event_id} (${record.type}); the event's records:`);
