@@ -17,6 +17,7 @@ import { eventually, setup, TEST_TOKENS } from "../support/helpers.ts";
 import { startReceiver } from "../support/webhook_receiver.ts";
 import {
   assertAccessible,
+  click,
   fontDependentMarks,
   haveChromium,
   launchBrowser,
@@ -247,6 +248,16 @@ Deno.test({
           assert.equal(await page.$eval("#delivery", (el) => (el as HTMLElement).hidden), true);
           await screenshot(page, "endpoint", "body");
           await assertReadable(page, "the page of an endpoint being retried");
+          // its actions are on its page, and what they answer shows there: a rotated key pair's new public key
+          await click(page, "#endpoint-actions", "Rotate secret");
+          await page.waitForFunction(() => document.querySelector("#endpoint-page #endpoint-secret:not([hidden])"), {
+            timeout: 5_000,
+          });
+          const [rotated] = await ctx.sql<{ public_key: string }[]>`
+          select public_key from webhook_endpoints where id = ${down.id}`;
+          assert.notEqual(rotated.public_key, down.public_key);
+          const shownKey = await textOf(page, "#endpoint-secret");
+          assert.ok(shownKey.startsWith("Public key") && shownKey.endsWith(`: ${rotated.public_key}`), shownKey);
         },
       );
 
