@@ -30,8 +30,17 @@ function parse(raw: string): { type?: unknown; data?: unknown } {
   }
 }
 
-/** `verified  <type>  <webhook-id>  <data as JSON>`, or `NOT VERIFIED  ...`, with nothing of the sender unescaped. */
-export function deliveryLine(verified: boolean, raw: string, headers: Record<string, string>): string {
+/**
+ * `verified  <type>  <webhook-id>  <data as JSON>`, or `NOT VERIFIED  ...`, with nothing of the sender unescaped. A
+ * verified line ends with `  endpoint <id>` when the endpoint whose secret verified it is known: after the data, so the
+ * start that the README's quickstart (and its test) shows stays as it was.
+ */
+export function deliveryLine(
+  verified: boolean,
+  raw: string,
+  headers: Record<string, string>,
+  endpointId?: string,
+): string {
   const event = parse(raw);
   const type = typeof event.type === "string"
     ? event.type
@@ -39,5 +48,6 @@ export function deliveryLine(verified: boolean, raw: string, headers: Record<str
     ? "?"
     : JSON.stringify(event.type);
   const what = `${type}  ${headers["webhook-id"] ?? "?"}  ${JSON.stringify(event.data ?? event)}`;
-  return `${verified ? "verified" : "NOT VERIFIED"}  ${printable(what)}`;
+  const from = verified && endpointId ? `  endpoint ${printable(endpointId)}` : "";
+  return `${verified ? "verified" : "NOT VERIFIED"}  ${printable(what)}${from}`;
 }

@@ -3,17 +3,21 @@
  * loopback, waits for the service this checkout runs (`HOST`/`PORT`, as `deno task start` reads them), makes sure the
  * development company (the one of `deno task token`) has an active endpoint at its own URL, and then prints every
  * delivery and verifies it with the `standardwebhooks` package and that endpoint's secret (or the secret of whichever
- * endpoint of the company the delivery came from, asked of the service: another endpoint may point here too).
+ * endpoint of the company the delivery came from, asked of the service: another endpoint may point here too). Each
+ * verified delivery's line ends with the endpoint it came from (`endpoint <id>`), after the fields the README's
+ * quickstart and its test read.
  *
  * It registers its endpoint itself rather than take a secret as an argument: it already holds what a token needs,
  * so the quickstart has no step that copies a secret from one answer into the next command. Running it again
- * reuses the endpoint at the same URL (enabling it when it was disabled) instead of adding one.
+ * reuses the endpoint at the same URL (enabling it when it was disabled) instead of adding one; `localhost` and
+ * `[::1]` for `127.0.0.1` are the same URL to the service (docs/webhooks.md, "One endpoint per URL"), and so here.
  */
 
 import { Webhook } from "standardwebhooks";
 import { signToken } from "../domain/integrators/tokens.ts";
 import { developmentCompanyId, loadConfigWithLocalSecrets } from "../domain/infra/local_secrets.ts";
 import { deliveryLine, printable } from "./delivery_line.ts";
+import { loopbackForm } from "../domain/webhooks/endpoints/url_guard.ts";
 
 const USAGE = "usage: deno task receive [--port <port>]   (default 4001)";
 const port = parsePort(Deno.args);
@@ -42,7 +46,9 @@ try {
 await waitForService();
 endpoint = await subscribe().catch((err) => fail(err.message));
 secrets.set(endpoint.id, endpoint.secret);
-say(`endpoint ${endpoint.id} of company ${companyId} delivers to ${hookUrl}; each delivery is printed and verified`);
+say(
+  `endpoint ${endpoint.id} of company ${companyId} delivers to ${endpoint.url}; each delivery is printed and verified`,
+);
 
 async function receive(req: Request): Promise<Response> {
   // GET answers once the endpoint exists, so a script can wait for the receiver (README, "Quickstart")
@@ -53,13 +59,21 @@ async function receive(req: Request): Promise<Response> {
   }
   const raw = await req.text(); // the exact bytes that were signed
   const headers = Object.fromEntries(req.headers);
-  const verified = [...secrets.values()].some((secret) => verify(raw, headers, secret)) ||
-    // a rotated secret, or another endpoint of the company pointing here: ask the service which endpoint it was
-    verify(raw, headers, await secretOf(headers["webhook-id"]));
+  const from = await verifiedBy(raw, headers);
   // whoever reaches this port writes the body and headers: printed with their control characters escaped
-  console.log(deliveryLine(verified, raw, headers));
-  if (!verified) return new Response("signature does not verify\n", { status: 400 });
+  console.log(deliveryLine(from !== null, raw, headers, from ?? undefined));
+  if (from === null) return new Response("signature does not verify\n", { status: 400 });
   return new Response(null, { status: 204 });
+}
+
+/**
+ * The endpoint whose secret verifies the delivery, or null: the secrets known so far first, then (a rotated secret, or
+ * another endpoint of the company pointing here) the one of the endpoint the service says the record belongs to.
+ */
+async function verifiedBy(raw: string, headers: Record<string, string>): Promise<string | null> {
+  for (const [id, secret] of secrets) if (verify(raw, headers, secret)) return id;
+  const asked = await secretOf(headers["webhook-id"]);
+  return asked && verify(raw, headers, asked.secret) ? asked.endpointId : null;
 }
 
 function verify(raw: string, headers: Record<string, string>, secret: string): boolean {
@@ -84,25 +98,33 @@ async function waitForService() {
   }
 }
 
-/** The development company's endpoint at `hookUrl`: the one already there (enabled again if need be), or a new one. */
+/**
+ * The development company's endpoint at `hookUrl`: the one already there (enabled again if need be), or a new one.
+ * One at `hookUrl` under another loopback name counts (the service would refuse a second): an active one first, then
+ * the exact URL.
+ */
 async function subscribe(): Promise<Endpoint> {
   const list = await call<Endpoint[]>("GET", ENDPOINTS);
-  const mine = list.find((e) => e.url === hookUrl && e.status === "active") ?? list.find((e) => e.url === hookUrl);
+  const here = loopbackForm(hookUrl);
+  const rank = (e: Endpoint) => (e.status === "active" ? 0 : 2) + (e.url === hookUrl ? 0 : 1);
+  const [mine] = list.filter((e) => e.url === hookUrl || loopbackForm(e.url) === here).sort((a, b) =>
+    rank(a) - rank(b)
+  );
   if (!mine) return await call<Endpoint>("POST", ENDPOINTS, { body: { url: hookUrl } });
   if (mine.status === "disabled") await call("POST", `${ENDPOINTS}/${mine.id}/enable`);
   return mine;
 }
 
-/** The current secret of the endpoint a delivery record (`webhook-id`) belongs to; "" when there is none. */
-function secretOf(recordId: string | undefined): Promise<string> {
+/** The endpoint a delivery record (`webhook-id`) belongs to, and its current secret; null when there is none. */
+function secretOf(recordId: string | undefined): Promise<{ endpointId: string; secret: string } | null> {
   return askSecretOf(recordId).catch((err) => {
     say(err.message);
-    return "";
+    return null;
   });
 }
 
-async function askSecretOf(recordId: string | undefined): Promise<string> {
-  if (!recordId || !/^[0-9a-f-]{36}$/.test(recordId)) return "";
+async function askSecretOf(recordId: string | undefined): Promise<{ endpointId: string; secret: string } | null> {
+  if (!recordId || !/^[0-9a-f-]{36}$/.test(recordId)) return null;
   const record = await call<{ endpoint_id: string } | null>(
     "GET",
     `${service}/api/v2/notifications/events/${recordId}`,
@@ -110,10 +132,10 @@ async function askSecretOf(recordId: string | undefined): Promise<string> {
       allowMissing: true,
     },
   );
-  if (!record) return "";
+  if (!record) return null;
   const { secret } = await call<Endpoint>("GET", `${ENDPOINTS}/${record.endpoint_id}`);
   secrets.set(record.endpoint_id, secret);
-  return secret;
+  return { endpointId: record.endpoint_id, secret };
 }
 
 async function call<T>(method: string, url: string, opts: { body?: unknown; allowMissing?: boolean } = {}): Promise<T> {

@@ -8,6 +8,7 @@ import type { Deps } from "../domain/infra/deps.ts";
 import { pruneIdempotencyKeys } from "../domain/requests/idempotency.ts";
 import { pruneRateBuckets } from "../domain/requests/rate_limits.ts";
 import { pruneSessions } from "../domain/integrators/sessions.ts";
+import { prunePortalLinks } from "../domain/integrators/portal_links.ts";
 import { pruneSignInFailures } from "../domain/integrators/sign_in_throttle.ts";
 import { identifyRegisteredPayers } from "../domain/rails/bank_transactions.ts";
 import { releaseDeadLeases, wakeStalledEndpoints } from "../domain/webhooks/engine/recovery.ts";
@@ -54,7 +55,7 @@ export function atMostEvery(everyMs: number, name: string, work: () => Promise<u
  * The worker's upkeep and companions, for `startWorker`: the webhook drainers; free the leases of processes found
  * dead, and on every sweep wake stalled endpoints, identify money waiting for payers registered meanwhile and prune
  * expired idempotency keys; once an hour, the webhook history past its retention (docs/webhooks.md, "Retention"), and
- * every minute the sessions, sign-in failures and rate buckets nobody needs any more.
+ * every minute the sessions, portal links, sign-in failures and rate buckets nobody needs any more.
  */
 export function upkeep(deps: Deps) {
   const { sql, processId, config } = deps;
@@ -69,6 +70,7 @@ export function upkeep(deps: Deps) {
     () =>
       Promise.all([
         pruneSessions(sql),
+        prunePortalLinks(sql),
         pruneSignInFailures(sql, config.limits.signInWindowSeconds),
         pruneRateBuckets(sql),
       ]),

@@ -37,6 +37,8 @@ import { transactionRoutes } from "./rails/transactions.ts";
 import { wireRoutes } from "./rails/wires.ts";
 import { paymentRoutes } from "./rails/payments.ts";
 import { SIGN_IN_PATH, signInRoutes } from "./integrators/sign_in.ts";
+import { PORTAL_SESSIONS_PATH, portalLinkRoutes } from "./webhooks/portal_links.ts";
+import { portalPageRoutes } from "./console/portal.ts";
 
 export const MAX_BODY_BYTES = 22 * 1024 * 1024;
 
@@ -53,7 +55,8 @@ export function createApp(deps: Deps) {
   app.use("*", warnUntrustedForwarding(config.trustProxy));
   app.use("*", limitInFlight(config.maxInflightRequests));
   // the token is checked before a byte of the body is read: an anonymous client cannot make us receive 22 MB
-  // sign-in is how a token is obtained: it has no company yet, and its own throttle (routes/integrators/sign_in.ts)
+  // sign-in is how a token is obtained: it has no company yet, and its own throttle (routes/integrators/sign_in.ts);
+  // so is a portal link's exchange, whose code is the credential (routes/webhooks/portal_links.ts)
   const guard = new TokenGuard(sql);
   const authenticate = requireCompany(config, guard);
   const limitApi = limitPerCompany(
@@ -61,7 +64,7 @@ export function createApp(deps: Deps) {
   );
   // one closure, not hono/combine's `except`, which builds a router match and a composed chain on every request
   app.use("/api/*", async (c: Context, next) => {
-    if (c.req.path === SIGN_IN_PATH) return await next();
+    if (c.req.path === SIGN_IN_PATH || c.req.path === PORTAL_SESSIONS_PATH) return await next();
     await authenticate(c, async () => void await limitApi(c, next));
   });
   if (config.sandbox) {
@@ -86,6 +89,7 @@ function mountRoutes(app: Router, deps: Deps, guard: TokenGuard) {
   app.route("/", operationsRoutes(deps));
   app.route("/", docsRoutes());
   app.route("/", consoleRoutes());
+  app.route("/", portalPageRoutes(deps));
   app.route("/", signInRoutes(deps, guard));
   app.route("/", peopleRoutes(deps));
   app.route("/", companyRoutes(deps));
@@ -93,6 +97,7 @@ function mountRoutes(app: Router, deps: Deps, guard: TokenGuard) {
   app.route("/", webhookEndpointStatsRoutes(deps));
   app.route("/", webhookEventRoutes(deps));
   app.route("/", webhookEventTypeRoutes(deps));
+  app.route("/", portalLinkRoutes(deps));
   app.route("/", documentRoutes(deps));
   app.route("/", bankAccountRoutes(deps));
   app.route("/", transactionRoutes(deps));

@@ -6,7 +6,7 @@ export type FieldErrors = { [field: string]: string[] | FieldErrors };
 
 export class ApiError extends Error {
   constructor(
-    readonly status: 400 | 401 | 404 | 405 | 408 | 409 | 413 | 422 | 429 | 500 | 503,
+    readonly status: 400 | 401 | 403 | 404 | 405 | 408 | 409 | 413 | 422 | 429 | 500 | 503,
     readonly errors: FieldErrors | { detail: string },
     /** Headers the answer needs besides its body, such as `Allow` or `Retry-After`. */
     readonly headers?: Record<string, string>,
@@ -24,6 +24,8 @@ export function validationFailed(errors: FieldErrors, status?: 400 | 422): ApiEr
 
 export const badRequest = (detail: string) => new ApiError(400, { detail });
 export const unauthorized = () => new ApiError(401, { detail: "Unauthorized" });
+/** A valid token that may not do this (a portal session outside the webhook routes: docs/webhooks.md, "Portal links"). */
+export const forbidden = (detail: string) => new ApiError(403, { detail });
 export const notFound = () => new ApiError(404, { detail: "Not Found" });
 export const unprocessable = (detail: string) => new ApiError(422, { detail });
 /** The request is well formed but clashes with what exists (a second active endpoint at one URL). */

@@ -16,24 +16,61 @@ const THIRTY_DAYS = 30 * 24 * 3600;
 export const LOCAL_SECRET_VARIABLES = ["JWT_SECRET", "SECRET_ENCRYPTION_KEY"] as const;
 export type LocalSecretVariable = typeof LOCAL_SECRET_VARIABLES[number];
 
-const optionalFlag = z.enum(["true", "false", "on", "off", "1", "0"]).optional()
+/**
+ * One of `values`; a refusal lists them all and the value given (an enum's values are never secret). Every variable's
+ * refusal says what is expected, so an operator fixes them all from one message (docs/production.md).
+ */
+const oneOf = <const T extends readonly [string, ...string[]]>(values: T) =>
+  z.enum(values, { error: (issue) => `must be one of ${values.join(", ")}, not ${shown(issue.input)}` });
+
+/**
+ * A number variable: its text, trimmed, must be a number within the bounds (a whole one when `whole`). An empty value
+ * is refused, as any other text that is not a number: coercion read it as 0, which turned a rate limiter off or moved
+ * the service to a random port without a word. The refusal says the bounds and the value given.
+ */
+function numeric(bounds: { min: number; max?: number; whole?: boolean; above?: boolean }) {
+  const { min, max, whole = false, above = false } = bounds;
+  const kind = whole ? "a whole number" : "a number";
+  const expected = max === undefined
+    ? `must be ${kind} ${above ? "above" : "of at least"} ${min}`
+    : `must be ${kind} ${above ? `above ${min} and up` : `from ${min}`} to ${max}`;
+  return z.string().transform((text, ctx) => {
+    const value = text.trim() === "" ? NaN : Number(text);
+    const fits = Number.isFinite(value) && (!whole || Number.isInteger(value)) &&
+      (above ? value > min : value >= min) && (max === undefined || value <= max);
+    if (fits) return value;
+    ctx.addIssue({ code: "custom", message: `${expected}, not ${shown(text)}` });
+    return z.NEVER;
+  });
+}
+
+/** A value as a refusal quotes it: JSON-escaped and cut short. Only for variables that are never secret. */
+function shown(value: unknown): string {
+  if (typeof value !== "string") return "set";
+  return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}...` : value);
+}
+
+const optionalFlag = oneOf(["true", "false", "on", "off", "1", "0"]).optional()
   .transform((v) => v === undefined ? undefined : ["true", "on", "1"].includes(v));
 const flag = (fallback: boolean) => optionalFlag.transform((v) => v ?? fallback);
 // `JWT_SECRET=` in a deployment template that lost its value means "not set", never "an empty key".
 const secret = z.string().optional().transform((v) => v === "" ? undefined : v);
 const byteLength = (s: string) => new TextEncoder().encode(s).length;
-const AppEnv = z.enum(["development", "production", "test"]).default("development");
+const AppEnv = oneOf(["development", "production", "test"]).default("development");
 
 // Fractions ("0.05") let tests run a whole 10-attempt schedule in a moment.
-const schedule = z.string().regex(/^\s*\d+(\.\d+)?(\s*,\s*\d+(\.\d+)?)*\s*$/, "must be comma-separated seconds")
+const schedule = z.string().regex(
+  /^\s*\d+(\.\d+)?(\s*,\s*\d+(\.\d+)?)*\s*$/,
+  "must be comma-separated seconds, e.g. 5,300,1800",
+)
   .transform((s) => expandSchedule(s.split(",").map((n) => Number(n.trim()))));
 
 // Limits (docs/limits.md): per-company request rates, webhook endpoint quotas, stored-object quotas and the sign-in
 // throttle. Rates are per second, for all instances together (shared buckets); a rate of 0 turns that limiter off.
-const rate = (fallback: number) => z.coerce.number().min(0).max(1_000_000).default(fallback);
-const count = (fallback: number) => z.coerce.number().int().min(1).max(1_000_000).default(fallback);
+const rate = (fallback: number) => numeric({ min: 0, max: 1_000_000 }).default(fallback);
+const count = (fallback: number) => numeric({ min: 1, max: 1_000_000, whole: true }).default(fallback);
 // Stored objects are counted in Postgres columns (sql/0022_company_usage.sql): integers for counts, bigint for bytes.
-const quota = (fallback: number, max = 1_000_000_000) => z.coerce.number().int().min(1).max(max).default(fallback);
+const quota = (fallback: number, max = 1_000_000_000) => numeric({ min: 1, max, whole: true }).default(fallback);
 const LIMIT_VARS = {
   RATE_LIMIT_PER_SECOND: rate(100),
   RATE_LIMIT_BURST: count(200),
@@ -53,7 +90,7 @@ const LIMIT_VARS = {
   SIGN_IN_FAILURES_GLOBAL: count(1000),
   SIGN_IN_FAILURE_WINDOW_SECONDS: count(900),
   SIGN_IN_HASH_CONCURRENCY: count(2),
-  SIGN_IN_HASH_QUEUE: z.coerce.number().int().min(0).max(10_000).default(16),
+  SIGN_IN_HASH_QUEUE: numeric({ min: 0, max: 10_000, whole: true }).default(16),
   SIGN_IN_HASH_PER_ADDRESS: count(4),
 };
 
@@ -144,46 +181,58 @@ const TRACING_VARS = {
     .transform((v) => v?.toLowerCase() === "true"),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" }).optional(),
   // the two OTLP encodings checked with this Deno (tests/webhooks/tracing_test.ts uses http/json)
-  OTEL_EXPORTER_OTLP_PROTOCOL: z.enum(["http/protobuf", "http/json"]).optional(),
-  OTEL_SERVICE_NAME: z.string().min(1).optional(),
+  OTEL_EXPORTER_OTLP_PROTOCOL: oneOf(["http/protobuf", "http/json"]).optional(),
+  OTEL_SERVICE_NAME: z.string().min(1, "must not be empty").optional(),
 };
 
+// The URL is never quoted back: it may carry a password.
+const DATABASE_URL_EXPECTED = 'must be a postgres:// URL (postgres://user:password@host:5432/database) or "embedded"';
+/** What withUser and both drivers can open: anything else failed later, as a bare "Invalid URL" naming no variable. */
+function isDatabaseUrl(text: string): boolean {
+  if (text === "embedded") return true;
+  try {
+    return ["postgres:", "postgresql:"].includes(new URL(text).protocol);
+  } catch {
+    return false;
+  }
+}
+
 const EnvSchema = z.object({
-  PORT: z.coerce.number().int().min(0).max(65535).default(4000),
+  PORT: numeric({ min: 0, max: 65535, whole: true }).default(4000),
   HOST: z.string().default("127.0.0.1"),
-  DATABASE_URL: z.string().optional(),
+  DATABASE_URL: z.string().refine(isDatabaseUrl, DATABASE_URL_EXPECTED).optional(),
   PGHOST: z.string().optional(),
-  PGPORT: z.string().optional(),
+  PGPORT: numeric({ min: 1, max: 65535, whole: true }).optional(),
   PGUSER: z.string().optional(),
   PGPASSWORD: z.string().optional(),
   PGDATABASE: z.string().optional(),
   USER: z.string().optional(),
   APP_ENV: AppEnv,
   JWT_SECRET: secret,
-  JWT_ISSUER: z.string().min(1).default("payments-api"),
-  JWT_AUDIENCE: z.string().min(1).default("payments-api"),
-  JWT_MAX_TTL_SECONDS: z.coerce.number().int().min(60).default(THIRTY_DAYS),
+  JWT_ISSUER: z.string().min(1, "must not be empty").default("payments-api"),
+  JWT_AUDIENCE: z.string().min(1, "must not be empty").default("payments-api"),
+  JWT_MAX_TTL_SECONDS: numeric({ min: 60, whole: true }).default(THIRTY_DAYS),
   METRICS_TOKEN: secret,
-  BODY_TIMEOUT_MS: z.coerce.number().int().min(1).default(60_000),
-  MAX_INFLIGHT_REQUESTS: z.coerce.number().int().min(1).default(512),
+  BODY_TIMEOUT_MS: numeric({ min: 1, whole: true }).default(60_000),
+  MAX_INFLIGHT_REQUESTS: numeric({ min: 1, whole: true }).default(512),
   // how long a SIGTERM keeps serving, /readyz answering 503, before the socket closes (docs/production.md, "Upgrading")
-  SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).max(120_000).default(5_000),
+  SHUTDOWN_DRAIN_MS: numeric({ min: 0, max: 120_000, whole: true }).default(5_000),
   WORKER: flag(true),
-  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(32),
+  WORKER_CONCURRENCY: numeric({ min: 1, max: 1000, whole: true }).default(32),
   WEBHOOK_RETRY_SCHEDULE: schedule.default(expandSchedule(DEFAULT_RETRY_SCHEDULE.split(",").map(Number))),
-  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
-  WEBHOOK_DISABLE_AFTER_SECONDS: z.coerce.number().min(0).default(432_000),
+  WEBHOOK_TIMEOUT_MS: numeric({ min: 1, whole: true }).default(10_000),
+  WEBHOOK_DISABLE_AFTER_SECONDS: numeric({ min: 0 }).default(432_000),
   // endpoint.failing (docs/webhooks.md, "Operational events"): failed attempts in a row, or seconds of failures
-  WEBHOOK_FAILING_AFTER_ATTEMPTS: z.coerce.number().int().min(1).max(1_000_000).default(10),
-  WEBHOOK_FAILING_AFTER_SECONDS: z.coerce.number().positive().max(THIRTY_DAYS).default(3600),
-  EVENT_RETENTION_DAYS: z.coerce.number().positive().max(36_500).default(30),
+  WEBHOOK_FAILING_AFTER_ATTEMPTS: numeric({ min: 1, max: 1_000_000, whole: true }).default(10),
+  WEBHOOK_FAILING_AFTER_SECONDS: numeric({ min: 0, max: THIRTY_DAYS, above: true }).default(3600),
+  EVENT_RETENTION_DAYS: numeric({ min: 0, max: 36_500, above: true }).default(30),
   WEBHOOK_ALLOW_PRIVATE_URLS: optionalFlag,
   SANDBOX: optionalFlag,
   SECRET_ENCRYPTION_KEY: encryptionKey.optional(),
   SECRET_ENCRYPTION_KEY_PREVIOUS: encryptionKey.optional(),
-  LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
-  TRUST_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0),
-  TRUST_PROXY_HEADER: z.enum(["x-forwarded-for", "forwarded"]).default("x-forwarded-for"),
+  LOG_LEVEL: oneOf(["debug", "info", "warn", "error", "silent"]).default("info"),
+  TRUST_PROXY_HOPS: numeric({ min: 0, max: 10, whole: true }).default(0),
+  TRUST_PROXY_HEADER: oneOf(["x-forwarded-for", "forwarded"]).default("x-forwarded-for"),
   ...TRACING_VARS,
   ...LIMIT_VARS,
 });
@@ -288,7 +337,9 @@ export function loadConfig(
     METRICS_TOKEN: variable(env, "METRICS_TOKEN"),
     WEBHOOK_ALLOW_PRIVATE_URLS: variable(env, "WEBHOOK_ALLOW_PRIVATE_URLS"),
   };
-  const production = checked.APP_ENV === "production";
+  // An APP_ENV refused as a typo (`prod`, `staging`) stops the start anyway: what production would refuse besides is
+  // listed with it, so the corrected value does not meet a second round of refusals.
+  const production = checked.APP_ENV === "production" || (env.APP_ENV !== undefined && checked.APP_ENV === undefined);
   const jwtSecret = checked.JWT_SECRET ?? (production ? undefined : local.JWT_SECRET);
   if (jwtSecret === undefined) {
     problems.push(
@@ -304,7 +355,9 @@ export function loadConfig(
   if (production && env.SECRET_ENCRYPTION_KEY === undefined) {
     problems.push("SECRET_ENCRYPTION_KEY: must be set when APP_ENV=production (openssl rand -hex 32)");
   }
-  if (production) problems.push(...productionRefusals(checked, jwtSecret));
+  // a JWT_SECRET already refused for its length is not judged for its randomness too: one line per fault
+  const judged = jwtSecret !== undefined && byteLength(jwtSecret) >= MIN_SECRET_BYTES ? jwtSecret : undefined;
+  if (production) problems.push(...productionRefusals(checked, judged));
   if (!parsed.success || problems.length > 0 || jwtSecret === undefined) throw invalidConfiguration(problems);
   const e = parsed.data;
   const localKey = local.SECRET_ENCRYPTION_KEY === undefined ? null : Uint8Array.fromHex(local.SECRET_ENCRYPTION_KEY);
@@ -391,11 +444,11 @@ function invalidConfiguration(problems: string[]) {
 }
 
 function defaultDatabaseUrl(
-  e: { PGHOST?: string; PGPORT?: string; PGUSER?: string; PGPASSWORD?: string; PGDATABASE?: string },
+  e: { PGHOST?: string; PGPORT?: number; PGUSER?: string; PGPASSWORD?: string; PGDATABASE?: string },
 ) {
   const url = new URL("postgres://127.0.0.1:5432/payments");
   if (e.PGHOST) url.hostname = e.PGHOST;
-  if (e.PGPORT) url.port = e.PGPORT;
+  if (e.PGPORT) url.port = String(e.PGPORT);
   if (e.PGUSER) url.username = encodeURIComponent(e.PGUSER);
   if (e.PGPASSWORD) url.password = encodeURIComponent(e.PGPASSWORD);
   if (e.PGDATABASE) url.pathname = `/${encodeURIComponent(e.PGDATABASE)}`;

@@ -45,6 +45,14 @@ export function developmentCompanyId(dir = SECRETS_DIR): Promise<string> {
   return localValue("development_company", dir, COMPANY_VALUE);
 }
 
+/**
+ * The development company's id when one was made here (`developmentCompanyId`), or null: read, never made, so a command
+ * that only defaults to it (`deno task user:create` without `--company`) does not invent a company nobody uses.
+ */
+export function storedDevelopmentCompanyId(dir = SECRETS_DIR): Promise<string | null> {
+  return readValue(`${dir}/development_company`, COMPANY_VALUE);
+}
+
 async function localValue(name: string, dir: string, kind: ValueKind): Promise<string> {
   if (!NAME_RE.test(name)) throw new Error(`invalid local secret name ${JSON.stringify(name)}`);
   await ensurePrivateDir(dir);

@@ -1,6 +1,7 @@
 /**
  * The integrator account (the `companies` row) as authentication sees it: `tokens_valid_after`, read by token_guard.ts
- * and moved by `deno task token:revoke` to end every token issued until then.
+ * and moved by `deno task token:revoke` to end every token issued until then; and the list an operator chooses a
+ * company from (`deno task user:create`).
  */
 import type { Sql } from "../infra/db.ts";
 
@@ -29,4 +30,24 @@ export async function revokeCompanyTokens(sql: Sql, id: string): Promise<Date> {
     on conflict (id) do update set tokens_valid_after = excluded.tokens_valid_after
     returning tokens_valid_after`;
   return row.tokens_valid_after;
+}
+
+/** A company as an operator chooses it: its id, when it was made, and how many users it has. */
+export type CompanyChoice = { id: string; insertedAt: Date; users: number };
+
+/**
+ * The newest `limit` companies of the database, with the total, for a command that needs the operator to name one
+ * (`deno task user:create` without `--company` and no development company): an operator's view across companies.
+ */
+export async function listCompanies(sql: Sql, limit: number): Promise<{ companies: CompanyChoice[]; total: number }> {
+  const rows = await sql<{ id: string; inserted_at: Date; users: number; total: number }[]>`
+    select c.id, c.inserted_at, (select count(*)::int from users u where u.company_id = c.id) as users,
+      count(*) over ()::int as total
+    from companies c
+    order by c.inserted_at desc, c.id
+    limit ${limit}`;
+  return {
+    companies: rows.map((r) => ({ id: r.id, insertedAt: r.inserted_at, users: r.users })),
+    total: rows[0]?.total ?? 0,
+  };
 }

@@ -17,21 +17,30 @@ export type TokenSettings = Pick<Config, "jwtSecret" | "jwtIssuer" | "jwtAudienc
 export const CLOCK_SKEW_SECONDS = 60;
 
 /**
+ * The audience of a portal session's token (docs/webhooks.md, "Portal links"): the service's own with `:portal`
+ * after it, never the service's own alone, so an instance that knows nothing of portal sessions (the previous release,
+ * during an upgrade) refuses the token instead of taking it for one that opens the whole company.
+ */
+export const portalAudience = (settings: Pick<TokenSettings, "jwtAudience">) => `${settings.jwtAudience}:portal`;
+
+/**
  * Signs an HS256 token whose `sub` is the company id (the integrator account), with this service's `iss` and `aud`.
  * It lives `ttlSeconds`, the longest lifetime accepted unless told otherwise. A token from sign-in names its session
- * as `jti` (domain/integrators/sessions.ts), so it can be revoked on its own.
+ * as `jti` (domain/integrators/sessions.ts), so it can be revoked on its own; a portal session's token (`portal`) has
+ * the portal audience, and opens only what a portal may do (routes/policy/portal_scope.ts).
  */
 export function signToken(
   settings: TokenSettings,
   companyId: string,
   ttlSeconds = settings.jwtMaxTtlSeconds,
   sessionId?: string,
+  opts: { portal?: boolean } = {},
 ): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
   const claims = {
     sub: companyId,
     iss: settings.jwtIssuer,
-    aud: settings.jwtAudience,
+    aud: opts.portal ? portalAudience(settings) : settings.jwtAudience,
     iat: now,
     exp: now + ttlSeconds,
   };
@@ -40,14 +49,16 @@ export function signToken(
 
 const TOKEN_RE = /^Bearer ([A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*)$/;
 
-export type Verified = { companyId: string; iat: number; exp: number; sessionId: string | null };
+/** `portal`: the token of a portal session (docs/webhooks.md, "Portal links"), which opens the webhook routes only. */
+export type Verified = { companyId: string; iat: number; exp: number; sessionId: string | null; portal: boolean };
 
 /**
  * The company, session and lifetime of a valid bearer token, or null. Only HS256 is accepted (`alg: none` never
  * is), `iss` and `aud` must name this service, and `iat` and `exp` must both be there, at most `jwtMaxTtlSeconds`
  * apart: a leaked token stops working by itself, and nobody holding an old key can sign one that never expires. `iat`,
  * `nbf` and `exp` are compared with `CLOCK_SKEW_SECONDS` of margin. Whether the token was revoked since is the
- * TokenGuard's question (domain/integrators/token_guard.ts).
+ * TokenGuard's question (domain/integrators/token_guard.ts). A token whose audience is the portal's is a portal
+ * session's (`portal: true`).
  */
 export async function verifyBearer(
   settings: TokenSettings,
@@ -57,10 +68,11 @@ export async function verifyBearer(
   const match = TOKEN_RE.exec(header ?? "");
   if (!match) return null;
   try {
-    const { sub, exp, iat, nbf, jti } = await verify(match[1], settings.jwtSecret, {
+    const portal = portalAudience(settings);
+    const { sub, exp, iat, nbf, jti, aud } = await verify(match[1], settings.jwtSecret, {
       alg: "HS256",
       iss: settings.jwtIssuer,
-      aud: settings.jwtAudience,
+      aud: [settings.jwtAudience, portal],
       // the times are checked below, with the margin hono's checks do not have
       exp: false,
       nbf: false,
@@ -71,7 +83,10 @@ export async function verifyBearer(
     if (iat > nowSeconds + CLOCK_SKEW_SECONDS || exp <= nowSeconds - CLOCK_SKEW_SECONDS) return null;
     if (nbf !== undefined && (!finite(nbf) || nbf > nowSeconds + CLOCK_SKEW_SECONDS)) return null;
     if (jti !== undefined && (typeof jti !== "string" || !UUID_RE.test(jti))) return null;
-    return { companyId: sub.toLowerCase(), iat, exp, sessionId: jti?.toLowerCase() ?? null };
+    // naming the portal's audience at all limits the token to the portal, whatever else it names
+    const isPortal = (Array.isArray(aud) ? aud : [aud]).includes(portal);
+    if (isPortal && jti === undefined) return null; // a portal token without its session could not be revoked
+    return { companyId: sub.toLowerCase(), iat, exp, sessionId: jti?.toLowerCase() ?? null, portal: isPortal };
   } catch {
     return null;
   }

@@ -1,10 +1,13 @@
 /**
  * Exchanges and wires are batches: transactions of one subject in one currency (and, for a wire, to one account)
  * travel together, in one open batch per day whose value is the total of what it carries. Joining one (open, fill,
- * announce) is written here once, for both.
+ * announce) is written here once, for both. An exchange is nothing more than that, so it is written here too
+ * (`attachToExchange`); a wire has rules of its own (its destination, corrections, retries) and builds on this in
+ * wires.ts.
  */
 import type postgres from "postgres";
 import type { SqlOrTransaction, TransactionSql } from "../infra/db.ts";
+import { newId } from "../basics/ids.ts";
 import { emitEvent } from "../webhooks/outbox/events.ts";
 
 const MEMBER_COLUMN = { exchanges: "exchange_id", wires: "wire_id" } as const;
@@ -94,4 +97,29 @@ export async function batchMembers(tx: SqlOrTransaction, table: BatchTable, comp
     select id from transactions where company_id = ${companyId} and ${tx(MEMBER_COLUMN[table])} = ${batchId}
     order by id`;
   return rows.map((r) => r.id);
+}
+
+/**
+ * Puts cleared payins of one subject and currency into that subject's open exchange of the day (operations
+ * convert once a day per subject), creating it when there is none, and tells the integrator which transactions
+ * the exchange now serves. The exchange carries their total.
+ */
+export async function attachToExchange(
+  tx: TransactionSql,
+  companyId: string,
+  batch: { subjectId: string; currency: string; transactionIds: string[] },
+) {
+  const { subjectId, currency } = batch;
+  return await joinBatch(tx, "exchanges", companyId, {
+    match: tx`subject_id = ${subjectId} and currency = ${currency} and status = 'open'`,
+    create: async () => {
+      const [created] = await tx<{ id: string }[]>`
+        insert into exchanges (id, company_id, subject_id, currency)
+        values (${newId()}, ${companyId}, ${subjectId}, ${currency})
+        returning id`;
+      return created.id;
+    },
+    transactionIds: batch.transactionIds,
+    status: "exchanged",
+  });
 }

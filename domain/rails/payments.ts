@@ -13,6 +13,7 @@ import { TRANSACTED_STATUSES } from "./clearance.ts";
 import { emitEvent } from "../webhooks/outbox/events.ts";
 import { expirePixCharge, issuePixCode, payPixCharge } from "./pix_charges.ts";
 import { changeTransactionStatus, moveMoney, type TransactionRow } from "./transactions.ts";
+import { bankRefusal } from "./sandbox_outcomes.ts";
 
 export type TransactionInput = {
   subject_id: string;
@@ -82,6 +83,8 @@ export async function presentPayment(sql: SqlOrTransaction, companyId: string, {
     value: row.value,
     status: API_STATUS[row.status],
     transaction_kind: row.kind,
+    // the sandbox's and the subject list's name for it, answered too (docs/sandbox.md, "`kind` and `transaction_kind`")
+    kind: row.kind,
     currency: row.currency,
     exchange_currency: row.exchange_currency ?? row.currency,
     exchanged_value: row.exchanged_value,
@@ -117,11 +120,11 @@ export async function loadPayment(sql: SqlOrTransaction, companyId: string, id: 
   return { row: rest as TransactionRow, pixCode: pix_code };
 }
 
-/** The company's transactions, newest first, `perPage` after the cursor, optionally of one subject or status. */
+/** The company's transactions, newest first, `perPage` after the cursor, optionally of one subject, status or kind. */
 export async function listPayments(
   sql: Sql,
   companyId: string,
-  q: { subject_id?: string; status?: string; last_id?: string; per_page: number },
+  q: { subject_id?: string; status?: string; kind?: string; last_id?: string; per_page: number },
 ): Promise<Loaded[]> {
   const statuses = q.status
     ? Object.keys(API_STATUS).filter((s) => API_STATUS[s as keyof typeof API_STATUS] === q.status)
@@ -132,6 +135,7 @@ export async function listPayments(
     where t.company_id = ${companyId}
       ${q.subject_id ? sql`and t.subject_id = ${q.subject_id}` : sql``}
       ${statuses ? sql`and t.status in ${sql(statuses)}` : sql``}
+      ${q.kind ? sql`and t.kind = ${q.kind}` : sql``}
       ${q.last_id ? sql`and t.id < ${q.last_id}` : sql``}
     order by t.id desc
     limit ${q.per_page}`;
@@ -140,8 +144,11 @@ export async function listPayments(
 
 /** An account of the company named in a body: a field error (not a 404) when it is not the company's. */
 async function accountOf(tx: SqlOrTransaction, companyId: string, id: string, bag: ErrorBag, field: string) {
-  const [row] = await tx<{ id: string; subject_id: string | null; internal: boolean; currency: string }[]>`
-    select id, subject_id, internal, currency from bank_accounts where company_id = ${companyId} and id = ${id}`;
+  const [row] = await tx<
+    { id: string; subject_id: string | null; internal: boolean; currency: string; account_number: string | null }[]
+  >`
+    select id, subject_id, internal, currency, account_number from bank_accounts
+    where company_id = ${companyId} and id = ${id}`;
   if (!row) bag.add(field, "does not exist");
   return row ?? null;
 }
@@ -149,8 +156,15 @@ async function accountOf(tx: SqlOrTransaction, companyId: string, id: string, ba
 /**
  * Creates a pay-in (to one of the company's internal accounts, pending until paid) or a pay-out (to an account of
  * the subject: identified at once, exchanged when converting, wired), with clearance decided as for any money.
+ * With `sandbox`, a pay-out to an account number the sandbox's bank refuses waits for correction instead of leaving
+ * (docs/sandbox.md, "Magic values").
  */
-export async function createPayment(tx: TransactionSql, companyId: string, input: TransactionInput): Promise<Loaded> {
+export async function createPayment(
+  tx: TransactionSql,
+  companyId: string,
+  input: TransactionInput,
+  opts: { sandbox: boolean } = { sandbox: false },
+): Promise<Loaded> {
   const bag = new ErrorBag();
   const [subject] = await tx`select 1 from people where company_id = ${companyId} and id = ${input.subject_id}`;
   if (!subject) bag.add("subject_id", "does not exist");
@@ -218,6 +232,7 @@ export async function createPayment(tx: TransactionSql, companyId: string, input
       event: "identified",
       bankAccountId: to!.id,
       fromBankAccountId: funding.id,
+      wireError: opts.sandbox ? bankRefusal(to!.account_number) : null,
     });
   }
   return await loadPayment(tx, companyId, id);
@@ -252,6 +267,8 @@ export async function presentVoid(sql: SqlOrTransaction, companyId: string, row:
     inserted_at: naiveUtc(row.updated_at),
     status: "canceled" as const,
     transaction_kind: row.kind,
+    // the sandbox's and the subject list's name for it, answered too (docs/sandbox.md, "`kind` and `transaction_kind`")
+    kind: row.kind,
     bank_transaction: {
       id: row.id,
       value: row.value,

@@ -7,7 +7,7 @@ import { newId } from "../basics/ids.ts";
 import { naiveUtc } from "../basics/time.ts";
 import { applyClearance, type Clearance, decideClearance, movedThisYear, TRANSACTED_STATUSES } from "./clearance.ts";
 import { emitEvent, type EventType, type Subscriber, subscribersOf } from "../webhooks/outbox/events.ts";
-import { attachToExchange } from "./exchanges.ts";
+import { attachToExchange } from "./batches.ts";
 import { assertPerson } from "../subjects/people.ts";
 import { approveSubject } from "../subjects/status.ts";
 import { attachToWire, failWire, type WireErrorCode } from "./wires.ts";
@@ -53,11 +53,16 @@ export type TransactionRow = {
   updated_at: Date;
 };
 
-/** An entry of GET /subject/:id/transactions, and what sandbox payment calls answer. */
+/**
+ * An entry of GET /subject/:id/transactions, and what sandbox payment calls answer. `kind` is this shape's name for
+ * the kind, `transaction_kind` the transactions API's: both are answered (docs/sandbox.md, "`kind` and
+ * `transaction_kind`").
+ */
 export function presentTransaction(t: TransactionRow) {
   return {
     id: t.id,
     kind: t.kind,
+    transaction_kind: t.kind,
     status: t.status,
     currency: t.currency,
     value: t.value,
@@ -311,11 +316,18 @@ async function releaseHeldTransactions(tx: TransactionSql, companyId: string, su
 const PAGE_SIZE = 100;
 
 /** A subject's transactions, oldest first, 100 per page after `lastId`. */
-export async function listSubjectTransactions(sql: Sql, companyId: string, subjectId: string, lastId?: string) {
+export async function listSubjectTransactions(
+  sql: Sql,
+  companyId: string,
+  subjectId: string,
+  page: { lastId?: string; kind?: string } = {},
+) {
   await assertPerson(sql, companyId, subjectId);
   return await sql<TransactionRow[]>`
     select * from transactions
-    where company_id = ${companyId} and subject_id = ${subjectId} ${lastId ? sql`and id > ${lastId}` : sql``}
+    where company_id = ${companyId} and subject_id = ${subjectId}
+      ${page.lastId ? sql`and id > ${page.lastId}` : sql``}
+      ${page.kind ? sql`and kind = ${page.kind}` : sql``}
     order by id
     limit ${PAGE_SIZE}`;
 }

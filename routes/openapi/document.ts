@@ -48,6 +48,7 @@ export const TAGS = [
   { name: "Wires", description: "Outgoing transfers; correcting the account of one the bank refused" },
   { name: "Webhook endpoints", description: "Where events are delivered, how, and with which secret" },
   { name: "Webhook events", description: "Delivery records: list, inspect, acknowledge, retry" },
+  { name: "Portal links", description: "A short-lived link to the console for your customer's own webhook endpoints" },
   {
     name: "Sandbox",
     description: "Play the payment rails and the back office (served only with SANDBOX on); the events are real",

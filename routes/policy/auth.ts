@@ -2,7 +2,8 @@
 
 import type { MiddlewareHandler } from "hono";
 import type { TokenGuard } from "../../domain/integrators/token_guard.ts";
-import { unauthorized } from "../../domain/basics/errors.ts";
+import { forbidden, unauthorized } from "../../domain/basics/errors.ts";
+import { PORTAL_FORBIDDEN, portalMayCall } from "./portal_scope.ts";
 import {
   CLOCK_SKEW_SECONDS,
   type TokenSettings,
@@ -36,7 +37,8 @@ function tokenCache(settings: TokenSettings) {
 
 /**
  * Rejects the request with 401 unless it carries a valid token that was not revoked (`guard`); stores the company
- * and the session (null for a token not from sign-in) on the context.
+ * and the session (null for a token not from sign-in) on the context. A portal session's token is refused (403)
+ * outside the routes a portal may call (portal_scope.ts).
  */
 export function requireCompany(
   settings: TokenSettings,
@@ -46,6 +48,7 @@ export function requireCompany(
   return async (c, next) => {
     const token = await verifiedOf(c.req.header("authorization"));
     if (!token || !(await guard.accepts(token))) throw unauthorized();
+    if (token.portal && !portalMayCall(c.req.path)) throw forbidden(PORTAL_FORBIDDEN);
     c.set("companyId", token.companyId);
     c.set("sessionId", token.sessionId);
     await next();

@@ -37,3 +37,12 @@ export const HTML_CSP = [
   "form-action 'none'",
   "frame-ancestors 'none'",
 ].join("; ");
+
+/**
+ * `HTML_CSP` for the console page of a portal link (docs/webhooks.md, "Portal links"): the same policy, but framed by
+ * exactly `ancestors` (the `frame-ancestors` sources of the link's origins) instead of by nobody.
+ */
+export function htmlCspFramedBy(ancestors: string): string {
+  return HTML_CSP.split("; ").filter((d) => !d.startsWith("frame-ancestors ")).concat(`frame-ancestors ${ancestors}`)
+    .join("; ");
+}

@@ -8,7 +8,7 @@ import { uuid } from "../openapi/schemas.ts";
 import { API_STATUSES } from "../../domain/rails/payments.ts";
 import { BankAccount } from "../bank_accounts/schemas.ts";
 import { CompanyCustomer, Person } from "../subjects/schemas.ts";
-import { amount, currency } from "./schemas.ts";
+import { amount, currency, KIND_FILTER, sameKind } from "./schemas.ts";
 
 const nullableUuid = uuid.nullish();
 const sn = z.string().nullable();
@@ -67,6 +67,7 @@ export const Payment = z.object({
   value: z.string(),
   status: z.enum(API_STATUSES),
   transaction_kind: z.string(),
+  kind: z.string().openapi({ description: "The same as `transaction_kind`: the sandbox's name" }),
   currency: z.string(),
   exchange_currency: z.string(),
   exchanged_value: sn,
@@ -96,6 +97,7 @@ export const Void = z.object({
   inserted_at: z.string(),
   status: z.literal("canceled"),
   transaction_kind: z.string(),
+  kind: z.string().openapi({ description: "The same as `transaction_kind`: the sandbox's name" }),
   bank_transaction: z.record(z.string(), z.unknown()),
 }).openapi("Void");
 
@@ -122,9 +124,10 @@ export const WireView = z.object({
 export const PaymentListQuery = z.object({
   subject_id: uuid.optional(),
   status: z.enum(API_STATUSES).optional(),
+  ...KIND_FILTER,
   last_id: uuid.optional().openapi({ description: "Id of the last transaction of the previous page" }),
   per_page: z.coerce.number().int().min(1).max(100).default(20),
-});
+}).superRefine(sameKind("kind"));
 
 export const RefundParams = z.object({
   id: uuid.openapi({ param: { name: "id", in: "path" }, format: "uuid", description: "The pay-in's id" }),

@@ -35,6 +35,7 @@ import {
   Void,
   WireView,
 } from "./payment_schemas.ts";
+import { kindOf } from "./schemas.ts";
 
 const tags = ["Transactions"];
 const one = <T extends z.ZodType>(description: string, schema: T) =>
@@ -139,17 +140,18 @@ const wire = createRoute({
   responses: { 200: one("The wire", WireView), ...errorResponses },
 });
 
-export function paymentRoutes({ sql }: Deps) {
+export function paymentRoutes({ sql, config }: Deps) {
   return newRouter()
     .openapi(create, async (c) => {
       const companyId = c.get("companyId");
       const input = c.req.valid("json").transaction;
-      const made = await sql.begin((tx) => createPayment(tx, companyId, input));
+      const made = await sql.begin((tx) => createPayment(tx, companyId, input, { sandbox: config.sandbox }));
       return c.json({ data: await presentPayment(sql, companyId, made) }, 201);
     })
     .openapi(list, async (c) => {
       const companyId = c.get("companyId");
-      const page = await listPayments(sql, companyId, c.req.valid("query"));
+      const query = c.req.valid("query");
+      const page = await listPayments(sql, companyId, { ...query, kind: kindOf(query) });
       return c.json({ data: await Promise.all(page.map((p) => presentPayment(sql, companyId, p))) }, 200);
     })
     .openapi(show, async (c) => {

@@ -17,9 +17,31 @@ export const currency = z.string().trim().toUpperCase().pipe(z.enum(CURRENCIES))
 
 const money = z.string().openapi({ example: "1500.00" });
 
+/** What a transaction is; answered as `kind` and as `transaction_kind` (docs/sandbox.md, "`kind` and `transaction_kind`"). */
+export const TransactionKindEnum = z.enum(["payin", "payout", "card_payment", "pix_charge", "refund"]);
+
+/**
+ * The kind filter of the transaction lists, under both names (docs/sandbox.md, "`kind` and `transaction_kind`"): each
+ * list takes its own name and the other as an alias. `sameKind(alias)` refuses the two given with different values
+ * (422 naming the alias); `kindOf` is the one the list filters by.
+ */
+export const KIND_FILTER = {
+  kind: TransactionKindEnum.optional().openapi({ description: "Only transactions of this kind" }),
+  transaction_kind: TransactionKindEnum.optional().openapi({ description: "The same as `kind`, by its other name" }),
+};
+type KindFilter = { kind?: string; transaction_kind?: string };
+export const sameKind = (alias: keyof KindFilter) => (q: KindFilter, ctx: z.RefinementCtx) => {
+  if (q.kind && q.transaction_kind && q.kind !== q.transaction_kind) {
+    const other = alias === "kind" ? "transaction_kind" : "kind";
+    ctx.addIssue({ code: "custom", path: [alias], message: `must be the same as ${other} when both are given` });
+  }
+};
+export const kindOf = (q: KindFilter) => q.kind ?? q.transaction_kind;
+
 export const Transaction = z.object({
   id: z.string().uuid(),
-  kind: z.enum(["payin", "payout", "card_payment", "pix_charge", "refund"]),
+  kind: TransactionKindEnum,
+  transaction_kind: TransactionKindEnum.openapi({ description: "The same as `kind`: the transactions API's name" }),
   status: z.string().openapi({ example: "identified" }),
   currency: z.string(),
   value: money,

@@ -9,9 +9,12 @@ import {
 import type { Deps } from "../../domain/infra/deps.ts";
 import { newRouter } from "../openapi/router.ts";
 import { errorResponses, IdParam, jsonResponse, LastIdQuery } from "../openapi/schemas.ts";
-import { Transaction, TransactionValue } from "./schemas.ts";
+import { KIND_FILTER, kindOf, sameKind, Transaction, TransactionValue } from "./schemas.ts";
 
 const tags = ["Transactions"];
+
+/** The page cursor and the kind filter, `kind` by its name here and `transaction_kind` as its alias. */
+const ListQuery = LastIdQuery.extend(KIND_FILTER).superRefine(sameKind("transaction_kind"));
 
 const list = createRoute({
   operationId: "listSubjectTransactions",
@@ -19,7 +22,7 @@ const list = createRoute({
   path: "/api/v1/subject/{id}/transactions",
   tags,
   summary: "Transactions of a subject in local currency, oldest first, 100 per page",
-  request: { params: IdParam, query: LastIdQuery },
+  request: { params: IdParam, query: ListQuery },
   responses: {
     200: jsonResponse("The subject's transactions", z.object({ data: z.array(Transaction) })),
     ...errorResponses,
@@ -42,12 +45,11 @@ const values = createRoute({
 export function transactionRoutes({ sql }: Deps) {
   return newRouter()
     .openapi(list, async (c) => {
-      const rows = await listSubjectTransactions(
-        sql,
-        c.get("companyId"),
-        c.req.valid("param").id,
-        c.req.valid("query").last_id,
-      );
+      const query = c.req.valid("query");
+      const rows = await listSubjectTransactions(sql, c.get("companyId"), c.req.valid("param").id, {
+        lastId: query.last_id,
+        kind: kindOf(query),
+      });
       return c.json({ data: rows.map(presentTransaction) }, 200);
     })
     .openapi(values, async (c) => {

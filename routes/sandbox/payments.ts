@@ -12,7 +12,8 @@ import {
 import { recordCardPayment } from "../../domain/rails/card_payments.ts";
 import { receivePayin } from "../../domain/rails/payins.ts";
 import { checkPayout, sendPayout } from "../../domain/rails/payouts.ts";
-import { createPixCharge, expirePixCharge, payPixCharge, presentPixCharge } from "../../domain/rails/pix_charges.ts";
+import { expirePixCharge, payPixCharge, presentPixCharge } from "../../domain/rails/pix_charges.ts";
+import { createPixChargeOnClock } from "../../domain/rails/test_clocks.ts";
 import { presentTransaction } from "../../domain/rails/transactions.ts";
 import type { Deps } from "../../domain/infra/deps.ts";
 import { newRouter } from "../openapi/router.ts";
@@ -131,8 +132,10 @@ export function sandboxPaymentRoutes({ sql }: Deps) {
       return c.json({ data: presentTransaction(row) }, 201);
     })
     .openapi(pixCharge, async (c) => {
-      const row = await sql.begin((tx) => createPixCharge(tx, c.get("companyId"), c.req.valid("json")));
-      return c.json({ data: presentPixCharge(row) }, 201);
+      const { charge, clock } = await sql.begin((tx) =>
+        createPixChargeOnClock(tx, c.get("companyId"), c.req.valid("json"))
+      );
+      return c.json({ data: { ...presentPixCharge(charge), ...clock } }, 201);
     })
     .openapi(payCharge, async (c) => {
       const { id } = c.req.valid("param");

@@ -5,6 +5,8 @@ import { newRouter } from "../openapi/router.ts";
 import { sandboxPaymentRoutes } from "./payments.ts";
 import { sandboxSubjectRoutes } from "./subjects.ts";
 import { sandboxSubscriptionRoutes } from "./subscriptions.ts";
+import { sandboxTestClockRoutes } from "./test_clocks.ts";
+import { sandboxTestDocumentRoutes } from "./test_documents.ts";
 import { sandboxTransactionRoutes } from "./transactions.ts";
 
 /**
@@ -16,5 +18,7 @@ export function sandboxRoutes(deps: Deps) {
     .route("/", sandboxPaymentRoutes(deps))
     .route("/", sandboxSubjectRoutes(deps))
     .route("/", sandboxSubscriptionRoutes(deps))
-    .route("/", sandboxTransactionRoutes(deps));
+    .route("/", sandboxTestClockRoutes(deps))
+    .route("/", sandboxTransactionRoutes(deps))
+    .route("/", sandboxTestDocumentRoutes());
 }

@@ -4,8 +4,10 @@ import { z } from "@hono/zod-openapi";
 import { REPROVAL_ITEMS, REQUIRED_DOCUMENTS } from "../../domain/subjects/status.ts";
 import { WIRE_ERROR_CODES } from "../../domain/rails/wires.ts";
 import { DOCUMENT_TYPES } from "../../domain/subjects/person_rules.ts";
+import { MAX_TEST_DOCUMENTS, TEST_DOCUMENT_TYPES } from "../../domain/rails/test_documents.ts";
 import { optionalText, requiredText, uuid } from "../openapi/schemas.ts";
 import { amount, currency } from "../rails/schemas.ts";
+import { CLOCKED_PIX_CHARGE_FIELDS, CLOCKED_SUBSCRIPTION_FIELDS } from "./test_clock_schemas.ts";
 
 /** An enum whose absence reads "can't be blank" (a bare z.enum would answer "must be one of" for it). */
 const oneOf = <T extends readonly [string, ...string[]]>(values: T) =>
@@ -42,6 +44,7 @@ export const PixChargeBody = z.object({
   subject_id: uuid,
   value: amount,
   refuse_third_party: flag,
+  ...CLOCKED_PIX_CHARGE_FIELDS,
 }).openapi("SandboxPixCharge");
 
 export const PixPaymentBody = z.object({
@@ -78,6 +81,7 @@ export const RequestDocumentsBody = z.object({
 export const SubscriptionBody = z.object({
   subject_id: uuid,
   cycles: z.number().int().min(1).max(1200),
+  ...CLOCKED_SUBSCRIPTION_FIELDS,
 }).openapi("SandboxSubscription");
 
 export const CancelSubscriptionBody = z.object({
@@ -96,6 +100,8 @@ export const PixCharge = z.object({
   status: z.enum(["pending", "paid", "refunded", "expired"]),
   refuse_third_party: z.boolean(),
   qr_code: z.string(),
+  test_clock_id: z.string().uuid().optional().openapi({ description: "Created on this test clock (creation only)" }),
+  expires_at: z.string().optional().openapi({ description: "On a test clock: when it expires (creation only)" }),
   inserted_at: z.string(),
   updated_at: z.string(),
 }).openapi("SandboxPixChargeRecord");
@@ -133,6 +139,11 @@ export const Subscription = z.object({
     subject_id: z.string().uuid(),
     subscription_id: z.string().uuid(),
   }).optional().openapi({ description: "The invoice just paid (pay_invoice only)" }),
+  test_clock_id: z.string().uuid().optional().openapi({ description: "Created on this test clock (creation only)" }),
+  interval: z.string().optional().openapi({ description: "On a test clock: the time between cycles (creation only)" }),
+  fail_at_cycle: z.number().int().nullable().optional().openapi({
+    description: "On a test clock: the cycle whose invoice is not paid (creation only)",
+  }),
   inserted_at: z.string(),
   updated_at: z.string(),
 }).openapi("SandboxSubscriptionRecord");
@@ -168,3 +179,28 @@ export const SANDBOX_EXAMPLES = {
   subscription: z.input<typeof SubscriptionBody>;
   cancelSubscription: z.input<typeof CancelSubscriptionBody>;
 };
+
+/**
+ * `GET /api/sandbox/test_documents`: which type and how many (docs/sandbox.md, "Test documents"). A missing type is a
+ * 400 naming `type`, an unknown one or a count out of 1..100 a 422 naming the field.
+ */
+export const TestDocumentsQuery = z.object({
+  type: oneOf(TEST_DOCUMENT_TYPES).openapi({
+    type: "string",
+    enum: [...TEST_DOCUMENT_TYPES],
+    example: "cpf",
+    description: 'The document type (docs/sandbox.md, "Test documents")',
+  }),
+  count: z.coerce.number().int().min(1).max(MAX_TEST_DOCUMENTS).default(1).openapi({
+    type: "integer",
+    minimum: 1,
+    maximum: MAX_TEST_DOCUMENTS,
+    default: 1,
+    description: "How many distinct values",
+  }),
+});
+
+export const TestDocument = z.object({
+  type: z.enum(TEST_DOCUMENT_TYPES),
+  value: z.string().openapi({ example: "52998224725", description: "Valid, in the form the service stores it" }),
+}).openapi("SandboxTestDocument");

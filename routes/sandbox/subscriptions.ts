@@ -1,12 +1,8 @@
 /** Sandbox routes for automatic PIX subscriptions: create one, pay its next invoice, cancel it (docs/sandbox.md). */
 
 import { createRoute, z } from "@hono/zod-openapi";
-import {
-  cancelSubscription,
-  createSubscription,
-  payInvoice,
-  presentSubscription,
-} from "../../domain/rails/subscriptions.ts";
+import { cancelSubscription, payInvoice, presentSubscription } from "../../domain/rails/subscriptions.ts";
+import { createSubscriptionOnClock } from "../../domain/rails/test_clocks.ts";
 import type { Deps } from "../../domain/infra/deps.ts";
 import { newRouter } from "../openapi/router.ts";
 import { emptyBodyAsObject } from "../policy/optional_body.ts";
@@ -53,8 +49,10 @@ const cancel = createRoute({
 export function sandboxSubscriptionRoutes({ sql }: Deps) {
   return newRouter()
     .openapi(create, async (c) => {
-      const row = await sql.begin((tx) => createSubscription(tx, c.get("companyId"), c.req.valid("json")));
-      return c.json({ data: presentSubscription(row) }, 201);
+      const { subscription, clock } = await sql.begin((tx) =>
+        createSubscriptionOnClock(tx, c.get("companyId"), c.req.valid("json"))
+      );
+      return c.json({ data: { ...presentSubscription(subscription), ...clock } }, 201);
     })
     .openapi(pay, async (c) => {
       const { id } = c.req.valid("param");

@@ -1,4 +1,7 @@
-/** Sandbox routes for a pending pay-in: the payer pays it, or it expires unpaid (docs/sandbox.md). */
+/**
+ * Sandbox routes for a pending pay-in: the payer pays it, or it expires unpaid (docs/sandbox.md). Both answer 201, as
+ * every sandbox action does (docs/sandbox.md, "Common to every call").
+ */
 
 import { createRoute, z } from "@hono/zod-openapi";
 import { expirePayment, payPayment, presentPayment } from "../../domain/rails/payments.ts";
@@ -19,7 +22,7 @@ const sandboxPay = createRoute({
   summary: "The payer pays a pending pay-in: identified (or, a third party refused, payment_refunded)",
   middleware: [emptyBodyAsObject] as const,
   request: { params: IdParam, body: jsonBody(PayBody, { payer_document_number: null }) },
-  responses: { 200: one("The transaction", Payment), ...bodyErrorResponses },
+  responses: { 201: one("The transaction", Payment), ...bodyErrorResponses },
 });
 
 const sandboxExpire = createRoute({
@@ -29,7 +32,7 @@ const sandboxExpire = createRoute({
   tags: ["Sandbox"],
   summary: "A pending pay-in was not paid in time: payment_expired",
   request: { params: IdParam },
-  responses: { 200: one("The transaction", Payment), ...bodyErrorResponses },
+  responses: { 201: one("The transaction", Payment), ...bodyErrorResponses },
 });
 
 /** The sandbox's side of the transactions API: the bank paying or expiring a pending pay-in. */
@@ -39,11 +42,11 @@ export function sandboxTransactionRoutes({ sql }: Deps) {
       const companyId = c.get("companyId");
       const { id } = c.req.valid("param");
       const paid = await sql.begin((tx) => payPayment(tx, companyId, id, c.req.valid("json")));
-      return c.json({ data: await presentPayment(sql, companyId, paid) }, 200);
+      return c.json({ data: await presentPayment(sql, companyId, paid) }, 201);
     })
     .openapi(sandboxExpire, async (c) => {
       const companyId = c.get("companyId");
       const expired = await sql.begin((tx) => expirePayment(tx, companyId, c.req.valid("param").id));
-      return c.json({ data: await presentPayment(sql, companyId, expired) }, 200);
+      return c.json({ data: await presentPayment(sql, companyId, expired) }, 201);
     });
 }

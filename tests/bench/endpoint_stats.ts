@@ -20,7 +20,7 @@ import { connect, type Sql } from "../../domain/infra/db.ts";
 import { migrate } from "../../domain/infra/migrate.ts";
 import { DURATION_BUCKETS, DURATION_COLUMNS } from "../../domain/webhooks/endpoints/attempt_stats.ts";
 import { endpointStats, minuteOf, rollUpStats } from "../../domain/webhooks/endpoints/stats.ts";
-import { STATS_SHARDS } from "../../domain/webhooks/engine/statements/record_stats.ts";
+import { STATS_SHARDS } from "../../domain/webhooks/engine/statements/record.ts";
 import { dropDatabase, freshDatabase } from "../support/helpers.ts";
 import { type Figures, round } from "./figures.ts";
 import { A_MONTH, partitionPastDays } from "./partitions.ts";
@@ -70,7 +70,7 @@ async function fillAggregate(sql: Sql) {
   const fromArray = sql.unsafe(DURATION_COLUMNS.map((_, k) => `h.durations[${k + 1}]`).join(", "));
   await sql`
     with a as (
-      -- a busy minute holds several batches, spread over the shards (record_stats.ts): here, all of them
+      -- a busy minute holds several batches, spread over the shards (recordStats, record.ts): here, all of them
       select d.endpoint_id, d.company_id, date_trunc('minute', a.inserted_at) as minute,
         abs(hashtext(a.id::text)) % ${STATS_SHARDS} as shard, a.http_status, a.response_body,
         case when a.duration_ms < 1 then 0

@@ -83,8 +83,9 @@ Deno.test("the OpenAPI document: what a client generator and a reader of /docs r
       for (const { path, method, op, name } of operations) {
         const statuses = Object.keys(op.responses);
         const authenticated = op.security === undefined;
-        // sign-in is how a token is obtained: the one /api route without one
-        assert.equal(authenticated, path.startsWith("/api/") && path !== "/api/v1/sign_in", name);
+        // sign-in is how a token is obtained, and so is a portal link's exchange: the /api routes without one
+        const tokenless = ["/api/v1/sign_in", "/api/v2/notifications/portal_sessions"];
+        assert.equal(authenticated, path.startsWith("/api/") && !tokenless.includes(path), name);
         const expected = ["500", ...(path === "/healthz" ? [] : ["503"])];
         if (authenticated) expected.push("401", "429");
         if (method === "post" || method === "put") expected.push("413");
@@ -179,6 +180,8 @@ Deno.test("the OpenAPI document: what a client generator and a reader of /docs r
       await run("requestSandboxSubjectDocuments", { id: ids.person });
       const subscription = (await run("createSandboxSubscription")).data.id;
       await run("cancelSandboxSubscription", { id: subscription });
+      const clock = (await run("createSandboxTestClock")).data.id;
+      await run("advanceSandboxTestClock", { id: clock });
       const own = await company.get("/api/v1/bank_accounts");
       ids.brl = own.body.data.find((a: { internal: boolean; currency: string }) =>
         a.internal && a.currency === "BRL"
@@ -191,6 +194,11 @@ Deno.test("the OpenAPI document: what a client generator and a reader of /docs r
                     values (${crypto.randomUUID()}, ${company.id}, ${user.username}, ${usernameKey(user.username)},
                             'Ana', ${await hashPassword(user.password)})`;
       await run("signIn");
+      const link = (await run("createPortalLink")).data;
+      // the exchange example's code stands for this link's: only its hash is stored
+      const { code } = example("createPortalSession").body as { code: string };
+      await ctx.sql`update portal_links set code_hash = sha256(convert_to(${code}, 'UTF8')) where id = ${link.id}`;
+      await run("createPortalSession");
       const customer = (await run("registerCompanyCustomer")).data.id;
       await run("updateCompanyCustomer", { id: customer });
       const withBody = operations.filter((o) => o.op.requestBody).map((o) => o.op.operationId!);

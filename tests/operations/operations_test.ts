@@ -64,7 +64,8 @@ Deno.test("operations: readiness, metrics, OpenAPI document and docs page", asyn
     assert.equal(doc.openapi, "3.1.0");
     assert.equal(doc.components.securitySchemes.bearerAuth.scheme, "bearer");
     // pages for people, not API operations
-    const undocumented = ["/openapi.json", "/docs", "/docs/assets/:file", "/console", "/console/assets/:file"];
+    const undocumented = ["/openapi.json", "/docs", "/docs/assets/:file", "/console", "/console/assets/:file"]
+      .concat("/console/portal/:id", "/console/portal.js");
     const routes = ctx.app.routes
       .filter((r) => r.method !== "ALL" && !undocumented.includes(r.path))
       .map((r) => ({ method: r.method.toLowerCase(), path: r.path.replace(/:(\w+)/g, "{$1}") }));

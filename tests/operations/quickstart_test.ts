@@ -1,7 +1,8 @@
 /**
  * The README's quickstart, run as written: its shell block is taken from README.md and run with bash on a fresh
- * database, and it must end with `deno task receive` printing a verified webhook. Only the ports change (the README's
- * 4000 and 4001 may be taken on this machine), so a quickstart that breaks fails here.
+ * database, and it must end with `deno task receive` printing a verified webhook that names its endpoint. Only the
+ * ports change (the README's 4000 and 4001 may be taken on this machine), so a quickstart that breaks fails here. A
+ * copy with its person step broken must then stop at that step, showing the service's error.
  */
 import assert from "node:assert/strict";
 import { freePort } from "../support/free_port.ts";
@@ -25,7 +26,7 @@ function moved(text: string, from: string, to: string): string {
   return text.replaceAll(from, to);
 }
 
-Deno.test("the README quickstart, run as written, ends with a webhook the receiver verified", async () => {
+Deno.test("the README quickstart, run as written, ends with a webhook the receiver verified", async (t) => {
   const block = quickstartBlock(await Deno.readTextFile(`${root}README.md`));
   assert.ok(block.trim().split("\n").filter((l) => !/^\s/.test(l)).length <= 9, "more than 9 commands");
   const servicePort = freePort();
@@ -92,6 +93,59 @@ Deno.test("the README quickstart, run as written, ends with a webhook the receiv
     const postgresLines = stdout.split("\n").filter((l) => l.includes('"msg":"postgres"'));
     assert.equal(postgresLines.length, 1, said);
     assert.match(postgresLines[0], /"server":"DATABASE_URL","url":"postgres:\/\/[^"@]+\/payments_test_quickstart_/);
+    // the delivery's line names the endpoint it came from: the one the receiver subscribed
+    const subscribed = /^receiver: endpoint ([0-9a-f-]{36}) of company /m.exec(stdout)?.[1];
+    assert.ok(subscribed, said);
+    assert.match(stdout, new RegExp(`^verified {2}identified .*  endpoint ${subscribed}$`, "m"), said);
+
+    // The service and the receiver of the block still run: a copy of the block without its two background commands
+    // (they would find their ports taken), with an invalid CPF, must stop at the person call with its error shown.
+    const broken = moved(
+      script.split("\n").filter((line) => !/^deno task (start|receive)\b.*&/.test(line)).join("\n"),
+      '"52998224725"',
+      '"52998224700"',
+    );
+    const run = async (prelude: string) => {
+      const out = await new Deno.Command("bash", {
+        args: ["-c", `${prelude}${broken}\necho BROKEN-DONE`],
+        cwd: root,
+        clearEnv: true,
+        env,
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+        signal: AbortSignal.timeout(60_000),
+      }).output();
+      const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+      return { code: out.code, stdout: text(out.stdout), stderr: text(out.stderr) };
+    };
+    const refusedPerson = /curl: \(22\)[^\n]*422[\s\S]*\{"errors":\{[^\n]*"document_number"/;
+    const payinAnswer = /"data"|"errors"|Malformed/;
+
+    await t.step(
+      "as this test runs the block (set -eo pipefail): the person step stops it, its error shown",
+      async () => {
+        const out = await run("set -eo pipefail\n");
+        const told = `exit ${out.code}\nstdout:\n${out.stdout}\nstderr:\n${out.stderr}`;
+        assert.notEqual(out.code, 0, told);
+        assert.doesNotMatch(out.stdout, /BROKEN-DONE/, told);
+        assert.match(out.stderr, refusedPerson, told);
+        assert.doesNotMatch(out.stdout, payinAnswer, told);
+        assert.doesNotMatch(out.stderr, /Malformed/, told);
+        assert.doesNotMatch(out.stderr, /no subject/, "it stopped before the pay-in line");
+      },
+    );
+
+    await t.step("pasted into a shell without set -e: the pay-in refuses to run without a subject", async () => {
+      const out = await run("");
+      const told = `exit ${out.code}\nstdout:\n${out.stdout}\nstderr:\n${out.stderr}`;
+      assert.notEqual(out.code, 0, told);
+      assert.doesNotMatch(out.stdout, /BROKEN-DONE/, told);
+      assert.match(out.stderr, refusedPerson, told);
+      assert.match(out.stderr, /SUBJECT: no subject: see the answer above/, told);
+      assert.doesNotMatch(out.stdout, payinAnswer, told);
+      assert.doesNotMatch(out.stderr, /Malformed/, told);
+    });
   } finally {
     clearTimeout(timer);
     clearTimeout(deadline);

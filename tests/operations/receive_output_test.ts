@@ -1,6 +1,6 @@
 /**
  * What `deno task receive` prints for a delivery (commands/delivery_line.ts): anyone who reaches its port writes the
- * body, and the terminal must show that body as text, never run it.
+ * body, and the terminal must show that body as text, never run it; a verified one names the endpoint it came from.
  */
 import assert from "node:assert/strict";
 import { deliveryLine, printable } from "../../commands/delivery_line.ts";
@@ -22,6 +22,20 @@ Deno.test("deno task receive prints what a sender wrote with its control charact
       deliveryLine(true, legacy, {}),
       'verified  identified  ?  {"type":"identified","id":"t-2"}',
     );
+  });
+
+  await t.step("a verified line ends with the endpoint it came from, after the fields the quickstart reads", () => {
+    const body = JSON.stringify({ id: "ev-1", type: "identified", data: { transaction_id: "t-1" } });
+    const endpoint = "0193a4c2-0000-7000-8000-0000000000e1";
+    const line = deliveryLine(true, body, { "webhook-id": "0193a4c2-0000-7000-8000-000000000001" }, endpoint);
+    assert.equal(
+      line,
+      'verified  identified  0193a4c2-0000-7000-8000-000000000001  {"transaction_id":"t-1"}  endpoint ' + endpoint,
+    );
+    // the match of tests/operations/quickstart_test.ts still holds
+    assert.match(line, /^verified {2}identified /m);
+    // a delivery that does not verify names no endpoint: its sender may be anyone
+    assert.doesNotMatch(deliveryLine(false, body, {}, endpoint), /endpoint/);
   });
 
   await t.step("a forged red 'verified' line in the type, the data and the record id stays on the NOT line", () => {

@@ -113,7 +113,7 @@ Deno.test("the Hyperswitch connector signs in, registers, collects by PIX, refun
 
     await t.step("sync: pending until the payer pays, then identified", async () => {
       assert.equal((await call("GET", `/transactions/${paid}`)).body.data.status, "pending");
-      assert.equal((await sandbox(`/transactions/${paid}/pay`)).status, 200);
+      assert.equal((await sandbox(`/transactions/${paid}/pay`)).status, 201);
       const res = await call("GET", `/transactions/${paid}`);
       assert.deepEqual(checkPaymentsResponse(res.body), []);
       assert.equal(res.body.data.status, "identified");

@@ -91,6 +91,7 @@ Deno.test("transaction values are exact decimals", async (t) => {
           "inserted_at",
           "kind",
           "status",
+          "transaction_kind",
           "usd_value",
           "value",
           "wire_id",

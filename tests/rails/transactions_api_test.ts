@@ -59,6 +59,7 @@ Deno.test("transactions through the API", async (t) => {
       assert.equal(created.body.data.dynamic_pix_code, null);
       assert.equal(created.body.data.from_bank_account, null);
       const paid = await company.post(`/api/sandbox/transactions/${created.body.data.id}/pay`, {});
+      assert.equal(paid.status, 201, "a sandbox action answers 201 (docs/sandbox.md)");
       assert.equal(paid.body.data.status, "identified");
       assert.deepEqual(await typesSince(ctx, company, since), ["identified"]);
     });
@@ -124,7 +125,7 @@ Deno.test("transactions through the API", async (t) => {
     await t.step("the sandbox expires a pending pay-in: canceled, with payment_expired", async () => {
       const created = await payin({ use_dynamic_pix: true });
       const res = await company.post(`/api/sandbox/transactions/${created.body.data.id}/expire`);
-      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.equal(res.status, 201, JSON.stringify(res.body));
       assert.equal(res.body.data.status, "canceled");
       assert.match(res.body.data.canceled_reason, /expired/);
       const [last] = (await eventsOf(ctx, company)).slice(-1);

@@ -14,7 +14,7 @@ import {
 } from "../../domain/webhooks/endpoints/attempt_stats.ts";
 import { pruneHistory } from "../../domain/webhooks/endpoints/retention.ts";
 import { rollUpStats } from "../../domain/webhooks/endpoints/stats.ts";
-import { STATS_SHARDS } from "../../domain/webhooks/engine/statements/record_stats.ts";
+import { STATS_SHARDS } from "../../domain/webhooks/engine/statements/record.ts";
 import { eventually, newCompany, setup } from "../support/helpers.ts";
 import { recordedAgain } from "../support/recorded_again.ts";
 import { createEndpoint, emit, ENDPOINTS, EVENTS, recordsOf } from "../support/endpoints.ts";

@@ -382,3 +382,64 @@ Deno.test("one active endpoint per URL and company", async (t) => {
 
   await ctx.close();
 });
+
+Deno.test("in development localhost, 127.0.0.1 and [::1] are one receiver: one endpoint for all three", async (t) => {
+  // the development default: loopback receivers allowed (README, "Loopback receivers")
+  const ctx = await setup("webhook_endpoint_loopback", { env: { APP_ENV: "development" } });
+  const company = await newCompany(ctx);
+  const first = (await company.post(BASE, { url: "http://127.0.0.1:4001/hooks" })).body.data.id;
+  const refusal = (id: string, as: string) => ({
+    errors: {
+      url: [
+        `is already the URL of active endpoint ${id} (as ${as}: localhost, 127.0.0.1 and [::1] are one receiver): ` +
+        "update that endpoint, or disable it first",
+      ],
+    },
+  });
+
+  try {
+    await t.step("the same receiver under another name answers 409 naming the endpoint and its URL", async () => {
+      for (const url of ["http://localhost:4001/hooks", "http://[::1]:4001/hooks", "http://LOCALHOST:4001/hooks"]) {
+        const res = await company.post(BASE, { url });
+        assert.equal(res.status, 409, url);
+        assert.deepEqual(res.body, refusal(first, "http://127.0.0.1:4001/hooks"));
+      }
+      assert.equal((await company.get(BASE)).body.data.length, 1);
+    });
+
+    await t.step("another port, path, query or scheme is another receiver", async () => {
+      for (
+        const url of [
+          "http://localhost:4002/hooks",
+          "http://localhost:4001/other",
+          "http://localhost:4001/hooks?tenant=2",
+          "https://localhost:4001/hooks",
+        ]
+      ) {
+        assert.equal((await company.post(BASE, { url })).status, 201, url);
+      }
+    });
+
+    await t.step("moving an endpoint to an alias, and enabling one at an alias, are refused the same way", async () => {
+      const other = (await company.post(BASE, { url: "http://127.0.0.1:4003/hooks" })).body.data.id;
+      const moved = await company.put(`${BASE}/${other}`, { url: "http://localhost:4001/hooks" });
+      assert.equal(moved.status, 409);
+      assert.deepEqual(moved.body, refusal(first, "http://127.0.0.1:4001/hooks"));
+      // the endpoint keeps its own URL under another of its names
+      assert.equal((await company.put(`${BASE}/${other}`, { url: "http://[::1]:4003/hooks" })).status, 200);
+
+      assert.equal((await company.delete(`${BASE}/${first}`)).status, 200);
+      const again = (await company.post(BASE, { url: "http://localhost:4001/hooks" })).body.data.id;
+      const enable = await company.post(`${BASE}/${first}/enable`);
+      assert.equal(enable.status, 409);
+      assert.deepEqual(enable.body, refusal(again, "http://localhost:4001/hooks"));
+    });
+
+    await t.step("another company may use the same receiver", async () => {
+      const otherCompany = await newCompany(ctx);
+      assert.equal((await otherCompany.post(BASE, { url: "http://localhost:4001/hooks" })).status, 201);
+    });
+  } finally {
+    await ctx.close();
+  }
+});

@@ -1,6 +1,7 @@
 /**
  * The URL guard on its own (no network): which addresses a webhook may never reach, checked at the edges of each
- * range and in every notation an IPv4 address can hide in inside IPv6.
+ * range and in every notation an IPv4 address can hide in inside IPv6; and the one form of a loopback URL, by which
+ * localhost, 127.0.0.1 and [::1] are one receiver.
  */
 import assert from "node:assert/strict";
 import {
@@ -9,6 +10,7 @@ import {
   isLocalHostname,
   isNeverReachable,
   isPrivateAddress,
+  loopbackForm,
   systemResolver,
 } from "../../domain/webhooks/endpoints/url_guard.ts";
 
@@ -216,4 +218,35 @@ Deno.test("with private receivers allowed (development), loopback is reached but
       assert.equal(isNeverReachable(ip), false, ip);
     }
   });
+});
+
+Deno.test("a loopback URL has one form whichever name it uses; any other URL has none", () => {
+  const form = "http://localhost:4001/hooks?a=1";
+  for (
+    const url of [
+      "http://127.0.0.1:4001/hooks?a=1",
+      "http://localhost:4001/hooks?a=1",
+      "http://[::1]:4001/hooks?a=1",
+      "http://LocalHost.:4001/hooks?a=1#part",
+      "http://127.1:4001/hooks?a=1",
+      "http://[0:0:0:0:0:0:0:1]:4001/hooks?a=1",
+    ]
+  ) {
+    assert.equal(loopbackForm(url), form, url);
+  }
+  assert.equal(loopbackForm("http://localhost:80/hooks"), loopbackForm("http://127.0.0.1/hooks"));
+  for (
+    const other of [
+      "http://localhost:4002/hooks?a=1",
+      "https://localhost:4001/hooks?a=1",
+      "http://localhost:4001/hooks",
+    ]
+  ) {
+    assert.notEqual(loopbackForm(other), form, other);
+  }
+  for (
+    const none of ["http://127.0.0.2:4001/hooks", "https://example.com/hooks", "http://app.localhost/", "not a url"]
+  ) {
+    assert.equal(loopbackForm(none), null, none);
+  }
 });

@@ -1,7 +1,7 @@
 /**
  * What the health aggregate of an endpoint counts (docs/webhooks.md, "Endpoint health"), as pure functions: the
  * outcome class of an attempt, the duration histogram's buckets, the tally of a batch of attempts that the record
- * statement adds to its endpoint's minute (engine/statements/record_stats.ts), and percentiles read back from summed buckets.
+ * statement adds to its endpoint's minute (engine/statements/record.ts), and percentiles read back from summed buckets.
  */
 
 import { failureReason } from "./decisions.ts";

@@ -1,8 +1,12 @@
 /**
- * What an endpoint row holds, as every room reads it: the settings, the state, and the credentials as stored (sealed).
- * A file of its own so that the credentials (credentials.ts), the endpoint operations (endpoints.ts) and the engine
- * share the row's shape without importing each other.
+ * What an endpoint row holds, as every room reads it: the settings, the state, and the credentials as stored (sealed),
+ * and the one way its state becomes disabled (`disabling`), which the endpoint operations and the record statement
+ * both write. A file of its own so that the credentials (credentials.ts), the endpoint operations (endpoints.ts) and
+ * the engine share the row without importing each other.
  */
+
+import type postgres from "postgres";
+import type { SqlOrTransaction } from "../../infra/db.ts";
 
 /** A secret rotated away, as stored: sealed, with the instant it stops signing. */
 export type StoredPreviousSecret = { secret: string; expires_at: string };
@@ -53,3 +57,16 @@ export type EndpointRow = {
   inserted_at: Date;
   updated_at: Date;
 };
+
+/**
+ * The one way an endpoint becomes disabled, as the SET list of an update of `webhook_endpoints`: by hand (`manual`),
+ * or by its attempts (`gone`, `failing`: domain/webhooks/engine/statements/record.ts). The first reason and instant are kept:
+ * disabling a disabled endpoint again changes neither. Its failing clock stops, and so does its failing streak
+ * (docs/webhooks.md, "Operational events").
+ */
+export function disabling(sql: SqlOrTransaction, reason: postgres.Fragment): postgres.Fragment {
+  return sql`status = 'disabled', updated_at = now(), failing_since = null,
+    consecutive_failures = 0, failing_alerted_at = null,
+    disabled_reason = case when status = 'active' then ${reason} else disabled_reason end,
+    disabled_at = case when status = 'active' then now() else disabled_at end`;
+}

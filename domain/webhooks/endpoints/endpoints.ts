@@ -9,12 +9,12 @@ import { conflict, ErrorBag, notFound } from "../../basics/errors.ts";
 import { newId } from "../../basics/ids.ts";
 import { isoUtc, isoUtcOrNull } from "../../basics/time.ts";
 import type { SecretBox } from "../../infra/secret_box.ts";
-import { isIpLiteral, isLocalHostname, isNeverReachable, isPrivateAddress } from "./url_guard.ts";
+import { isIpLiteral, isLocalHostname, isNeverReachable, isPrivateAddress, loopbackForm } from "./url_guard.ts";
 import { checkEndpointQuota, type EndpointQuota, fitSlots } from "./quotas.ts";
 import { emitEndpointDisabled } from "../outbox/operational.ts";
 import { checkFilter } from "../outbox/filters.ts";
 import { newCredential, newCredentialSet, openSecrets, previousPublicKeys, retiringCurrent } from "./credentials.ts";
-import type { EndpointRow, SignatureScheme } from "./endpoint_row.ts";
+import { disabling, type EndpointRow, type SignatureScheme } from "./endpoint_row.ts";
 
 /** Endpoint settings as a client sends them; `null` or absent means the default on create, unchanged on update. */
 export type EndpointSettings = {
@@ -120,8 +120,9 @@ export function checkEndpointUrl(errors: ErrorBag, raw: string, allowPrivateUrls
 
 /**
  * One active endpoint per URL and company: a second would get every event again, signed with another secret, so half
- * of what its receiver gets would fail verification (docs/webhooks.md, "One endpoint per URL"). Called under the
- * company's row lock that the quota check takes, so two registrations at once cannot both pass.
+ * of what its receiver gets would fail verification (docs/webhooks.md, "One endpoint per URL"). A loopback URL is one
+ * URL under any of its names (`loopbackForm`: localhost, 127.0.0.1, [::1]), which only development accepts at all.
+ * Called under the company's row lock that the quota check takes, so two registrations at once cannot both pass.
  */
 async function refuseSecondAtUrl(
   tx: SqlOrTransaction,
@@ -129,16 +130,19 @@ async function refuseSecondAtUrl(
   url: string,
   exceptId?: string,
 ): Promise<void> {
-  const [existing] = await tx<{ id: string }[]>`
-    select id from webhook_endpoints
-    where company_id = ${companyId} and url = ${url} and status = 'active'
-      and id is distinct from ${exceptId ?? null}::uuid
-    limit 1`;
-  if (existing) {
-    throw conflict({
-      url: [`is already the URL of active endpoint ${existing.id}: update that endpoint, or disable it first`],
-    });
-  }
+  const loopback = loopbackForm(url);
+  // a loopback URL is compared with the company's other active endpoints (at most its endpoint quota) in their one form
+  const candidates = await tx<{ id: string; url: string }[]>`
+    select id, url from webhook_endpoints
+    where company_id = ${companyId} and status = 'active' and id is distinct from ${exceptId ?? null}::uuid
+      ${loopback === null ? tx`and url = ${url}` : tx``}
+    order by url = ${url} desc, id`;
+  const existing = candidates.find((e) => e.url === url || (loopback !== null && loopbackForm(e.url) === loopback));
+  if (!existing) return;
+  const alias = existing.url === url ? "" : ` (as ${existing.url}: localhost, 127.0.0.1 and [::1] are one receiver)`;
+  throw conflict({
+    url: [`is already the URL of active endpoint ${existing.id}${alias}: update that endpoint, or disable it first`],
+  });
 }
 
 /**
@@ -289,19 +293,6 @@ async function schemeSwitch(
   errors.throwIfAny(422);
   if (scheme === current.signature_scheme) return { set: tx`` };
   return { set: tx`, ${newCredentialSet(tx, await newCredential(box, id, scheme), scheme)}` };
-}
-
-/**
- * The one way an endpoint becomes disabled, as the SET list of an update of `webhook_endpoints`: by hand (`manual`),
- * or by its attempts (`gone`, `failing`: domain/webhooks/engine/statements/record.ts). The first reason and instant are kept:
- * disabling a disabled endpoint again changes neither. Its failing clock stops, and so does its failing streak
- * (docs/webhooks.md, "Operational events").
- */
-export function disabling(sql: SqlOrTransaction, reason: postgres.Fragment): postgres.Fragment {
-  return sql`status = 'disabled', updated_at = now(), failing_since = null,
-    consecutive_failures = 0, failing_alerted_at = null,
-    disabled_reason = case when status = 'active' then ${reason} else disabled_reason end,
-    disabled_at = case when status = 'active' then now() else disabled_at end`;
 }
 
 /**

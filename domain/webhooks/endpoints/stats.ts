@@ -1,6 +1,6 @@
 /**
  * An endpoint's health since an instant (docs/webhooks.md, "Endpoint health"), read from the aggregate the record
- * statement keeps (sql/0027, engine/statements/record_stats.ts): its minute rows from `since` on, summed, and its last success
+ * statement keeps (sql/0027, engine/statements/record.ts): its minute rows from `since` on, summed, and its last success
  * and failure. At most `STATS_SHARDS` rows per minute of the span are read, however many attempts they count; past a
  * day, the minutes are rolled into hour rows (sql/0032, `rollUpStats`), so a month's read sums hours.
  */

@@ -149,6 +149,28 @@ export function isLocalHostname(host: string): boolean {
   return h === "localhost" || h.endsWith(".localhost") || h.endsWith(".local") || h.endsWith(".internal");
 }
 
+/** The names of this machine's loopback interface that a development receiver is reached by. */
+const LOOPBACK_NAMES = new Set(["localhost", "127.0.0.1", "[::1]"]);
+
+/**
+ * One form of a loopback URL whichever of localhost, 127.0.0.1 or [::1] it names (the host written `localhost`; scheme,
+ * port, path and query kept; the fragment, which no request carries, dropped), or null for any other URL: the same
+ * receiver under two names is one URL for the rule of one endpoint per URL (docs/webhooks.md, "One endpoint per URL").
+ * The URL parser has already unified `LOCALHOST`, `127.1`, `[0:0:0:0:0:0:0:1]` and an explicit default port.
+ */
+export function loopbackForm(raw: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return null;
+  }
+  if (!LOOPBACK_NAMES.has(url.hostname.replace(/\.$/, ""))) return null;
+  url.hostname = "localhost";
+  url.hash = "";
+  return url.href;
+}
+
 /** A refusal to deliver, or a name that does not resolve. Its message is what the attempt log shows: it never names an address. */
 export class BlockedDestination extends Error {}
 

@@ -21,7 +21,7 @@ import {
 import type { ClaimRow } from "./statements/fill_slots.ts";
 import { type Lease, LEASE_SLACK_MS } from "./statements/lease.ts";
 import { type EndpointVerdict, recordAttempts, type RecordItem, type RecordRow } from "./statements/record.ts";
-import { type AttemptTransitions, emitAttemptEvents, noTransitions } from "../outbox/operational.ts";
+import { type AttemptTransitions, emitAttemptEvents } from "../outbox/operational.ts";
 
 export type Recorded = {
   /** The record's status after this attempt; null when its lease had been lost (the attempt is still stored). */
@@ -145,7 +145,8 @@ async function writeBatch(
     ? (firstMayHaveCommitted: boolean) =>
       sql.begin(async (tx) => {
         const rows = await recordAttempts(tx as unknown as Sql, items, verdicts, opts, firstMayHaveCommitted);
-        await emitAttemptEvents(tx, transitionsOf(items, rows));
+        const transitions = transitionsOf(items, rows);
+        if (transitions) await emitAttemptEvents(tx, transitions);
         return rows;
       }) as Promise<RecordRow[]>
     : (firstMayHaveCommitted: boolean) => recordAttempts(sql, items, verdicts, opts, firstMayHaveCommitted);
@@ -162,7 +163,7 @@ async function writeBatch(
     carried.set(endpointId, mergeCarried(carried.get(endpointId), outcome));
   }
   const later = transitionsOf(items, rows);
-  if (!inTransaction && !noTransitions(later)) await announceInOwnTransaction(sql, later, until);
+  if (!inTransaction && later) await announceInOwnTransaction(sql, later, until);
   return await toRecorded(sql, items.length, rows, until);
 }
 
@@ -202,8 +203,8 @@ async function afterDeadlock<T>(write: () => Promise<T>): Promise<T> {
   }
 }
 
-/** What a statement changed that operational events report, by the rows it answered. */
-function transitionsOf(items: Submitted[], rows: RecordRow[]): AttemptTransitions {
+/** What a statement changed that operational events report, by the rows it answered; null when nothing did (most batches). */
+function transitionsOf(items: Submitted[], rows: RecordRow[]): AttemptTransitions | null {
   const t: AttemptTransitions = { failing: [], disabled: [], exhausted: [] };
   const failing = new Map<string, { companyId: string; endpointId: string; lastError: string }>();
   const disabled = new Map<string, { companyId: string; endpointId: string }>();
@@ -217,7 +218,7 @@ function transitionsOf(items: Submitted[], rows: RecordRow[]): AttemptTransition
   }
   t.failing = [...failing.values()];
   t.disabled = [...disabled.values()];
-  return t;
+  return t.failing.length === 0 && t.disabled.length === 0 && t.exhausted.length === 0 ? null : t;
 }
 
 /**

@@ -4,7 +4,6 @@
  */
 
 import type { Sql } from "../../infra/db.ts";
-import { leaseFree } from "./statements/lease.ts";
 import { wakeEndpoints } from "../outbox/wake.ts";
 
 /** A due record that no drainer has claimed for this long is woken again by the sweep. */
@@ -43,7 +42,7 @@ export async function wakeStalledEndpoints(sql: Sql): Promise<number> {
     join webhook_endpoints e on e.id = d.endpoint_id and e.status = 'active'
     where d.status = 'pending'
       and d.next_attempt_at < now() - ${STALLED_AFTER_SECONDS} * interval '1 second'
-      and ${leaseFree(sql, "d")}`;
+      and lease_is_free(d.leased_until)`;
   if (stalled.length) await wakeEndpoints(sql, stalled.map((r) => r.endpoint_id));
   return stalled.length;
 }

@@ -105,7 +105,7 @@ export async function emitEvent(
     ? { passing: selected, errors: [] }
     : filtered(selected, type, data);
   // counted with the event, in its transaction, without waiting on another's count (filter_errors.ts)
-  await recordFilterErrors(tx, companyId, errors);
+  if (errors.length > 0) await recordFilterErrors(tx, companyId, errors);
   const json = tx.json(data as never);
   // the request's trace, which the deliveries continue (null when tracing is off: docs/webhooks.md, "Tracing")
   const trace = currentTraceparent();

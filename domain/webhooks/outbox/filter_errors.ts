@@ -12,16 +12,15 @@ import { isoUtc } from "../../basics/time.ts";
 const MAX_MESSAGE = 1000;
 
 /**
- * Adds one error to each endpoint named (of `companyId`), with its message as the endpoint's last. One statement:
- * each endpoint's row that no other transaction holds is updated, or a row is made when every row is held, so the
- * emitting transaction never waits for another's count (sql/0035).
+ * Adds one error to each endpoint named (of `companyId`; the caller calls only with some), with its message as the
+ * endpoint's last. One statement: each endpoint's row that no other transaction holds is updated, or a row is made when
+ * every row is held, so the emitting transaction never waits for another's count (sql/0035).
  */
 export async function recordFilterErrors(
   tx: SqlOrTransaction,
   companyId: string,
   errors: readonly { endpointId: string; message: string }[],
 ): Promise<void> {
-  if (errors.length === 0) return;
   await tx`
     with e as (
       select * from unnest(${errors.map((e) => e.endpointId)}::uuid[], ${

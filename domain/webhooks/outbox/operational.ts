@@ -37,7 +37,7 @@ export type AttemptTransitions = {
   exhausted: { companyId: string; deliveryId: string }[];
 };
 
-export function noTransitions(t: AttemptTransitions): boolean {
+function noTransitions(t: AttemptTransitions): boolean {
   return t.failing.length === 0 && t.disabled.length === 0 && t.exhausted.length === 0;
 }
 

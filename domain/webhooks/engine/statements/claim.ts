@@ -6,7 +6,7 @@
 import type { Sql } from "../../../infra/db.ts";
 import { type Claim, toClaims } from "./claim_data.ts";
 import { claimedColumns, type ClaimRow, fillSlots } from "./fill_slots.ts";
-import { type Lease, leaseFree, leaseUntil, slotLimit } from "./lease.ts";
+import type { Lease } from "./lease.ts";
 import { notifyWake } from "../../outbox/wake.ts";
 
 /**
@@ -21,14 +21,15 @@ import { notifyWake } from "../../outbox/wake.ts";
  * failover to the synchronous replica keeps.
  */
 export async function claimNext(sql: Sql, endpointId: string, opts: Lease): Promise<Claim | null> {
-  const lease = leaseUntil(sql, opts.leaseMs);
+  const lease = sql`lease_until(${opts.leaseMs})`;
   const [row] = await sql<(ClaimRow & { woken: string })[]>`
     with ep as (
       select * from webhook_endpoints where id = ${endpointId}
     ), free_slot as (
       select s.slot from webhook_slots s
-      where s.endpoint_id = ${endpointId} and s.slot < (select ${slotLimit(sql, "ep")} from ep)
-        and ${leaseFree(sql, "s")}
+      where s.endpoint_id = ${endpointId}
+        and s.slot < (select endpoint_slot_limit(ep.status, ep.delivery_mode, ep.max_concurrency) from ep)
+        and lease_is_free(s.leased_until)
       order by s.slot limit 1
       for update skip locked
     ), slots_to_fill as (
@@ -42,10 +43,10 @@ export async function claimNext(sql: Sql, endpointId: string, opts: Lease): Prom
     ), fan_out as (
       select ${endpointId}::uuid
       from slot_leased ts cross join ep
-      where ts.slot + 1 < ${slotLimit(sql, "ep")} and exists (
+      where ts.slot + 1 < endpoint_slot_limit(ep.status, ep.delivery_mode, ep.max_concurrency) and exists (
         select 1 from webhook_deliveries d
         where d.endpoint_id = ${endpointId} and d.status = 'pending' and d.next_attempt_at <= now()
-          and ${leaseFree(sql, "d")} and d.id not in (select id from leased_records)
+          and lease_is_free(d.leased_until) and d.id not in (select id from leased_records)
       )
     ), woken as (
       select ${notifyWake(sql, sql`select * from fan_out`)} as woken

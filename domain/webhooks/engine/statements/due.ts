@@ -5,7 +5,6 @@
  */
 
 import type { Sql } from "../../../infra/db.ts";
-import { leaseFree } from "./lease.ts";
 import { notifyWake } from "../../outbox/wake.ts";
 
 /** Active endpoints with a pending record due now that nobody holds, and the database's clock. */
@@ -14,7 +13,7 @@ export async function dueEndpoints(sql: Sql): Promise<{ endpointIds: string[]; n
     select e.id, now() as now from (select 1) as one
     left join webhook_endpoints e on e.status = 'active' and exists (
       select 1 from webhook_deliveries d
-      where d.endpoint_id = e.id and d.status = 'pending' and d.next_attempt_at <= now() and ${leaseFree(sql, "d")}
+      where d.endpoint_id = e.id and d.status = 'pending' and d.next_attempt_at <= now() and lease_is_free(d.leased_until)
     )`;
   return { endpointIds: rows.flatMap((r) => r.id ? [r.id] : []), now: rows[0].now };
 }
@@ -38,7 +37,7 @@ export async function wakeDueSince(
       select distinct d.endpoint_id from webhook_deliveries d
       where d.status = 'pending' and d.next_attempt_at <= now()
         and d.next_attempt_at > ${since}::timestamptz - ${OVERLAP_SECONDS} * interval '1 second'
-        and ${leaseFree(sql, "d")}
+        and lease_is_free(d.leased_until)
     ), woken as (
       select ${notifyWake(sql, sql`select endpoint_id from due`)} as woken
     )

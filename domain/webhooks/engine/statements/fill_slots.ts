@@ -6,7 +6,6 @@
 import type postgres from "postgres";
 import type { SqlOrTransaction } from "../../../infra/db.ts";
 import type { EndpointRow } from "../../endpoints/endpoint_row.ts";
-import { leaseFree } from "./lease.ts";
 
 /**
  * Which record a slot carries next, written once for the first claim (claim.ts) and the hand-over after an attempt
@@ -33,7 +32,7 @@ export function fillSlots(sql: SqlOrTransaction, lease: postgres.Fragment, owner
         select c.id, row_number() over (order by c.next_attempt_at, c.id) as rn from (
           select d.id, d.next_attempt_at from webhook_deliveries d
           where w.delivery_mode = 'parallel' and d.endpoint_id = w.endpoint_id and d.status = 'pending'
-            and d.next_attempt_at <= now() and ${leaseFree(sql, "d")} and d.id <> all(w.attempted)
+            and d.next_attempt_at <= now() and lease_is_free(d.leased_until) and d.id <> all(w.attempted)
           order by d.next_attempt_at, d.id limit w.k
           for update skip locked
         ) c
@@ -44,7 +43,7 @@ export function fillSlots(sql: SqlOrTransaction, lease: postgres.Fragment, owner
             and d.endpoint_id = w.endpoint_id and d.status = 'pending' and d.id <> all(w.attempted)
           order by d.id limit 1
         ) h
-        where h.next_attempt_at <= now() and ${leaseFree(sql, "h")}
+        where h.next_attempt_at <= now() and lease_is_free(h.leased_until)
       ) n
     ), next_for_slot as (
       select g.idx, n.id as next_id

@@ -2,7 +2,9 @@
  * Leases: how a drainer holds a concurrency slot of an endpoint and the record it carries, across every process
  * sharing the database (docs/architecture.md, "Leases and slots"). A lease is not a lock held by a connection: it
  * names its holder (`leased_by`, a worker process) and runs out by itself, so a lost connection or a crash never
- * keeps a slot for ever. These are the fragments every statement of this folder shares.
+ * keeps a slot for ever. When a lease is free, until when one runs and how many slots an endpoint has are SQL functions
+ * (`lease_is_free`, `lease_until`, `endpoint_slot_limit`, sql/0036) that every statement of this folder calls on its
+ * own rows; this file holds the lease's length and its holder.
  *
  * Every statement that leases (the claim, claim.ts, and the record statement's hand-over, record.ts) commits
  * synchronously, Postgres' default: its answer comes only once the synchronous replica has the lease on disk, with the
@@ -12,9 +14,6 @@
  * holds no attempt; it is given back when the worker's liveness session opens again (release.ts). docs/production.md,
  * "On a Postgres HA cluster", says what a claim committed asynchronously did at a failover.
  */
-
-import type postgres from "postgres";
-import type { SqlOrTransaction } from "../../../infra/db.ts";
 
 /** Slack beyond the request timeout before a lease (slot and record) counts as abandoned by a crashed worker. */
 export const LEASE_SLACK_MS = 30_000;
@@ -26,20 +25,3 @@ export function leaseMsFor(timeoutMs: number): number {
 
 /** Who leases, for how long: `owner` is the worker process (worker_processes.id), whose crash frees its leases. */
 export type Lease = { leaseMs: number; owner: string };
-
-/** A lease of `ms` milliseconds from now, as SQL. */
-export const leaseUntil = (sql: SqlOrTransaction, ms: number): postgres.Fragment =>
-  sql`now() + ${ms} * interval '1 millisecond'`;
-
-/** How many slots of the endpoint row `ep` may be in use: none once it is disabled, one when it is sequential. */
-export function slotLimit(sql: SqlOrTransaction, ep: string): postgres.Fragment {
-  const e = sql(ep);
-  return sql`case when ${e}.status <> 'active' then 0 when ${e}.delivery_mode = 'sequential' then 1
-    else ${e}.max_concurrency end`;
-}
-
-/** A slot or a record may be leased when nobody holds it, or its holder let the lease run out (a crash). */
-export function leaseFree(sql: SqlOrTransaction, row: string): postgres.Fragment {
-  const r = sql(row);
-  return sql`(${r}.leased_until is null or ${r}.leased_until < now())`;
-}

@@ -1,0 +1,283 @@
+/**
+ * Portal links as a platform and its customer meet them (docs/webhooks.md, "Portal links"): a link made with the API
+ * token, its code exchanged once for a session that sees the company's endpoints and nothing else, the page's framing
+ * policy naming exactly the link's origins, and a code refused once used, expired or revoked.
+ */
+import assert from "node:assert/strict";
+import { verify } from "hono/jwt";
+import { eventually, newCompany, setup, TEST_JWT_SECRET, TEST_TOKENS, type TestContext } from "../support/helpers.ts";
+import { HTML_CSP } from "../../routes/policy/headers.ts";
+import { MAX_KEPT_LINKS, prunePortalLinks } from "../../domain/integrators/portal_links.ts";
+
+const LINKS = "/api/v2/notifications/portal_links";
+const SESSIONS = "/api/v2/notifications/portal_sessions";
+const ENDPOINTS = "/api/v2/notifications/endpoints";
+const UNAUTHORIZED = { errors: { detail: "Unauthorized" } };
+
+/** The code after `#code=` of a link's url. */
+const codeOf = (url: string) => new URL(url).hash.replace(/^#code=/, "");
+
+/** POSTs a code to the exchange, without any bearer, as the console page does. */
+async function exchange(ctx: TestContext, code: string) {
+  const res = await ctx.app.request(SESSIONS, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ code }),
+  });
+  return { status: res.status, body: await res.json(), headers: res.headers };
+}
+
+/** Calls the API with a portal session's token. */
+async function asPortal(ctx: TestContext, jwt: string, method: string, path: string, body?: unknown) {
+  const res = await ctx.app.request(path, {
+    method,
+    headers: { authorization: `Bearer ${jwt}`, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: res.status === 204 ? null : await res.json() };
+}
+
+/** The CSP of a link's console page. */
+async function pagePolicy(ctx: TestContext, id: string): Promise<string> {
+  const res = await ctx.app.request(`/console/portal/${id}`);
+  assert.equal(res.status, 200);
+  assert.match(await res.text(), /<script src="\/console\/portal\.js"><\/script>/);
+  return res.headers.get("content-security-policy")!;
+}
+
+const frameAncestors = (csp: string) => csp.split("; ").find((d) => d.startsWith("frame-ancestors "));
+
+Deno.test("portal links: a platform's customer manages the company's endpoints, once per link", async (t) => {
+  const ctx = await setup("portal_links");
+  try {
+    const platform = await newCompany(ctx);
+    const other = await newCompany(ctx);
+    const own = await platform.post(ENDPOINTS, { url: "https://platform.example/hooks" });
+    const theirs = await other.post(ENDPOINTS, { url: "https://other.example/hooks" });
+    assert.equal(own.status, 201);
+    assert.equal(theirs.status, 201);
+
+    const made = await platform.post(LINKS, {
+      allowed_origins: ["https://App.Example.com/", "https://dash.example.net:8443", "http://127.0.0.1:4001"],
+    });
+    let portalJwt = "";
+
+    await t.step("the platform makes a link: a url with the code after #, origins in their one form", () => {
+      assert.equal(made.status, 201, JSON.stringify(made.body));
+      const link = made.body.data;
+      assert.equal(link.status, "active");
+      assert.deepEqual(link.allowed_origins, [
+        "https://app.example.com",
+        "https://dash.example.net:8443",
+        "http://127.0.0.1:4001",
+      ]);
+      assert.match(link.url, new RegExp(`^http://[^/]+/console/portal/${link.id}#code=plc_[A-Za-z0-9_-]{43}$`));
+      assert.equal(codeOf(link.url), link.code);
+      const expiresIn = (Date.parse(link.expires_at) - Date.now()) / 1000;
+      assert.ok(expiresIn > 590 && expiresIn <= 600, `ten minutes by default, not ${expiresIn} s`);
+      assert.equal(link.session_expires_in, 3600);
+      assert.equal(link.used_at, null);
+      assert.equal(made.headers.get("cache-control"), "no-store");
+    });
+
+    await t.step("only the code's hash is stored", async () => {
+      const [row] = await ctx.sql`select code_hash from portal_links where id = ${made.body.data.id}`;
+      const hash = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(made.body.data.code)));
+      assert.deepEqual(new Uint8Array(row.code_hash), hash);
+    });
+
+    await t.step(
+      "its page may be framed by exactly the link's origins, the rest of the policy as /console's",
+      async () => {
+        const csp = await pagePolicy(ctx, made.body.data.id);
+        assert.equal(
+          frameAncestors(csp),
+          "frame-ancestors https://app.example.com https://dash.example.net:8443 http://127.0.0.1:4001",
+        );
+        const withoutFraming = (p: string) => p.split("; ").filter((d) => !d.startsWith("frame-ancestors ")).join("; ");
+        assert.equal(withoutFraming(csp), withoutFraming(HTML_CSP));
+        const console = await ctx.app.request("/console");
+        assert.equal(frameAncestors(console.headers.get("content-security-policy")!), "frame-ancestors 'none'");
+      },
+    );
+
+    await t.step("the code opens a portal session, whose token no previous release would take", async () => {
+      const opened = await exchange(ctx, made.body.data.code);
+      assert.equal(opened.status, 201, JSON.stringify(opened.body));
+      assert.equal(opened.body.data.portal_link_id, made.body.data.id);
+      const lasts = (Date.parse(opened.body.data.expires_at) - Date.now()) / 1000;
+      assert.ok(lasts > 3590 && lasts <= 3600, `an hour by default, not ${lasts} s`);
+      portalJwt = opened.body.data.jwt;
+      // an instance checking the service's own audience alone (the release before portal links) refuses it
+      await assert.rejects(verify(portalJwt, TEST_JWT_SECRET, { alg: "HS256", aud: TEST_TOKENS.jwtAudience }));
+      const shown = await platform.get(`${LINKS}/${made.body.data.id}`);
+      assert.equal(shown.body.data.status, "used");
+      assert.ok(shown.body.data.used_at);
+      assert.equal(shown.body.data.session_expires_at, opened.body.data.expires_at);
+      assert.equal(shown.body.data.code, undefined, "the code is shown once");
+    });
+
+    await t.step("the session sees and manages the company's endpoints, and nobody else's", async () => {
+      const listed = await asPortal(ctx, portalJwt, "GET", ENDPOINTS);
+      assert.equal(listed.status, 200);
+      assert.deepEqual(listed.body.data.map((e: { id: string }) => e.id), [own.body.data.id]);
+      assert.equal((await asPortal(ctx, portalJwt, "GET", `${ENDPOINTS}/${theirs.body.data.id}`)).status, 404);
+      const added = await asPortal(ctx, portalJwt, "POST", ENDPOINTS, { url: "https://platform.example/more" });
+      assert.equal(added.status, 201, JSON.stringify(added.body));
+      const updated = await asPortal(ctx, portalJwt, "PUT", `${ENDPOINTS}/${added.body.data.id}`, {
+        enabled_events: ["identified"],
+      });
+      assert.equal(updated.status, 200);
+      assert.equal((await asPortal(ctx, portalJwt, "GET", "/api/v2/notifications/events")).status, 200);
+      assert.equal((await asPortal(ctx, portalJwt, "GET", "/api/v2/notifications/event_types")).status, 200);
+      assert.equal((await platform.get(ENDPOINTS)).body.data.length, 2, "the platform sees what its customer added");
+    });
+
+    await t.step("outside the webhook routes the session is refused with 403, portal links included", async () => {
+      const forbidden = {
+        status: 403,
+        body: {
+          errors: { detail: "A portal session may only manage the company's webhook endpoints and their deliveries" },
+        },
+      };
+      assert.deepEqual(await asPortal(ctx, portalJwt, "GET", "/api/v1/subject/people"), forbidden);
+      assert.deepEqual(await asPortal(ctx, portalJwt, "GET", "/api/v1/transactions"), forbidden);
+      assert.deepEqual(await asPortal(ctx, portalJwt, "POST", LINKS, {}), forbidden);
+      assert.deepEqual(await asPortal(ctx, portalJwt, "DELETE", `${LINKS}/${made.body.data.id}`), forbidden);
+    });
+
+    await t.step("a used code is refused, as an unknown one is", async () => {
+      const again = await exchange(ctx, made.body.data.code);
+      assert.deepEqual({ status: again.status, body: again.body }, { status: 401, body: UNAUTHORIZED });
+      const unknown = await exchange(ctx, `plc_${"A".repeat(43)}`);
+      assert.deepEqual({ status: unknown.status, body: unknown.body }, { status: 401, body: UNAUTHORIZED });
+      // the used link's page can still be framed while its session lasts: the customer may reload it
+      assert.match(frameAncestors(await pagePolicy(ctx, made.body.data.id))!, /https:\/\/app\.example\.com/);
+    });
+
+    await t.step("of two exchanges of one code at once, one opens a session", async () => {
+      const link = (await platform.post(LINKS, {})).body.data;
+      const both = await Promise.all([exchange(ctx, link.code), exchange(ctx, link.code)]);
+      assert.deepEqual(both.map((r) => r.status).sort(), [201, 401]);
+      const [{ sessions }] = await ctx.sql`
+        select count(*)::int as sessions from sessions
+        where id = (select session_id from portal_links where id = ${link.id})`;
+      assert.equal(sessions, 1);
+    });
+
+    await t.step("an expired code is refused, and its page may be framed by nobody", async () => {
+      const link = (await platform.post(LINKS, { allowed_origins: ["https://app.example.com"], expires_in: 30 }))
+        .body.data;
+      assert.ok(Date.parse(link.expires_at) - Date.now() <= 30_000);
+      await ctx.sql`update portal_links set expires_at = now() - interval '1 second' where id = ${link.id}`;
+      const late = await exchange(ctx, link.code);
+      assert.deepEqual({ status: late.status, body: late.body }, { status: 401, body: UNAUTHORIZED });
+      assert.equal((await platform.get(`${LINKS}/${link.id}`)).body.data.status, "expired");
+      assert.equal(frameAncestors(await pagePolicy(ctx, link.id)), "frame-ancestors 'none'");
+    });
+
+    await t.step("another company cannot see or revoke the link: 404, and it still opens", async () => {
+      const link = (await platform.post(LINKS, {})).body.data;
+      assert.equal((await other.get(`${LINKS}/${link.id}`)).status, 404);
+      assert.equal((await other.delete(`${LINKS}/${link.id}`)).status, 404);
+      assert.equal((await platform.get(`${LINKS}/${link.id}`)).body.data.status, "active");
+      assert.equal((await exchange(ctx, link.code)).status, 201);
+    });
+
+    await t.step("a revoked code is refused", async () => {
+      const link = (await platform.post(LINKS, { allowed_origins: ["https://app.example.com"] })).body.data;
+      const revoked = await platform.delete(`${LINKS}/${link.id}`);
+      assert.equal(revoked.status, 200);
+      assert.equal(revoked.body.data.status, "revoked");
+      assert.ok(revoked.body.data.revoked_at);
+      const late = await exchange(ctx, link.code);
+      assert.deepEqual({ status: late.status, body: late.body }, { status: 401, body: UNAUTHORIZED });
+      assert.equal(frameAncestors(await pagePolicy(ctx, link.id)), "frame-ancestors 'none'");
+      const twice = await platform.delete(`${LINKS}/${link.id}`);
+      assert.equal(twice.body.data.revoked_at, revoked.body.data.revoked_at, "revoking again changes nothing");
+    });
+
+    await t.step("revoking a used link ends its session at once", async () => {
+      assert.equal((await asPortal(ctx, portalJwt, "GET", ENDPOINTS)).status, 200);
+      assert.equal((await platform.delete(`${LINKS}/${made.body.data.id}`)).status, 200);
+      await eventually(
+        "the portal token to be refused",
+        async () => (await asPortal(ctx, portalJwt, "GET", ENDPOINTS)).status === 401,
+        1000,
+        5,
+      );
+      assert.equal(frameAncestors(await pagePolicy(ctx, made.body.data.id)), "frame-ancestors 'none'");
+    });
+
+    await t.step("a portal session signs out like a user's", async () => {
+      const link = (await platform.post(LINKS, {})).body.data;
+      const { jwt } = (await exchange(ctx, link.code)).body.data;
+      assert.equal((await asPortal(ctx, jwt, "POST", "/api/v1/sign_out")).status, 204);
+      await eventually(
+        "the signed-out token to be refused",
+        async () => (await asPortal(ctx, jwt, "GET", ENDPOINTS)).status === 401,
+        1000,
+        5,
+      );
+    });
+
+    await t.step("origins and lifetimes out of bounds are refused, each named", async () => {
+      const refused = await platform.post(LINKS, {
+        allowed_origins: ["https://ok.example", "http://app.example.com", "https://app.example.com/embed", "*"],
+        expires_in: 7200,
+      });
+      assert.equal(refused.status, 422, JSON.stringify(refused.body));
+      assert.deepEqual(Object.keys(refused.body.errors).sort(), ["allowed_origins", "expires_in"], "all at once");
+      assert.deepEqual(Object.keys(refused.body.errors.allowed_origins), ["1", "2", "3"]);
+      assert.match(refused.body.errors.allowed_origins["1"][0], /^must use https/);
+      assert.match(refused.body.errors.allowed_origins["2"][0], /^has invalid format: expected an https origin/);
+      const origins = await platform.post(LINKS, { allowed_origins: ["https://ok.example", 42, "http://x.example"] });
+      assert.equal(origins.status, 422);
+      assert.deepEqual(Object.keys(origins.body.errors.allowed_origins), ["1", "2"]);
+    });
+
+    await t.step(
+      "links are kept until a day after their session ends, and a company keeps a bounded number",
+      async () => {
+        const company = await newCompany(ctx);
+        const kept = async () =>
+          (await ctx.sql`select count(*)::int as n from portal_links where company_id = ${company.id}`)[0].n;
+        assert.equal((await company.post(LINKS, {})).status, 201);
+        // as if made long ago: one never used, one whose session ended two days ago, one whose session still runs
+        await ctx.sql`
+        insert into portal_links (id, company_id, code_hash, expires_at, session_seconds, used_at, session_expires_at)
+        select gen_random_uuid(), ${company.id}, sha256(convert_to(g::text, 'UTF8')), now() - interval '3 days', 3600,
+               case when g > 1 then now() - interval '3 days' end,
+               case g when 2 then now() - interval '2 days' when 3 then now() + interval '1 hour' end
+        from generate_series(1, 3) as g`;
+        assert.equal(await kept(), 4);
+        while (await prunePortalLinks(ctx.sql) > 0) { /* other tests' links are young: this ends */ }
+        assert.equal(
+          await kept(),
+          2,
+          "the unused one and the ended session's go; the running session's and today's stay",
+        );
+        await ctx.sql`
+        insert into portal_links (id, company_id, code_hash, expires_at, session_seconds)
+        select gen_random_uuid(), ${company.id}, sha256(convert_to(g::text || ${company.id}, 'UTF8')),
+               now() + interval '10 minutes', 3600
+        from generate_series(1, ${MAX_KEPT_LINKS - 2}) as g`;
+        const refused = await company.post(LINKS, {});
+        assert.equal(refused.status, 422);
+        assert.match(refused.body.errors.detail, /^quota exceeded: at most 10000 portal links per company/);
+        assert.equal((await platform.post(LINKS, {})).status, 201, "another company is not held back");
+      },
+    );
+
+    await t.step("guessing codes from one address is throttled like failed sign-ins", async () => {
+      let answer = { status: 0, headers: new Headers() };
+      for (let i = 0; i < 12 && answer.status !== 429; i++) answer = await exchange(ctx, `plc_${"B".repeat(43)}`);
+      assert.equal(answer.status, 429);
+      assert.ok(Number(answer.headers.get("retry-after")) > 0);
+      const link = (await platform.post(LINKS, {})).body.data;
+      assert.equal((await exchange(ctx, link.code)).status, 429, "that address waits, even with a good code");
+    });
+  } finally {
+    await ctx.close();
+  }
+});
