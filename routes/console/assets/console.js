@@ -134,7 +134,7 @@ function signOut() {
   $("delivery").hidden = true;
   // nor the page or the search this one had open
   clearSearch();
-  if (location.hash) history.replaceState(null, "", location.pathname);
+  if (location.hash) history.replaceState(null, "", location.pathname + location.search);
   route();
   showApp(false);
 }
