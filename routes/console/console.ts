@@ -1,4 +1,4 @@
-/** The integrator console's routes: `/console`, the page rendered once when the app is built, and its two assets. */
+/** The integrator console's routes: `/console`, the page rendered once when the app is built, and its assets. */
 
 import { Hono } from "hono";
 import { notFound } from "../../domain/basics/errors.ts";
@@ -7,12 +7,14 @@ import { ConsolePage } from "./page.tsx";
 
 const ASSETS: Record<string, string> = {
   "console.js": "application/javascript; charset=utf-8",
+  "chart.js": "application/javascript; charset=utf-8",
   "console.css": "text/css; charset=utf-8",
 };
 
 /**
- * The integrator console at /console: one page rendered on the server and its two assets, served from the
- * repository. Everything it does goes through the public API with the signed-in user's token.
+ * The integrator console at /console: one page rendered on the server and its assets (a script module, the chart's
+ * hourly buckets it imports, a stylesheet), served from the repository. Everything it does goes through the public
+ * API with the signed-in user's token.
  */
 export function consoleRoutes() {
   const page = "<!doctype html>" + String(ConsolePage());

@@ -1,7 +1,8 @@
 /**
  * The console's one page, rendered here; `assets/console.js` signs in, calls the public API with the token it keeps
- * for the tab (never in a URL, never in localStorage) and fills the tables (README, Integrator console). Every look
- * is in `assets/console.css`: the page carries classes, never a style attribute, which the policy would refuse.
+ * for the tab (never in a URL, never in localStorage), fills the tables and shows one view at a time: the overview,
+ * the delivery log, one endpoint's page, the catalogue (README, Integrator console). Every look is in
+ * `assets/console.css`: the page carries classes, never a style attribute, which the policy would refuse.
  */
 
 import type { FC } from "hono/jsx";
@@ -58,7 +59,10 @@ const SignIn = () => (
   </section>
 );
 
-/** What needs doing first: counts up front, then one line per endpoint that has failed deliveries or is disabled. */
+/**
+ * What needs doing first: counts up front, then one line per endpoint that has failed deliveries, deliveries being
+ * retried after a failed attempt, or is disabled.
+ */
 const Attention = () => (
   <section id="attention" class="card" aria-labelledby="attention-title">
     <div class="heading">
@@ -85,7 +89,7 @@ const Attention = () => (
     </dl>
     <ul id="attention-list" class="attention"></ul>
     <p id="attention-empty" class="empty ok" hidden>
-      Nothing needs attention: every endpoint is active and no delivery has failed.
+      Nothing needs attention: every endpoint is active, no delivery has failed and none is being retried.
     </p>
   </section>
 );
@@ -95,63 +99,74 @@ const Endpoints = () => (
     <h2 id="endpoints-title">Endpoints</h2>
     <Table
       caption="Your endpoints"
-      columns={["URL", "Mode", "Status", "Deliveries", "Last 24 h", "Actions"]}
+      columns={["URL", "Settings", "Status", "Deliveries", "Last 24 h", "Actions"]}
       body="endpoint-rows"
       empty="No endpoint yet. Add the URL where your server receives webhooks below, then send it a test event to check that it answers 2xx."
     />
-    <p id="endpoint-secret" class="secret" role="status" hidden></p>
-    <form id="endpoint-form" class="panel">
-      <h3 id="endpoint-form-title">Add an endpoint</h3>
-      <input type="hidden" id="endpoint-id" name="id" />
-      <div class="fields">
-        <Field id="endpoint-url" label="URL" wide>
-          <input id="endpoint-url" name="url" type="url" required placeholder="https://example.com/webhooks" />
-        </Field>
-        <Field id="endpoint-mode" label="Delivery mode">
-          <select id="endpoint-mode" name="delivery_mode">
-            <option value="parallel">parallel</option>
-            <option value="sequential">sequential</option>
-          </select>
-        </Field>
-        <Field id="endpoint-scheme" label="Signatures">
-          <select id="endpoint-scheme" name="signature_scheme">
-            <option value="hmac-sha256">hmac-sha256 (shared secret)</option>
-            <option value="ed25519">ed25519 (public key)</option>
-          </select>
-        </Field>
-        <Field id="endpoint-events" label="Event types" hint="Comma separated; * for all">
-          <input id="endpoint-events" name="enabled_events" value="*" aria-describedby="endpoint-events-hint" />
-        </Field>
-        <Field id="endpoint-filter" label="Filter (CEL)" hint="Only events for which it is true; empty for all" wide>
-          <input
-            id="endpoint-filter"
-            name="filter"
-            placeholder='data.currency == "BRL" && double(data.value) > 1000.0'
-            aria-describedby="endpoint-filter-hint"
-          />
-        </Field>
-      </div>
-      <button type="submit" id="endpoint-save" class="primary">Create endpoint</button>
-      <button type="reset" id="endpoint-cancel">Clear</button>
-    </form>
-    <form id="recover-form" class="panel">
-      <h3>Send failed deliveries again</h3>
-      <div class="fields">
-        <Field id="recover-endpoint" label="Send failed deliveries again, for endpoint" wide>
-          <select id="recover-endpoint" name="endpoint" required></select>
-        </Field>
-        <Field id="recover-since" label="Failed since (UTC)">
-          <input id="recover-since" name="since" type="datetime-local" required />
-        </Field>
-        <Field id="recover-skipped" label="Events it missed while disabled">
-          <select id="recover-skipped" name="include_skipped">
-            <option value="">Leave them</option>
-            <option value="true">Send them too, in order</option>
-          </select>
-        </Field>
-      </div>
-      <button type="submit" class="primary">Recover</button>
-    </form>
+    <div id="endpoint-secret-home">
+      <p id="endpoint-secret" class="secret" role="status" hidden></p>
+    </div>
+    {/* the forms fold away, so the overview is the list first; open when there is no endpoint yet, or one is edited */}
+    <details id="endpoint-form-panel" class="panel">
+      <summary>
+        <h3 id="endpoint-form-title">Add an endpoint</h3>
+      </summary>
+      <form id="endpoint-form">
+        <input type="hidden" id="endpoint-id" name="id" />
+        <div class="fields">
+          <Field id="endpoint-url" label="URL" wide>
+            <input id="endpoint-url" name="url" type="url" required placeholder="https://example.com/webhooks" />
+          </Field>
+          <Field id="endpoint-mode" label="Delivery mode">
+            <select id="endpoint-mode" name="delivery_mode">
+              <option value="parallel">parallel</option>
+              <option value="sequential">sequential</option>
+            </select>
+          </Field>
+          <Field id="endpoint-scheme" label="Signatures">
+            <select id="endpoint-scheme" name="signature_scheme">
+              <option value="hmac-sha256">hmac-sha256 (shared secret)</option>
+              <option value="ed25519">ed25519 (public key)</option>
+            </select>
+          </Field>
+          <Field id="endpoint-events" label="Event types" hint="Comma separated; * for all">
+            <input id="endpoint-events" name="enabled_events" value="*" aria-describedby="endpoint-events-hint" />
+          </Field>
+          <Field id="endpoint-filter" label="Filter (CEL)" hint="Only events for which it is true; empty for all" wide>
+            <input
+              id="endpoint-filter"
+              name="filter"
+              placeholder='data.currency == "BRL" && double(data.value) > 1000.0'
+              aria-describedby="endpoint-filter-hint"
+            />
+          </Field>
+        </div>
+        <button type="submit" id="endpoint-save" class="primary">Create endpoint</button>
+        <button type="reset" id="endpoint-cancel">Clear</button>
+      </form>
+    </details>
+    <details id="recover-panel" class="panel">
+      <summary>
+        <h3>Send failed deliveries again</h3>
+      </summary>
+      <form id="recover-form">
+        <div class="fields">
+          <Field id="recover-endpoint" label="Send failed deliveries again, for endpoint" wide>
+            <select id="recover-endpoint" name="endpoint" required></select>
+          </Field>
+          <Field id="recover-since" label="Failed since (UTC)">
+            <input id="recover-since" name="since" type="datetime-local" required />
+          </Field>
+          <Field id="recover-skipped" label="Events it missed while disabled">
+            <select id="recover-skipped" name="include_skipped">
+              <option value="">Leave them</option>
+              <option value="true">Send them too, in order</option>
+            </select>
+          </Field>
+        </div>
+        <button type="submit" class="primary">Recover</button>
+      </form>
+    </details>
   </section>
 );
 
@@ -165,6 +180,7 @@ const Legend = () => (
 const Deliveries = () => (
   <section id="deliveries" class="card" aria-labelledby="deliveries-title">
     <h2 id="deliveries-title">Delivery log</h2>
+    <SearchResult />
     <figure class="chart">
       <svg
         id="chart"
@@ -179,12 +195,12 @@ const Deliveries = () => (
         <line class="baseline" x1="0" y1="119.5" x2="480" y2="119.5" />
       </svg>
       <p class="axis" aria-hidden="true">
-        <span>24 h ago</span>
-        <span>12 h ago</span>
+        <span id="axis-start">24 h ago</span>
+        <span id="axis-middle">12 h ago</span>
         <span>now</span>
       </p>
       <figcaption>
-        Last 24 hours, per hour: <Legend />
+        Last 24 whole hours (UTC), per hour: <Legend />
         <span id="chart-empty" class="muted" hidden>No delivery in the last 24 hours.</span>
       </figcaption>
     </figure>
@@ -224,6 +240,16 @@ const Deliveries = () => (
       empty="No delivery yet. Create an endpoint and send it a test event: its delivery shows here."
     />
     <button type="button" id="next-page" hidden>Older deliveries</button>
+    <div id="log-delivery-slot"></div>
+  </section>
+);
+
+/**
+ * One delivery and its attempts, opened from a list: the script moves it under the list it was opened from (the log's
+ * or an endpoint's), so it is written once.
+ */
+const Delivery = () => (
+  <div id="delivery-home">
     <section id="delivery" class="panel detail" aria-labelledby="delivery-title" hidden>
       <h3 id="delivery-title" tabindex={-1}>Delivery</h3>
       <dl id="delivery-facts" class="facts"></dl>
@@ -238,6 +264,46 @@ const Deliveries = () => (
         empty="No attempt yet: the first is made as soon as a worker takes the delivery."
       />
     </section>
+  </div>
+);
+
+/** The log's search result: what the id searched for is, above its records. */
+const SearchResult = () => (
+  <div id="search-result" class="panel search-result" role="status" hidden>
+    <p id="search-summary"></p>
+    <button type="button" id="search-clear">Clear search</button>
+  </div>
+);
+
+/** One endpoint's page (`#endpoint/<id>`): its settings, its last 24 hours, its deliveries and their attempts. */
+const EndpointPage = () => (
+  <section id="endpoint-page" class="card" aria-labelledby="endpoint-title">
+    <p class="crumbs">
+      <a href="#overview">All endpoints</a>
+    </p>
+    <p id="endpoint-missing" class="empty" hidden>
+      No endpoint of yours has this id. Pick one from the list of endpoints.
+    </p>
+    <div id="endpoint-found">
+      <h2 id="endpoint-title" class="url" tabindex={-1}>Endpoint</h2>
+      <p id="endpoint-status"></p>
+      <p id="endpoint-actions" class="row-actions"></p>
+      <div id="endpoint-secret-slot"></div>
+      <h3>Settings</h3>
+      <dl id="endpoint-settings" class="facts"></dl>
+      <h3>Last 24 hours</h3>
+      <dl id="endpoint-stats" class="stats"></dl>
+      <p id="endpoint-notes" class="notes" hidden></p>
+      <h3>Deliveries</h3>
+      <Table
+        caption="This endpoint's deliveries, newest first"
+        columns={["When", "Type", "Status", "Attempts"]}
+        body="endpoint-delivery-rows"
+        empty="No delivery to this endpoint yet. Send it a test event: its delivery shows here."
+      />
+      <button type="button" id="endpoint-next-page" hidden>Older deliveries</button>
+      <div id="endpoint-delivery-slot"></div>
+    </div>
   </section>
 );
 
@@ -264,27 +330,49 @@ export const ConsolePage = () => (
       <meta name="color-scheme" content="light dark" />
       <title>Payments console</title>
       <link rel="stylesheet" href="/console/assets/console.css" />
-      <script src="/console/assets/console.js" defer></script>
+      <script src="/console/assets/console.js" type="module"></script>
     </head>
     <body>
       <header class="top">
         <div class="bar">
           <h1 class="brand">Payments console</h1>
           <nav id="app-nav" aria-label="Console" hidden>
-            <a href="#attention">Attention</a> <a href="#endpoints">Endpoints</a> <a href="#deliveries">Delivery log</a>
+            <a href="#overview">Overview</a> <a href="#log">Delivery log</a> <a href="#catalogue">Event catalogue</a>
             {" "}
-            <a href="#catalogue">Event catalogue</a> <button type="button" id="sign-out">Sign out</button>
+            <button type="button" id="sign-out">Sign out</button>
           </nav>
+          <form id="search" role="search" class="search" hidden>
+            <label for="search-id">Search by id</label>
+            <input
+              id="search-id"
+              name="id"
+              placeholder="event, delivery or transaction id"
+              autocomplete="off"
+              spellcheck={false}
+              required
+            />
+            <button type="submit">Search</button>
+          </form>
         </div>
       </header>
       <main>
         <SignIn />
         <div id="app" hidden>
           <p id="notice" role="status"></p>
-          <Attention />
-          <Endpoints />
-          <Deliveries />
-          <Catalogue />
+          <div id="view-overview">
+            <Attention />
+            <Endpoints />
+          </div>
+          <div id="view-log" hidden>
+            <Deliveries />
+          </div>
+          <div id="view-endpoint" hidden>
+            <EndpointPage />
+          </div>
+          <div id="view-catalogue" hidden>
+            <Catalogue />
+          </div>
+          <Delivery />
         </div>
       </main>
     </body>

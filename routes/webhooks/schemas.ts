@@ -10,6 +10,7 @@ import { SIGNATURE_SCHEMES } from "../../domain/webhooks/endpoints/endpoint_row.
 import { MAX_FILTER_LENGTH } from "../../domain/webhooks/outbox/filters.ts";
 import type { TimeBound } from "../../domain/webhooks/endpoints/deliveries.ts";
 import { REPLAY_LIMIT } from "../../domain/webhooks/outbox/replay.ts";
+import { TRANSACTION_SEARCH_EVENTS } from "../../domain/webhooks/outbox/event_search.ts";
 import { UUID_RE } from "../../domain/basics/ids.ts";
 import { requiredText, uuid } from "../openapi/schemas.ts";
 
@@ -255,6 +256,12 @@ export const EventsQuery = z.object({
     description: `One event type or a comma-separated list of them: ${EVENT_TYPES.join(", ")}`,
   }),
   endpoint_id: queryUuid.optional().openapi({ description: "Only records of this endpoint" }),
+  event_id: queryUuid.optional().openapi({ description: "Only records of this event (one per endpoint it went to)" }),
+  transaction_id: queryUuid.optional().openapi({
+    description: "Only records of events whose data names this transaction (`transaction_id` or `transaction_ids`), " +
+      `among the company's first ${TRANSACTION_SEARCH_EVENTS} events from the transaction's creation on ` +
+      "(docs/webhooks.md, Search by event or transaction id)",
+  }),
   from: timeBound.optional().openapi({ description: "Inclusive, UTC; YYYY-MM-DD or a full datetime" }),
   to: timeBound.optional().openapi({ description: "Inclusive, UTC; YYYY-MM-DD (the whole day) or a full datetime" }),
 });

@@ -1,80 +1,28 @@
 /// <reference lib="dom" />
+/**
+ * The console's first story in a real browser: sign in, an endpoint, a delivery that fails and one retried by hand,
+ * rotate, disable, enable and recover, at 1280 and 360 px, with axe-core and the page's policy watched throughout.
+ * The endpoint page, the search, the attention states and the chart are console_pages_test.ts's.
+ */
 // The functions handed to page.evaluate run in the browser: they are typed against the DOM.
 import assert from "node:assert/strict";
-import puppeteer, { type Page } from "puppeteer-core";
-import axe from "axe-core";
 import { createUser } from "../../domain/integrators/users.ts";
 import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
 import { freePort } from "../support/free_port.ts";
 import { signToken } from "../../domain/integrators/tokens.ts";
 import { eventually, setup, TEST_TOKENS } from "../support/helpers.ts";
 import { startReceiver } from "../support/webhook_receiver.ts";
-
-/** Debian's chromium; CHROMIUM_PATH for another. The browser tests run wherever one is installed (.ci/run installs it). */
-const CHROMIUM = Deno.env.get("CHROMIUM_PATH") ?? "/usr/bin/chromium";
-const haveChromium = await Deno.stat(CHROMIUM).then(() => true, () => false);
-/** CONSOLE_SCREENSHOTS=1 writes the README's screenshots into docs/, each at 1280 and at 360 px wide. */
-const SCREENSHOTS = Deno.env.get("CONSOLE_SCREENSHOTS") === "1";
-const docs = new URL("../../docs/", import.meta.url).pathname;
-
-/** The rows of a table body as arrays of cell texts. */
-function rows(page: Page, tbody: string): Promise<string[][]> {
-  return page.$$eval(`#${tbody} tr`, (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent ?? "")));
-}
-
-/** Clicks a button by its exact text inside `scope`. */
-async function click(page: Page, scope: string, label: string) {
-  const clicked = await page.$$eval(`${scope} button`, (buttons, label) => {
-    const b = buttons.find((b) => b.textContent === label) as HTMLButtonElement | undefined;
-    b?.click();
-    return Boolean(b);
-  }, label);
-  assert.ok(clicked, `a "${label}" button in ${scope}`);
-}
-
-/** Filters the delivery log and waits for its answer: until then the rows are the previous filter's. */
-async function filter(page: Page) {
-  await click(page, "#filters", "Filter");
-  await page.waitForFunction(() => !document.querySelector("#delivery-rows-table[aria-busy]"), { timeout: 5_000 });
-}
-
-/**
- * axe-core run on the page as it is: its source is evaluated over the DevTools protocol, which the page's
- * Content-Security-Policy does not apply to (a <script> tag with it inline would be refused, and counted as a violation
- * below). Answers every violation as "impact rule: help (where)".
- */
-async function accessibility(page: Page): Promise<{ impact: string; line: string }[]> {
-  if (!await page.evaluate(() => "axe" in globalThis)) await page.evaluate(axe.source);
-  const found = await page.evaluate(async () => {
-    const { axe: engine } = globalThis as unknown as { axe: typeof axe };
-    const { violations } = await engine.run(document, { resultTypes: ["violations"] });
-    return violations.map((v) => ({
-      impact: v.impact ?? "none",
-      line: `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join(", ")})`,
-    }));
-  });
-  return found;
-}
-
-/** Fails on any serious or critical violation, naming each. */
-async function assertAccessible(page: Page, where: string) {
-  const found = await accessibility(page);
-  const blocking = found.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => v.line);
-  assert.deepEqual(blocking, [], `axe-core on ${where}:\n${blocking.join("\n")}`);
-}
-
-/**
- * The README's screenshot `name`, at a phone's width (`-360`) and then at a laptop's, where the rest of the test goes
- * on; `at` is scrolled into view first. Viewport pixels only (no device scale), so the files stay small.
- */
-async function screenshot(page: Page, name: string, at?: string) {
-  if (!SCREENSHOTS) return;
-  for (const [width, height, suffix] of [[360, 740, "-360"], [1280, 860, ""]] as const) {
-    await page.setViewport({ width, height });
-    if (at) await page.$eval(at, (el) => el.scrollIntoView());
-    await page.screenshot({ path: `${docs}console-${name}${suffix}.png` });
-  }
-}
+import {
+  assertAccessible,
+  click,
+  filter,
+  fontDependentMarks,
+  haveChromium,
+  launchBrowser,
+  rows,
+  screenshot,
+  view,
+} from "../support/console_page.ts";
 
 Deno.test({
   name: "the console in a real browser: sign in, an endpoint, a delivery that fails, a retry that succeeds",
@@ -93,10 +41,7 @@ Deno.test({
     const companyId = crypto.randomUUID();
     const created = await createUser(ctx.sql, { companyId, username: `console-${companyId.slice(0, 8)}` });
     assert.ok("password" in created);
-    const browser = await puppeteer.launch({
-      executablePath: CHROMIUM,
-      args: ["--no-sandbox", "--headless=new", "--disable-gpu"],
-    });
+    const browser = await launchBrowser();
     const page = await browser.newPage();
     await page.setViewport({ width: 1280, height: 860 });
     const elsewhere: string[] = [];
@@ -157,8 +102,10 @@ Deno.test({
         await page.type("#endpoint-url", `${rx.url}/console`);
         await click(page, "#endpoint-form", "Create endpoint");
         await page.waitForFunction(() => document.querySelectorAll("#endpoint-rows tr").length === 1);
-        const [[url, mode, status]] = await rows(page, "endpoint-rows");
-        assert.deepEqual([url, mode, status], [`${rx.url}/console`, "parallel", "active"]);
+        const [[url, settings, status]] = await rows(page, "endpoint-rows");
+        assert.deepEqual([url, status], [`${rx.url}/console`, "active"]);
+        // its delivery mode, signature scheme and subscribed event types, a line each
+        assert.equal(settings, "parallelhmac-sha256, shared secretevery event type");
         assert.match(await page.$eval("#endpoint-secret", (el) => el.textContent!), /shown once.*: [0-9a-f]{64}$/);
       });
 
@@ -208,6 +155,16 @@ Deno.test({
         await assertAccessible(page, "the console, dark, a delivery open");
         await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "light" }]);
         await screenshot(page, "delivery", "#delivery-rows-table");
+        // being retried, it needs attention: not "Nothing needs attention"
+        await click(page, "#attention", "Refresh");
+        await page.waitForFunction(() => document.getElementById("attention-list")!.textContent!.includes("retrying"), {
+          timeout: 5_000,
+        });
+        assert.match(
+          await page.$eval("#attention-list", (el) => el.textContent!),
+          /1 retrying after a failed attempt \(HTTP 500\), next attempt \d\d:\d\d UTC/,
+        );
+        assert.equal(await page.$eval("#attention-empty", (el) => (el as HTMLElement).hidden), true);
       });
 
       await t.step(
@@ -278,6 +235,7 @@ Deno.test({
         failing = false;
         await click(page, "#endpoint-rows", "Enable");
         await eventually("listed as active", async () => (await rows(page, "endpoint-rows"))[0]?.[2] === "active");
+        await view(page, "#overview");
         await screenshot(page, "endpoints", "body");
         // counted up front, on the endpoint's row and in what needs attention, which shows it in the log
         assert.match((await rows(page, "endpoint-rows"))[0][3], /^1 failed/);
@@ -343,6 +301,7 @@ Deno.test({
         await assertAccessible(page, "the console at 360 px");
         await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "dark" }]);
         await assertAccessible(page, "the console at 360 px, dark");
+        assert.deepEqual(await fontDependentMarks(page), []);
         assert.deepEqual(elsewhere, []);
         assert.deepEqual(violations, []);
         assert.deepEqual(pageErrors, []);

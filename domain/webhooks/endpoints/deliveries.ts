@@ -10,6 +10,7 @@ import { wakeEndpoints } from "../outbox/wake.ts";
 import { catalogueEntry } from "../outbox/catalogue.ts";
 import { eventData } from "../outbox/event_data.ts";
 import { emitEvent, enables, EVENT_TYPES, type EventType } from "../outbox/events.ts";
+import { findEvent, findTransactionEvents, type FoundEvent } from "../outbox/event_search.ts";
 import { REPLAY_LIMIT, type ReplayEndpoint, replaySkipped } from "../outbox/replay.ts";
 
 export const DEFAULT_PER_PAGE = 20;
@@ -86,7 +87,26 @@ export type EventsFilter = {
   endpoint_id?: string;
   from?: TimeBound;
   to?: TimeBound;
+  /** The records of this event (one per endpoint it went to). */
+  event_id?: string;
+  /** The records of the events whose data names this transaction (event_search.ts). */
+  transaction_id?: string;
 };
+
+/**
+ * The events the `event_id` and `transaction_id` filters allow, when either is given (both: the events that match
+ * both); undefined when neither is.
+ */
+async function searchedEvents(sql: Sql, companyId: string, f: EventsFilter): Promise<FoundEvent[] | undefined> {
+  if (!f.event_id && !f.transaction_id) return undefined;
+  const [byEvent, byTransaction] = await Promise.all([
+    f.event_id ? findEvent(sql, companyId, f.event_id) : undefined,
+    f.transaction_id ? findTransactionEvents(sql, companyId, f.transaction_id) : undefined,
+  ]);
+  if (!byEvent) return byTransaction;
+  if (!byTransaction) return byEvent;
+  return byEvent.filter((e) => byTransaction.some((t) => t.id === e.id));
+}
 
 /**
  * A page of delivery records ordered by (inserted_at, id), newest first unless `order_by=asc`; `last_id` continues
@@ -95,6 +115,14 @@ export type EventsFilter = {
 export async function listDeliveries(sql: Sql, companyId: string, f: EventsFilter): Promise<DeliveryRow[]> {
   const desc = f.order_by !== "asc";
   const conds = [sql`d.company_id = ${companyId}`];
+  const found = await searchedEvents(sql, companyId, f);
+  if (found?.length === 0) return [];
+  if (found) {
+    // the records' instants are their events': the company index finds them by those. Sent as text[]: a timestamptz[]
+    // parameter is bound as Dates by the driver, which drops the microseconds
+    conds.push(sql`d.inserted_at = any(${found.map((e) => e.instant)}::text[]::timestamptz[])`);
+    conds.push(sql`d.event_id = any(${found.map((e) => e.id)}::uuid[])`);
+  }
   if (f.status) conds.push(sql`d.status = ${f.status}`);
   if (f.type) conds.push(sql`d.type = any(${f.type}::text[])`);
   if (f.endpoint_id) conds.push(sql`d.endpoint_id = ${f.endpoint_id}`);

@@ -1,6 +1,7 @@
 // The integrator console (README, Integrator console). Every action is a call to the public API with the signed-in
-// user's token, which lives in this tab's sessionStorage: never in a URL, never in localStorage.
-"use strict";
+// user's token, which lives in this tab's sessionStorage: never in a URL, never in localStorage. A module: it imports
+// the chart's hourly buckets (chart.js), which a unit test reads without a browser.
+import { countByHour, hourBuckets } from "./chart.js";
 
 const TOKEN = "payments-console-token";
 const $ = (id) => document.getElementById(id);
@@ -84,12 +85,45 @@ const run = (action) => async (event) => {
   }
 };
 
+// --- views: the overview (what needs attention, the endpoints), the delivery log, one endpoint, the catalogue; the
+// address's fragment names the view (`#log`, `#endpoint/<id>`), so Back and a bookmark work and the page stays short
+const VIEWS = ["overview", "log", "endpoint", "catalogue"];
+let view = { name: "overview", id: null };
+
+/** Shows the view the fragment names (the overview for any other), at once: a caller may focus a field in it next. */
+function route() {
+  const [name, id = null] = location.hash.slice(1).split("/");
+  const next = VIEWS.includes(name) && (name !== "endpoint" || id) ? { name, id } : { name: "overview", id: null };
+  const moved = next.name !== view.name || next.id !== view.id;
+  view = next;
+  for (const v of VIEWS) $(`view-${v}`).hidden = v !== view.name;
+  for (const a of document.querySelectorAll("#app-nav a")) {
+    if (a.getAttribute("href") === `#${view.name}`) a.setAttribute("aria-current", "page");
+    else a.removeAttribute("aria-current");
+  }
+  if (moved) {
+    globalThis.scrollTo(0, 0);
+    if (view.name === "endpoint" && !$("app").hidden) run(() => showEndpoint(view.id, false, true))();
+  }
+}
+
+/** Goes to a view now (the `hashchange` that follows finds it shown already). */
+function go(hash) {
+  if (location.hash !== hash) history.pushState(null, "", hash);
+  route();
+}
+globalThis.addEventListener("hashchange", route);
+
 // --- sign-in
 function showApp(signedIn) {
   $("sign-in").hidden = signedIn;
   $("app").hidden = !signedIn;
   $("app-nav").hidden = !signedIn;
-  if (signedIn) refreshAll();
+  $("search").hidden = !signedIn;
+  if (signedIn) {
+    route();
+    refreshAll();
+  }
 }
 
 /** Forgets the token and what it showed, on this tab (also when the API answers 401: the session is over already). */
@@ -98,6 +132,10 @@ function signOut() {
   // the next person to sign in on this tab sees nothing of this one's deliveries
   shown = null;
   $("delivery").hidden = true;
+  // nor the page or the search this one had open
+  clearSearch();
+  if (location.hash) history.replaceState(null, "", location.pathname + location.search);
+  route();
   showApp(false);
 }
 
@@ -174,6 +212,8 @@ function health(failed, pending) {
   const retrying = pending.records.filter((d) => (d.attempts_count ?? 0) > 0);
   const next = pending.records.map((d) => d.next_attempt_at).filter(Boolean).sort()[0] ?? null;
   return {
+    // the newest record's: the list is newest first
+    lastError: retrying.find((d) => d.last_error)?.last_error ?? null,
     failed: failed.records.length,
     failedMore: failed.more,
     pending: pending.records.length,
@@ -197,50 +237,11 @@ async function loadEndpoints() {
     endpoints.map((e) => {
       const tr = document.createElement("tr");
       tr.dataset.id = e.id;
-      const actions = document.createElement("td");
+      const actions = cell(...endpointActions(e));
       actions.className = "row-actions";
-      actions.append(
-        button("Edit", () => editEndpoint(e)),
-        button(
-          "Send test event",
-          run(async () => {
-            await api("POST", `${ENDPOINTS}/${e.id}/test`, { type: "identified" });
-            notice("Test event queued");
-            await refreshDeliveries();
-          }),
-        ),
-        button(
-          "Rotate secret",
-          run(async () => {
-            const { data } = await api("POST", `${ENDPOINTS}/${e.id}/rotate_secret`);
-            showSecret(data);
-            // an ed25519 endpoint rotates its key pair: the previous key is in previous_public_keys
-            const until = data.previous_secret_expires_at ?? data.previous_public_keys?.[0]?.expires_at;
-            notice(`Secret rotated${until ? `: the previous one still signs until ${utc(until)} UTC` : ""}`);
-          }),
-        ),
-        e.status === "active"
-          ? button(
-            "Disable",
-            run(async () => {
-              await api("DELETE", `${ENDPOINTS}/${e.id}`);
-              notice("Endpoint disabled: nothing more is sent to it, and what was pending for it failed");
-              await loadEndpoints();
-            }),
-            "danger",
-          )
-          : button(
-            "Enable",
-            run(async () => {
-              await api("POST", `${ENDPOINTS}/${e.id}/enable`);
-              notice("Endpoint enabled: what failed meanwhile stays failed until you recover it");
-              await loadEndpoints();
-            }),
-          ),
-      );
       tr.append(
         urlCell(e, stats.get(e.id)),
-        text("td", e.delivery_mode),
+        settingsCell(e),
         cell(badge(e.status)),
         cell(...deliveriesOf(e, states.get(e.id))),
         healthCell(stats.get(e.id)),
@@ -263,6 +264,52 @@ async function loadEndpoints() {
     );
     if (chosen && endpoints.some((e) => e.id === chosen)) select.value = chosen;
   }
+  if (view.name === "endpoint") await showEndpoint(view.id);
+}
+
+/** What can be done to an endpoint, on its row and on its page: each answer is read back into both. */
+function endpointActions(e) {
+  return [
+    button("Edit", () => editEndpoint(e)),
+    button(
+      "Send test event",
+      run(async () => {
+        // identified where the endpoint takes it (the quickstart's), else the first type it takes
+        const takes = e.enabled_events.includes("*") || e.enabled_events.includes("identified");
+        await api("POST", `${ENDPOINTS}/${e.id}/test`, takes ? { type: "identified" } : {});
+        notice("Test event queued");
+        await refreshDeliveries();
+      }),
+    ),
+    button(
+      "Rotate secret",
+      run(async () => {
+        const { data } = await api("POST", `${ENDPOINTS}/${e.id}/rotate_secret`);
+        showSecret(data);
+        // an ed25519 endpoint rotates its key pair: the previous key is in previous_public_keys
+        const until = data.previous_secret_expires_at ?? data.previous_public_keys?.[0]?.expires_at;
+        notice(`Secret rotated${until ? `: the previous one still signs until ${utc(until)} UTC` : ""}`);
+      }),
+    ),
+    e.status === "active"
+      ? button(
+        "Disable",
+        run(async () => {
+          await api("DELETE", `${ENDPOINTS}/${e.id}`);
+          notice("Endpoint disabled: nothing more is sent to it, and what was pending for it failed");
+          await loadEndpoints();
+        }),
+        "danger",
+      )
+      : button(
+        "Enable",
+        run(async () => {
+          await api("POST", `${ENDPOINTS}/${e.id}/enable`);
+          notice("Endpoint enabled: what failed meanwhile stays failed until you recover it");
+          await loadEndpoints();
+        }),
+      ),
+  ];
 }
 
 /**
@@ -270,13 +317,41 @@ async function loadEndpoints() {
  * its last error, from the endpoint's stats (docs/webhooks.md, Filters).
  */
 function urlCell(e, s) {
-  const td = text("td", e.url, "url");
+  const td = cell(link(e.url, `#endpoint/${e.id}`));
+  td.className = "url";
   if (e.filter) td.append(el("span", "filter ", text("code", e.filter)));
   const errors = s?.filter_errors;
   if (errors?.total) {
     const last = errors.last ? `; last ${utc(errors.last.at)} UTC: ${errors.last.message}` : "";
     td.append(text("span", `filter failed on ${errors.total} event${errors.total === 1 ? "" : "s"}${last}`, "note"));
   }
+  return td;
+}
+
+/** A link to a view of the console (`#endpoint/<id>`): the address says where it goes, Back comes back. */
+function link(label, hash) {
+  const a = text("a", label);
+  a.href = hash;
+  return a;
+}
+
+/** An endpoint's subscribed event types as a reader says them: in words for `*`, else each type's name as code. */
+const eventTypesOf = (e) =>
+  e.enabled_events.includes("*")
+    ? [text("span", "every event type")]
+    : e.enabled_events.flatMap((t, i) => [i ? " " : "", text("code", t)]);
+/** The signature scheme and what the receiver verifies it with. */
+const SCHEMES = { "hmac-sha256": "hmac-sha256, shared secret", ed25519: "ed25519, public key" };
+const schemeOf = (e) => SCHEMES[e.signature_scheme] ?? e.signature_scheme ?? "hmac-sha256, shared secret";
+
+/** The "Settings" cell of an endpoint: its delivery mode, its signature scheme and the event types it receives. */
+function settingsCell(e) {
+  const td = cell(
+    text("span", e.delivery_mode),
+    text("span", schemeOf(e), "note"),
+    el("span", ...eventTypesOf(e)),
+  );
+  td.className = "settings";
   return td;
 }
 
@@ -296,8 +371,34 @@ function deliveriesOf(e, h) {
 
 /** Each endpoint's attempts of the last 24 hours, from its stats (docs/webhooks.md, Endpoint health). */
 async function statsOf(list) {
-  const answers = await Promise.all(list.map((e) => api("GET", `${ENDPOINTS}/${e.id}/stats`)));
-  return new Map(list.map((e, i) => [e.id, answers[i].data]));
+  const answers = await Promise.all(list.map((e) => readStats(e.id)));
+  return new Map(list.map((e, i) => [e.id, answers[i]]));
+}
+
+/**
+ * The server runs at most 2 stats reads of a company at once and answers 429 past them (docs/limits.md, "Endpoint
+ * stats reads"): this tab runs 2 at a time and queues the rest, and one refused anyway (another tab's were running)
+ * is asked again once, a second later, as its Retry-After says.
+ */
+const STATS_AT_ONCE = 2;
+let statsRunning = 0;
+const statsWaiting = [];
+async function readStats(id) {
+  if (statsRunning < STATS_AT_ONCE) statsRunning++;
+  else await new Promise((resolve) => statsWaiting.push(resolve));
+  try {
+    const read = () => api("GET", `${ENDPOINTS}/${id}/stats`);
+    return (await read().catch(async (err) => {
+      if (err.message !== "Too Many Requests") throw err;
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      return await read();
+    })).data;
+  } finally {
+    // the place goes straight to the next waiting read, if any
+    const next = statsWaiting.shift();
+    if (next) next();
+    else statsRunning--;
+  }
 }
 
 /** The "Last 24 h" cell: how many attempts succeeded, how long they took, and the last failure, whenever it was. */
@@ -327,9 +428,12 @@ function showAttention(states) {
   $("stat-disabled").textContent = String(endpoints.filter((e) => e.status === "disabled").length);
   const items = endpoints.flatMap((e) => {
     const h = states.get(e.id);
-    if (!h.failed && e.status === "active") return [];
+    if (!h.failed && !h.retrying && e.status === "active") return [];
     const li = document.createElement("li");
-    li.append(text("span", e.url, "url"));
+    // a receiver being retried is waited on, not lost yet: told apart from a failure by its tone
+    li.dataset.tone = h.failed || e.status === "disabled" ? "failed" : "pending";
+    li.append(el("span", link(e.url, `#endpoint/${e.id}`)));
+    li.firstChild.className = "url";
     const what = document.createElement("span");
     what.className = "what";
     if (e.status === "disabled") {
@@ -343,14 +447,27 @@ function showAttention(states) {
         badge("failed", `${n} failed`),
         ` ${one ? "delivery" : "deliveries"}: once the receiver answers 2xx, recover ${one ? "it" : "them"}`,
       );
+      if (h.retrying) what.append("; ");
+    }
+    if (h.retrying) {
+      const one = h.retrying === 1;
+      what.append(
+        badge("pending", `${h.retrying} retrying`),
+        ` after a failed attempt${h.lastError ? ` (${h.lastError})` : ""}` +
+          `${h.next ? `, next attempt ${nextAt(h.next)}` : ""}: ` +
+          `fix the receiver, or ${one ? "it fails" : "they fail"} once the retries run out`,
+      );
     }
     li.append(what);
     const actions = document.createElement("span");
     actions.className = "row-actions";
+    if (h.retrying && !h.failed) actions.append(button("Show in log", run(() => showInLog(e.id, "pending"))));
     if (h.failed) {
       actions.append(
-        button("Show in log", run(() => showFailed(e.id))),
+        button("Show in log", run(() => showInLog(e.id, "failed"))),
         button("Recover…", () => {
+          go("#overview");
+          $("recover-panel").open = true;
           $("recover-endpoint").value = e.id;
           $("recover-since").focus();
         }),
@@ -363,22 +480,28 @@ function showAttention(states) {
   $("attention-list").hidden = !items.length;
   $("attention-empty").hidden = Boolean(items.length);
   $("attention-empty").textContent = endpoints.length
-    ? "Nothing needs attention: every endpoint is active and no delivery has failed."
+    ? "Nothing needs attention: every endpoint is active, no delivery has failed and none is being retried."
     : "Nothing to watch yet: add an endpoint below, and its failures will show here.";
   // nothing to recover without an endpoint: an empty list of them would only be a dead end
-  $("recover-form").hidden = !endpoints.length;
+  $("recover-panel").hidden = !endpoints.length;
+  // the first thing to do without an endpoint is to add one
+  if (!endpoints.length) $("endpoint-form-panel").open = true;
 }
 
-async function showFailed(endpointId) {
-  $("filter-status").value = "failed";
+/** The log, filtered to one endpoint's records of one status. */
+async function showInLog(endpointId, status) {
+  clearSearch();
+  $("filter-status").value = status;
   $("filter-endpoint").value = endpointId;
+  go("#log");
   await loadDeliveries();
-  $("deliveries-title").scrollIntoView();
 }
 
 /** The new credential of an endpoint's answer: its secret, or for an ed25519 endpoint (no secret) its public key. */
 function showSecret(data) {
   const el = $("endpoint-secret");
+  // shown where the button was: on the endpoint's page, or under the list
+  (view.name === "endpoint" ? $("endpoint-secret-slot") : $("endpoint-secret-home")).append(el);
   el.hidden = false;
   if (data.secret === null) {
     el.replaceChildren("Public key (verifies the v1a signatures; copy it now): ", text("code", data.public_key));
@@ -389,6 +512,7 @@ function showSecret(data) {
 let editedScheme = null;
 
 function editEndpoint(e) {
+  go("#overview");
   $("endpoint-id").value = e.id;
   $("endpoint-scheme").value = e.signature_scheme ?? "hmac-sha256";
   editedScheme = $("endpoint-scheme").value;
@@ -398,6 +522,7 @@ function editEndpoint(e) {
   $("endpoint-filter").value = e.filter ?? "";
   $("endpoint-save").textContent = "Save endpoint";
   $("endpoint-form-title").textContent = "Edit an endpoint";
+  $("endpoint-form-panel").open = true;
   $("endpoint-url").focus();
 }
 
@@ -455,8 +580,12 @@ $("recover-form").addEventListener(
 // --- deliveries
 let lastId = null;
 
+/** The id searched for, while the log shows what it found: `event_id` or `transaction_id` and the id. */
+let search = null;
+
 function filterQuery() {
   const q = new URLSearchParams({ per_page: "20" });
+  if (search) q.set(search.param, search.id);
   for (const [name, id] of [["status", "filter-status"], ["type", "filter-type"], ["endpoint_id", "filter-endpoint"]]) {
     if ($(id).value) q.set(name, $(id).value);
   }
@@ -507,7 +636,8 @@ async function readDeliveries(more) {
       cell(open),
       text("td", d.type),
       cell(badge(d.status)),
-      text("td", endpoint?.url ?? d.endpoint_id, "url"),
+      // its endpoint's page, a click away
+      Object.assign(cell(link(endpoint?.url ?? d.endpoint_id, `#endpoint/${d.endpoint_id}`)), { className: "url" }),
       attemptsOf(d),
     );
     return tr;
@@ -519,18 +649,99 @@ async function readDeliveries(more) {
   } else if (!more) table.dataset.extra = "absent";
   // the empty log says what to do: with filters, loosen them; without, make something to deliver
   const filtered = [...filterQuery().keys()].length > 1;
+  if (search) {
+    $("delivery-rows-empty").textContent = "No delivery of this id matches these filters. Clear a filter.";
+    return finishPage(data);
+  }
   $("delivery-rows-empty").textContent = filtered
     ? "No delivery matches these filters. Clear a filter, or pick an earlier From date."
     : "No delivery yet. Create an endpoint and send it a test event: its delivery shows here.";
+  finishPage(data);
+}
+
+function finishPage(data) {
   lastId = data.length ? data[data.length - 1].id : lastId;
   $("next-page").hidden = data.length < 20;
 }
+
+// --- search: an id an integrator holds, whatever it is the id of
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Looks an id up as a delivery record's, an event's and a transaction's at once (the events list's `event_id` and
+ * `transaction_id` filters, docs/webhooks.md "Search by event or transaction id"), then shows in the log what it is
+ * and its records: a record opens, with the other records of its event listed.
+ */
+async function searchFor(raw) {
+  const id = raw.trim().toLowerCase();
+  if (!UUID.test(id)) {
+    showSearch("An id is 36 characters, 8-4-4-4-12 hexadecimal digits: copy it whole from the webhook or your logs.");
+    return;
+  }
+  const list = (param) => api("GET", `${EVENTS}?${new URLSearchParams({ per_page: "100", [param]: id })}`);
+  const [record, byEvent, byTransaction] = await Promise.all([
+    api("GET", `${EVENTS}/${id}`).then(
+      ({ data }) => data,
+      (err) => err.message === "Not Found" ? null : Promise.reject(err),
+    ),
+    list("event_id"),
+    list("transaction_id"),
+  ]);
+  go("#log");
+  // what the id has, whatever the log was filtered by before
+  for (const id of ["filter-status", "filter-type", "filter-endpoint", "filter-from"]) $(id).value = "";
+  if (record) {
+    search = { param: "event_id", id: record.event_id };
+    showSearch(`Delivery record ${id}, of event ${record.event_id} (${record.type}); the event's records:`);
+    await loadDeliveries();
+    await showDelivery(record.id);
+  } else if (byEvent.data.length) {
+    search = { param: "event_id", id };
+    const n = byEvent.data.length;
+    showSearch(`Event ${id} (${byEvent.data[0].type}): ${n} ${n === 1 ? "delivery" : "deliveries"}, one per endpoint`);
+    await loadDeliveries();
+  } else if (byTransaction.data.length) {
+    search = { param: "transaction_id", id };
+    const events = new Set(byTransaction.data.map((d) => d.event_id)).size;
+    showSearch(`Transaction ${id}: ${events} ${events === 1 ? "event" : "events"} about it, and their deliveries`);
+    await loadDeliveries();
+  } else {
+    search = null;
+    showSearch(`Nothing found for ${id}: no delivery record, event or transaction of yours has this id.`);
+    fillTable($("delivery-rows"), []);
+    $("delivery-rows-empty").textContent = "Nothing found. Clear the search to see the whole log.";
+    $("next-page").hidden = true;
+  }
+}
+
+function showSearch(message) {
+  $("search-result").hidden = false;
+  $("search-summary").textContent = message;
+}
+
+function clearSearch() {
+  search = null;
+  $("search-result").hidden = true;
+  $("search-summary").textContent = "";
+}
+
+$("search").addEventListener("submit", run(() => searchFor($("search-id").value)));
+$("search-clear").addEventListener(
+  "click",
+  run(async () => {
+    clearSearch();
+    $("search-id").value = "";
+    await loadDeliveries();
+  }),
+);
 
 let shown = null;
 
 async function showDelivery(id, focus = true) {
   const { data } = await api("GET", `${EVENTS}/${id}`);
   shown = data;
+  // opened under the list it was opened from: the log's, or the endpoint page's
+  (view.name === "endpoint" ? $("endpoint-delivery-slot") : $("log-delivery-slot")).append($("delivery"));
   $("delivery").hidden = false;
   const attempts = data.attempts ?? [];
   const last = attempts.at(-1);
@@ -598,25 +809,26 @@ $("filters").addEventListener("submit", run(() => loadDeliveries()));
 $("filters").addEventListener("reset", () => setTimeout(run(() => loadDeliveries())));
 $("next-page").addEventListener("click", run(() => loadDeliveries(true)));
 
-// --- chart: deliveries per hour by status over the last day (up to 10 pages of 100)
+// --- chart: deliveries per hour by status over the last 24 whole UTC hours (up to 10 pages of 100; chart.js)
 async function loadChart() {
-  const since = new Date(Date.now() - 24 * 3600_000);
-  const hours = Array.from({ length: 24 }, () => ({ succeeded: 0, failed: 0, pending: 0 }));
+  const buckets = hourBuckets(Date.now());
+  const records = [];
   let last = null;
   for (let page = 0; page < 10; page++) {
-    const q = new URLSearchParams({ per_page: "100", from: since.toISOString() });
+    const q = new URLSearchParams({ per_page: "100", from: new Date(buckets[0].start).toISOString() });
     if (last) q.set("last_id", last);
     const { data } = await api("GET", `${EVENTS}?${q}`);
-    for (const d of data) {
-      const hour = Math.min(23, Math.floor((Date.parse(d.inserted_at) - since.getTime()) / 3600_000));
-      if (hour >= 0) hours[hour][d.status]++;
-    }
+    records.push(...data);
     if (data.length < 100) break;
     last = data[data.length - 1].id;
   }
+  const hours = countByHour(buckets, records);
   const total = (status) => hours.reduce((sum, h) => sum + h[status], 0);
   $("stat-delivered").textContent = String(total("succeeded"));
   $("chart-empty").hidden = total("succeeded") + total("failed") + total("pending") > 0;
+  // the axis names the hours the first and middle bars start at, and the current one ends with now
+  $("axis-start").textContent = `${hours[0].label.slice(0, 5)} UTC`;
+  $("axis-middle").textContent = `${hours[12].label.slice(0, 5)} UTC`;
   const max = Math.max(1, ...hours.map((h) => h.succeeded + h.failed + h.pending));
   const svg = $("chart");
   const ns = "http://www.w3.org/2000/svg";
@@ -633,15 +845,107 @@ async function loadChart() {
       rect.setAttribute("width", "16");
       rect.setAttribute("height", String(height));
       rect.setAttribute("class", status);
-      // a pointer over a bar reads its hour and count
-      const hour = new Date(since.getTime() + i * 3600_000).toISOString().slice(11, 13);
+      // a pointer over a bar reads the hour it covers and its count
       const title = document.createElementNS(ns, "title");
-      title.textContent = `${hour}:00 UTC: ${h[status]} ${status}`;
+      title.textContent = `${h.label}: ${h[status]} ${status}`;
       rect.append(title);
       svg.append(rect);
     }
   });
 }
+
+// --- one endpoint's page: its settings, its last 24 hours, its deliveries and, opened, their attempts
+let endpointLastId = null;
+
+/** A term and its description, for the facts lists; the description may be text or elements. */
+const fact = (term, ...description) => [text("dt", term), el("dd", ...description)];
+
+async function showEndpoint(id, more = false, focus = false) {
+  if (!endpoints.some((e) => e.id === id)) endpoints = (await api("GET", ENDPOINTS)).data;
+  const e = endpoints.find((x) => x.id === id);
+  $("endpoint-missing").hidden = Boolean(e);
+  $("endpoint-found").hidden = !e;
+  if (!e) return;
+  const query = (extra) => `${EVENTS}?${new URLSearchParams({ endpoint_id: id, ...extra })}`;
+  const [{ data: stats }, { data: list }, { data: pending }, { data: failed }] = await Promise.all([
+    readStats(id).then((data) => ({ data })),
+    api("GET", query({ per_page: "20", ...(more && endpointLastId ? { last_id: endpointLastId } : {}) })),
+    api("GET", query({ per_page: "100", status: "pending" })),
+    api("GET", query({ per_page: "100", status: "failed" })),
+  ]);
+  // another view was chosen while this one was read
+  if (view.name !== "endpoint" || view.id !== id) return;
+  $("endpoint-title").textContent = e.url;
+  $("endpoint-status").replaceChildren(
+    badge(e.status),
+    e.status === "disabled" ? text("span", DISABLED_BECAUSE[e.disabled_reason] ?? "", "note") : "",
+  );
+  $("endpoint-actions").replaceChildren(
+    ...endpointActions(e),
+    button("Show in log", run(() => showInLog(e.id, ""))),
+  );
+  const key = e.signature_scheme === "ed25519" && e.public_key ? [" ", text("code", e.public_key)] : [];
+  $("endpoint-settings").replaceChildren(
+    ...fact("Id", text("code", e.id)),
+    ...fact("Event types", ...eventTypesOf(e)),
+    ...fact("Signature scheme", schemeOf(e), ...key),
+    ...fact("Delivery mode", e.delivery_mode),
+    ...fact("Filter", e.filter ? text("code", e.filter) : "none: every event of these types"),
+    ...fact("Body", `${e.event_payload_type}${e.wrap_in_notification ? ", wrapped in a notification" : ""}`),
+    ...fact("Concurrency", `up to ${e.max_concurrency} at once`),
+    ...fact("Created", `${utc(e.inserted_at)} UTC`),
+    ...fact("Updated", `${utc(e.updated_at)} UTC`),
+  );
+  const h = health({ records: failed, more: failed.length === 100 }, {
+    records: pending,
+    more: pending.length === 100,
+  });
+  const a = stats.attempts;
+  const rate = stats.success_rate === null ? "none yet" : `${Math.round(stats.success_rate * 1000) / 10}%`;
+  const p = stats.duration_ms;
+  $("endpoint-stats").replaceChildren(
+    ...[
+      ["Attempts (24 h)", String(a.total), ""],
+      ["Succeeded", rate, "succeeded"],
+      ["p50 / p95", p.p50 === null ? "none yet" : `${p.p50} / ${p.p95} ms`, ""],
+      ["Pending", `${count(h.pending, h.pendingMore)}${h.retrying ? `, ${h.retrying} retrying` : ""}`, "pending"],
+      ["Failed", count(h.failed, h.failedMore), "failed"],
+    ].map(([term, value, tone]) => {
+      const div = el("div", text("dt", term), text("dd", value));
+      div.className = "stat";
+      if (tone) div.dataset.tone = tone;
+      return div;
+    }),
+  );
+  const notes = [];
+  if (h.next) notes.push(text("span", `Next attempt ${nextAt(h.next)}${h.lastError ? ` after ${h.lastError}` : ""}`));
+  if (stats.last_failure) {
+    notes.push(text("span", `Last failure ${utc(stats.last_failure.at)} UTC: ${stats.last_failure.reason}`));
+  }
+  if (stats.last_success_at) notes.push(text("span", `Last success ${utc(stats.last_success_at)} UTC`));
+  $("endpoint-notes").replaceChildren(...notes);
+  $("endpoint-notes").hidden = !notes.length;
+  const rows = list.map((d) => {
+    const tr = document.createElement("tr");
+    tr.dataset.id = d.id;
+    tr.dataset.status = d.status;
+    tr.append(
+      cell(button(utc(d.inserted_at), run(() => showDelivery(d.id)), "link")),
+      text("td", d.type),
+      cell(badge(d.status)),
+      attemptsOf(d),
+    );
+    return tr;
+  });
+  fillTable($("endpoint-delivery-rows"), rows, more);
+  endpointLastId = list.length ? list[list.length - 1].id : endpointLastId;
+  $("endpoint-next-page").hidden = list.length < 20;
+  // a delivery of another endpoint, opened before, is not this page's
+  if (shown?.endpoint_id !== id && $("endpoint-delivery-slot").contains($("delivery"))) $("delivery").hidden = true;
+  // keyboard and screen-reader users land on the endpoint they opened
+  if (focus) $("endpoint-title").focus({ preventScroll: true });
+}
+$("endpoint-next-page").addEventListener("click", run(() => showEndpoint(view.id, true)));
 
 /** After a change that moves deliveries: the counts per endpoint, the log and the chart, in that order. */
 async function refreshDeliveries() {
