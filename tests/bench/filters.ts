@@ -4,11 +4,15 @@
  * with one on each, in alternating rounds so that a pause of the machine falls on both. Every fanned-out event passes
  * the filter, so both write the same records: the difference is what evaluating the filters costs. The evaluation is
  * also timed as it was before the budget (domain/webhooks/outbox/filter_budget.ts): the same filter through a plain
- * `@marcbachmann/cel-js` environment, uncounted, in alternating runs beside the counted one.
+ * `@marcbachmann/cel-js` environment, uncounted, in alternating runs beside the counted one. And the typed check a
+ * save adds (domain/webhooks/outbox/filter_types.ts): with the subscribed types' declarations kept, and with a set of
+ * types seen for the first time, declared then.
  */
 import { Environment } from "@marcbachmann/cel-js";
 import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
 import { filterProblem, passesFilter } from "../../domain/webhooks/outbox/filters.ts";
+import { filterTypeProblem } from "../../domain/webhooks/outbox/filter_types.ts";
+import { EVENT_TYPES } from "../../domain/webhooks/outbox/events.ts";
 import { newCompany, setup } from "../support/helpers.ts";
 import { bankTransactionData } from "../support/rails.ts";
 import { type Figures, round } from "./figures.ts";
@@ -68,6 +72,7 @@ export async function benchFilters(): Promise<Figures> {
     for (let e = 0; e < ENDPOINTS; e++) passesFilter(TYPICAL, "non_identified_bank_transaction", seen);
   });
   const checkUs = microsPerCall(2_000, (i) => filterProblem(`${TYPICAL}${" ".repeat(i % 100)}`));
+  const typeCheckUs = typeCheckMicros();
 
   const ctx = await setup("bench_filters");
   try {
@@ -105,7 +110,8 @@ export async function benchFilters(): Promise<Figures> {
     const filteredUs = median(perEvent.filtered);
     console.log(
       `filters: ${evalUs.toFixed(2)} µs per evaluation (${uncountedUs.toFixed(2)} µs without the budget), ` +
-        `${checkUs.toFixed(1)} µs per check, ` +
+        `${checkUs.toFixed(1)} µs per check, ${typeCheckUs.kept.toFixed(1)} µs per typed check ` +
+        `(${typeCheckUs.first.toFixed(0)} µs for types seen the first time), ` +
         `${fanoutCpuUs.toFixed(1)} µs of fan-out work per event for ${ENDPOINTS} filters; emitEvent to ` +
         `${ENDPOINTS} endpoints (median of ${ROUNDS} rounds) ${plainUs.toFixed(0)} µs without filters, ` +
         `${filteredUs.toFixed(0)} µs with ` +
@@ -117,6 +123,8 @@ export async function benchFilters(): Promise<Figures> {
       filter_budget_overhead_pct: round((100 * (evalUs - uncountedUs)) / uncountedUs),
       filter_evals_per_s: round(1e6 / evalUs, 0),
       filter_check_us: round(checkUs, 1),
+      filter_type_check_us: round(typeCheckUs.kept, 1),
+      filter_type_check_new_types_us: round(typeCheckUs.first, 0),
       fanout_5_filters_cpu_us: round(fanoutCpuUs, 1),
       fanout_5_endpoints_no_filter_us: round(plainUs, 0),
       fanout_5_endpoints_filtered_us: round(filteredUs, 0),
@@ -125,4 +133,19 @@ export async function benchFilters(): Promise<Figures> {
   } finally {
     await ctx.close();
   }
+}
+
+/**
+ * µs per typed check of TYPICAL at save: against one type whose declarations are kept, and against sets of types not
+ * seen before (each a different subset of the catalogue with the bank transaction in it), declared at that check.
+ */
+function typeCheckMicros(): { kept: number; first: number } {
+  const bank = ["non_identified_bank_transaction"];
+  const kept = microsPerCall(2_000, (i) => {
+    if (filterTypeProblem(`${TYPICAL}${" ".repeat(i % 100)}`, bank) !== null) throw new Error("TYPICAL refused");
+  });
+  const sets = Array.from({ length: 100 }, (_, i) => [...bank, ...EVENT_TYPES.filter((_, b) => ((i + 1) >> b) & 1)]);
+  const start = performance.now();
+  for (const types of sets) filterTypeProblem(TYPICAL, types);
+  return { kept, first: ((performance.now() - start) * 1000) / sets.length };
 }

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { celSchemaOf, dataSchemaFor, filterTypeProblem } from "../../domain/webhooks/outbox/filter_types.ts";
 import { filterProblem } from "../../domain/webhooks/outbox/filters.ts";
+import { CATALOGUE } from "../../domain/webhooks/outbox/catalogue.ts";
 
 const BANK = ["non_identified_bank_transaction"];
 
@@ -135,4 +136,27 @@ Deno.test("JSON Schema to CEL: as evaluation sees JSON values", () => {
   const merged = dataSchemaFor(["subject_reproved", "endpoint.disabled"]);
   assert.equal(merged.reason, "string");
   assert.equal(merged.subject_id, "string");
+});
+
+/** `data.<path> == <value>` (or `in` for a list's element) for every value of an example's data. */
+function equalities(data: unknown, path = "data"): string[] {
+  if (data === null) return [`${path} == null`];
+  if (Array.isArray(data)) return data.length ? [`${JSON.stringify(data[0])} in ${path}`] : [];
+  if (typeof data === "object") {
+    return Object.entries(data as Record<string, unknown>).flatMap(([k, v]) => [
+      `has(${path}.${k})`,
+      ...equalities(v, `${path}.${k}`),
+    ]);
+  }
+  return [`${path} == ${JSON.stringify(data)}`];
+}
+
+Deno.test("every field of every catalogue example type-checks as its value, alone, with others and under *", () => {
+  for (const entry of CATALOGUE) {
+    const filters = equalities(entry.example.data);
+    assert.ok(filters.length > 0, entry.type);
+    for (const types of [[entry.type], [entry.type, "identified"], ["*", entry.type]]) {
+      for (const text of filters) assert.equal(filterTypeProblem(text, types), null, `${types}: ${text}`);
+    }
+  }
 });
