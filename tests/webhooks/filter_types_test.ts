@@ -12,7 +12,10 @@ const BANK = ["non_identified_bank_transaction"];
 
 Deno.test("the issue's filter, a decimal as text compared with a number, is refused where it starts", () => {
   const problem = filterTypeProblem("data.bank_transaction.value > 1000", BANK);
-  assert.match(problem!, /^line 1, column 1: no such overload: string > int \(amounts are decimals written as text/);
+  assert.match(
+    problem!,
+    /^line 1, column 1: no such overload: string > int \(amounts and other numbers written as text compare/,
+  );
   assert.match(problem!, /double\(data\.bank_transaction\.value\) > 1000\.0/, "it says how to write it");
   // on any line: the position is the comparison's
   assert.match(

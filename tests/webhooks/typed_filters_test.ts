@@ -25,7 +25,7 @@ Deno.test("typed filters: refused where they cannot work, delivering once fixed"
       assert.deepEqual(Object.keys(res.body.errors), ["filter"]);
       assert.match(
         res.body.errors.filter[0],
-        /^line 1, column 1: no such overload: string > int \(amounts are decimals/,
+        /^line 1, column 1: no such overload: string > int \(amounts and other numbers written as text compare/,
       );
       assert.match(res.body.errors.filter[0], /double\(data\.bank_transaction\.value\) > 1000\.0/);
       // a field no subscribed type has, on the second line

@@ -136,7 +136,7 @@ function unknownHas(node: unknown, data: Record<string, CelSchema>): { at: numbe
 
 const NUMBER_VS_TEXT =
   /no such overload: (dyn<)?(string>? (<|<=|>|>=|==|!=) (int|uint|double)|(int|uint|double)>? (<|<=|>|>=|==|!=) string)/;
-const TEXT_HINT = " (amounts are decimals written as text: compare them as numbers with double(), such as " +
+const TEXT_HINT = " (amounts and other numbers written as text compare as numbers with double(), such as " +
   "double(data.bank_transaction.value) > 1000.0)";
 
 /**
