@@ -1,8 +1,8 @@
 /**
- * `deno task reseal-secrets`: after SECRET_ENCRYPTION_KEY was rotated, re-seals every stored webhook signing secret
- * (and secret custom header) and every stored answer of an idempotent request with it, so that SECRET_ENCRYPTION_KEY_PREVIOUS can then be
- * removed at once (docs/production.md). Run it with the same environment as the service; running it again finds
- * nothing to do.
+ * `deno task reseal-secrets`: after SECRET_ENCRYPTION_KEY was rotated, re-seals every stored webhook signing secret,
+ * every secret custom header and every stored answer of an idempotent request with it, so that
+ * SECRET_ENCRYPTION_KEY_PREVIOUS can then be removed at once (docs/production.md). Run it with the same environment
+ * as the service; running it again finds nothing to do.
  */
 
 import { loadConfigWithLocalSecrets } from "../domain/infra/local_secrets.ts";
