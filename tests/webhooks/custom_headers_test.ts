@@ -108,6 +108,21 @@ Deno.test("custom headers: a receiver verifying the signature sees them on every
       assert.equal(test.headers.get("x-tenant"), "acme");
     });
 
+    await t.step("a replay of what it missed while disabled carries them too", async () => {
+      const since = new Date(Date.now() - 1000).toISOString();
+      assert.equal((await company.delete(`${ENDPOINTS}/${endpoint.id}`)).status, 200);
+      await emit(company, 100);
+      assert.equal((await company.post(`${ENDPOINTS}/${endpoint.id}/enable`)).status, 200);
+      const res = await company.post(`${ENDPOINTS}/${endpoint.id}/recover`, { since, include_skipped: true });
+      assert.equal(res.status, 202, JSON.stringify(res.body));
+      assert.equal(res.body.data.skipped, 1);
+      const [, , replayed] = await arrivalsAt("/acme", 3);
+      await succeeded(company, endpoint.id, 3);
+      assert.equal(replayed.body.data.transaction_id, seqId(100));
+      assert.equal(replayed.headers.get("x-api-key"), API_KEY);
+      assert.equal(replayed.headers.get("x-tenant"), "acme");
+    });
+
     await t.step("names the service owns are refused with 422, each under its name", async () => {
       const res = await company.post(ENDPOINTS, {
         url: `${rx.url}/refused`,
@@ -133,6 +148,13 @@ Deno.test("custom headers: a receiver verifying the signature sees them on every
       const tooMany = await company.post(ENDPOINTS, { url: `${rx.url}/many`, headers: many });
       assert.equal(tooMany.status, 422);
       assert.match(tooMany.body.errors.headers[0], /maximum is 20/);
+      const long = await company.post(ENDPOINTS, { url: `${rx.url}/long`, headers: { "X-Long": "v".repeat(1025) } });
+      assert.equal(long.status, 422);
+      assert.match(long.body.errors.headers["X-Long"][0], /maximum is 1024/);
+      const big = Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`X-B${i}`, "v".repeat(1000)]));
+      const tooBig = await company.post(ENDPOINTS, { url: `${rx.url}/big`, secret_headers: big });
+      assert.equal(tooBig.status, 422);
+      assert.match(tooBig.body.errors.headers[0], /too long together \(maximum is 8192/);
       const wrongType = await company.post(ENDPOINTS, { url: `${rx.url}/type`, headers: { "X-N": 1 } });
       assert.equal(wrongType.status, 422, JSON.stringify(wrongType.body));
       assert.ok(wrongType.body.errors.headers["X-N"], JSON.stringify(wrongType.body));
@@ -168,10 +190,10 @@ Deno.test("custom headers: a receiver verifying the signature sees them on every
       assert.deepEqual(res.body.data.headers, { "X-Tenant": "acme-2" }, "X-Region went with the map it was in");
       assert.deepEqual(res.body.data.secret_headers, { "X-Api-Key": "****cdef" });
       await emit(company, 2);
-      const [, , third] = await arrivalsAt("/acme", 3);
-      assert.equal(third.headers.get("x-api-key"), API_KEY, "the masked value kept the stored one");
-      assert.equal(third.headers.get("x-tenant"), "acme-2");
-      assert.equal(third.headers.get("x-region"), null);
+      const [, , , afterUpdate] = await arrivalsAt("/acme", 4);
+      assert.equal(afterUpdate.headers.get("x-api-key"), API_KEY, "the masked value kept the stored one");
+      assert.equal(afterUpdate.headers.get("x-tenant"), "acme-2");
+      assert.equal(afterUpdate.headers.get("x-region"), null);
 
       // fields left out leave the headers as they are; a new secret value replaces the old one
       const other = await company.put(`${ENDPOINTS}/${endpoint.id}`, { max_concurrency: 5 });
@@ -180,7 +202,7 @@ Deno.test("custom headers: a receiver verifying the signature sees them on every
         secret_headers: { "X-Api-Key": "k_live_fedcba9876543210" },
       });
       assert.deepEqual(replaced.body.data.secret_headers, { "X-Api-Key": "****3210" });
-      await succeeded(company, endpoint.id, 3);
+      await succeeded(company, endpoint.id, 4);
     });
 
     await t.step("secret headers reseal with a new encryption key and are still sent", async () => {
@@ -200,9 +222,9 @@ Deno.test("custom headers: a receiver verifying the signature sees them on every
       // back under the service's own key, which the worker delivers with
       assert.ok(await resealCustomHeaders(ctx.sql, await createSecretBox(serviceKey, [newKey])) >= 1);
       await emit(company, 3);
-      const [, , , fourth] = await arrivalsAt("/acme", 4);
-      assert.equal(fourth.headers.get("x-api-key"), "k_live_fedcba9876543210");
-      await succeeded(company, endpoint.id, 4);
+      const [, , , , afterReseal] = await arrivalsAt("/acme", 5);
+      assert.equal(afterReseal.headers.get("x-api-key"), "k_live_fedcba9876543210");
+      await succeeded(company, endpoint.id, 5);
     });
 
     await t.step("null removes every header of a map", async () => {
@@ -210,9 +232,9 @@ Deno.test("custom headers: a receiver verifying the signature sees them on every
       assert.equal(res.status, 200, JSON.stringify(res.body));
       assert.deepEqual([res.body.data.headers, res.body.data.secret_headers], [{}, {}]);
       await emit(company, 4);
-      const [, , , , fifth] = await arrivalsAt("/acme", 5);
-      assert.equal(fifth.headers.get("x-api-key"), null);
-      assert.equal(fifth.headers.get("x-tenant"), null);
+      const [, , , , , afterRemoval] = await arrivalsAt("/acme", 6);
+      assert.equal(afterRemoval.headers.get("x-api-key"), null);
+      assert.equal(afterRemoval.headers.get("x-tenant"), null);
     });
   } finally {
     await rx.close();
