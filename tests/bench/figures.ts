@@ -243,6 +243,11 @@ const DESCRIPTIONS: Record<string, Description> = {
   },
   filter_budget_overhead_pct: { meaning: "what the budget's count adds to one evaluation of that filter (%)" },
   filter_check_us: { meaning: "checking that filter at create/update: parse, type check, rules (µs)" },
+  filter_worst_eval_ms: {
+    meaning: "the slowest of the heaviest accepted filters on an event as large as the save-time estimate assumes, " +
+      "median of 20 (ms): what the 20 ms time budget must cover",
+    target: below(20, " ms"),
+  },
   fanout_5_filters_cpu_us: {
     meaning:
       "what fan-out adds in process per event for 5 endpoints with that filter: the data's JSON round trip and " +
