@@ -306,6 +306,15 @@ const DESCRIPTIONS: Record<string, Description> = {
     meaning: "one Ed25519 signature with Web Crypto (asynchronous), the alternative to node:crypto's sign (µs)",
   },
   verify_ed25519_us: { meaning: "a receiver's node:crypto verify of one v1a signature with the public key (µs)" },
+  headers_events_per_round: { meaning: "events in each backlog of the custom headers phase" },
+  headers_none_deliveries_per_s: {
+    meaning: "deliveries/s from a full queue to an endpoint without custom headers (median of alternating rounds)",
+  },
+  headers_five_deliveries_per_s: {
+    meaning: "the same to an endpoint with five custom headers (four plain, one secret opened per attempt)",
+  },
+  headers_five_vs_none: { meaning: "deliveries/s with five custom headers as a share of none, same run" },
+  headers_deliveries_not_succeeded: { meaning: "records of the custom headers phase that did not succeed" },
 };
 
 export type Verdict = { name: string; value: number | string; target: string; met: boolean };

@@ -217,6 +217,11 @@ const FEATURE_PHASES: { only: string; title?: string; named?: boolean; run: () =
     run: async () => (await import("./signing.ts")).benchSigning(),
   },
   { only: "stats", run: async () => (await import("./endpoint_stats.ts")).benchEndpointStats() },
+  {
+    only: "headers",
+    title: "Custom headers: deliveries/s with five against none",
+    run: async () => (await import("./custom_headers.ts")).benchCustomHeaders(),
+  },
 ];
 for (const phase of FEATURE_PHASES) {
   if (only ? only !== phase.only : phase.named) continue;

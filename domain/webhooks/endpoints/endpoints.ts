@@ -16,6 +16,13 @@ import { checkFilter } from "../outbox/filters.ts";
 import { checkNewEndpointFilter, checkUpdatedEndpointFilter } from "./typed_filter.ts";
 import { newCredential, newCredentialSet, openSecrets, previousPublicKeys, retiringCurrent } from "./credentials.ts";
 import { disabling, type EndpointRow, type SignatureScheme } from "./endpoint_row.ts";
+import {
+  checkCustomHeaders,
+  type CustomHeadersInput,
+  customHeadersSet,
+  newCustomHeaders,
+  presentCustomHeaders,
+} from "./custom_headers.ts";
 
 /** Endpoint settings as a client sends them; `null` or absent means the default on create, unchanged on update. */
 export type EndpointSettings = {
@@ -30,8 +37,8 @@ export type EndpointSettings = {
   filter?: string | null;
   signature_scheme?: SignatureScheme | null;
 };
-export type EndpointCreateInput = EndpointSettings & { url: string };
-export type EndpointUpdateInput = EndpointSettings & { url?: string };
+export type EndpointCreateInput = EndpointSettings & CustomHeadersInput & { url: string };
+export type EndpointUpdateInput = EndpointSettings & CustomHeadersInput & { url?: string };
 
 /** Slot rows 0..99 can exist per endpoint: the ceiling of max_concurrency. */
 export const MAX_CONCURRENCY = 100;
@@ -65,6 +72,7 @@ export async function presentEndpoint(box: SecretBox, e: EndpointRow) {
     signature_scheme: e.signature_scheme,
     public_key: e.public_key,
     previous_public_keys: previousPublicKeys(e),
+    ...await presentCustomHeaders(box, e),
     inserted_at: isoUtc(e.inserted_at),
     updated_at: isoUtc(e.updated_at),
   };
@@ -165,12 +173,15 @@ export function validateEndpointInput(
     signature_scheme?: SignatureScheme | null;
     inject_secret_in_body?: boolean | null;
     filter?: unknown;
+    headers?: unknown;
+    secret_headers?: unknown;
   },
   opts: { allowPrivateUrls: boolean },
 ) {
   const errors = new ErrorBag();
   if (typeof input.url === "string") checkEndpointUrl(errors, input.url, opts.allowPrivateUrls);
   checkFilter(errors, input.filter);
+  checkCustomHeaders(errors, input);
   checkSchemeSettings(errors, input.signature_scheme ?? "hmac-sha256", input.inject_secret_in_body ?? false);
   errors.throwIfAny(422);
 }
@@ -187,6 +198,7 @@ export async function createEndpoint(
   const maxConcurrency = input.max_concurrency ?? 10;
   const scheme = input.signature_scheme ?? "hmac-sha256";
   const credential = await newCredential(opts.box, id, scheme);
+  const custom = await newCustomHeaders(opts.box, id, input);
   return await sql.begin(async (tx) => {
     await checkEndpointQuota(tx, companyId, opts.quota, { maxConcurrency });
     await refuseSecondAtUrl(tx, companyId, input.url);
@@ -194,14 +206,15 @@ export async function createEndpoint(
       insert into webhook_endpoints (
         id, company_id, url, filter, enabled_events, delivery_mode, event_payload_type, inject_secret_in_body,
         wrap_in_notification, max_concurrency, event_mapping, signature_scheme, sealed_secret, sealed_signing_key,
-        public_key
+        public_key, custom_headers, sealed_custom_headers
       ) values (
         ${id}, ${companyId}, ${input.url}, ${input.filter ?? null}, ${input.enabled_events ?? ["*"]},
         ${input.delivery_mode ?? "parallel"},
         ${input.event_payload_type ?? "snapshot"}, ${input.inject_secret_in_body ?? false},
         ${input.wrap_in_notification ?? false}, ${maxConcurrency},
         ${input.event_mapping ? tx.json(input.event_mapping) : null}, ${scheme}, ${credential.sealed_secret},
-        ${credential.sealed_signing_key}, ${credential.public_key}
+        ${credential.sealed_signing_key}, ${credential.public_key}, ${tx.json(custom.custom_headers)},
+        ${tx.json(custom.sealed_custom_headers)}
       ) returning *`;
     await fitSlots(tx, [id]);
     return row;
@@ -256,6 +269,7 @@ export async function updateEndpoint(
     }
     await checkUpdatedEndpointFilter(tx, companyId, id, input);
     const { set: switching } = await schemeSwitch(tx, companyId, id, input, opts.box);
+    const { set: headers } = await customHeadersSet(tx, opts.box, companyId, id, input);
     const mapping = input.event_mapping === undefined
       ? tx`event_mapping`
       : input.event_mapping === null
@@ -263,10 +277,12 @@ export async function updateEndpoint(
       : tx`${tx.json(input.event_mapping)}`;
     const [row] = Object.keys(changes).length
       ? await tx<EndpointRow[]>`
-          update webhook_endpoints set ${tx(changes)}, event_mapping = ${mapping}${switching}, updated_at = now()
+          update webhook_endpoints set ${
+        tx(changes)
+      }, event_mapping = ${mapping}${switching}${headers}, updated_at = now()
           where company_id = ${companyId} and id = ${id} returning *`
       : await tx<EndpointRow[]>`
-          update webhook_endpoints set event_mapping = ${mapping}${switching}, updated_at = now()
+          update webhook_endpoints set event_mapping = ${mapping}${switching}${headers}, updated_at = now()
           where company_id = ${companyId} and id = ${id} returning *`;
     if (!row) throw notFound();
     await fitSlots(tx, [id]);
