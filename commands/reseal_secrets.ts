@@ -1,7 +1,7 @@
 /**
- * `deno task reseal-secrets`: after SECRET_ENCRYPTION_KEY was rotated, re-seals every stored webhook signing secret
- * and every stored answer of an idempotent request with it, so that SECRET_ENCRYPTION_KEY_PREVIOUS can then be
- * removed at once (docs/production.md). Run it with the same environment as the service; running it again finds
+ * `deno task reseal-secrets`: after SECRET_ENCRYPTION_KEY was rotated, re-seals every stored webhook signing secret,
+ * every endpoint's mTLS client key and every stored answer of an idempotent request with it, so that
+ * SECRET_ENCRYPTION_KEY_PREVIOUS can then be removed at once (docs/production.md). Run it with the same environment as the service; running it again finds
  * nothing to do.
  */
 
@@ -10,6 +10,7 @@ import { connect } from "../domain/infra/db.ts";
 import { sealStoredAnswers } from "../domain/requests/idempotency.ts";
 import { secretBoxFor } from "../domain/infra/secret_box.ts";
 import { sealStoredSecrets } from "../domain/webhooks/endpoints/credentials.ts";
+import { resealClientKeys } from "../domain/webhooks/endpoints/client_certificates.ts";
 
 const config = await loadConfigWithLocalSecrets();
 const sql = connect(config.databaseUrl, { max: 1 });
@@ -17,6 +18,8 @@ try {
   const box = await secretBoxFor(config);
   const count = await sealStoredSecrets(sql, box, { reseal: true });
   console.log(`${count} endpoint(s) re-sealed; every signing secret is now sealed with key ${box.keyId}`);
+  const clientKeys = await resealClientKeys(sql, box);
+  console.log(`${clientKeys} client certificate key(s) re-sealed (docs/webhooks.md, "Client certificates (mTLS)")`);
   const answers = await sealStoredAnswers(sql, box, { reseal: true });
   console.log(
     `${answers.sealed} stored idempotent answer(s) re-sealed` +

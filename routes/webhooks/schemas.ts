@@ -8,6 +8,10 @@ import { EVENT_TYPES, OPERATIONAL_EVENT_TYPES } from "../../domain/webhooks/outb
 import { MAX_PREVIOUS_SECRETS } from "../../domain/webhooks/endpoints/credentials.ts";
 import { SIGNATURE_SCHEMES } from "../../domain/webhooks/endpoints/endpoint_row.ts";
 import { MAX_FILTER_LENGTH } from "../../domain/webhooks/outbox/filters.ts";
+import {
+  MAX_CLIENT_CERTIFICATE_CHARS,
+  MAX_CLIENT_KEY_CHARS,
+} from "../../domain/webhooks/endpoints/client_certificates.ts";
 import type { TimeBound } from "../../domain/webhooks/endpoints/deliveries.ts";
 import { REPLAY_LIMIT } from "../../domain/webhooks/outbox/replay.ts";
 import { TRANSACTION_SEARCH_EVENTS } from "../../domain/webhooks/outbox/event_search.ts";
@@ -59,6 +63,26 @@ const filter = z.string().nullable().openapi({
     "it on update. Test events ignore it. docs/webhooks.md, Filters",
 });
 
+/**
+ * The mTLS client certificate and key, as PEM text. Only the shape here: whether they parse, match and are valid now
+ * is domain/webhooks/endpoints/client_certificates.ts's, run by the routes with the URL's rule, so a 422 names the
+ * field. The bound is a little above the domain's, so that its message (naming the limit) is the one heard.
+ */
+const clientCertificate = z.object({
+  certificate: z.string().max(MAX_CLIENT_CERTIFICATE_CHARS + 1).openapi({
+    description: "PEM: the client certificate first, then any intermediates the receiver needs; each valid now",
+    example: "-----BEGIN CERTIFICATE-----\nMIIB...\n-----END CERTIFICATE-----\n",
+  }),
+  private_key: z.string().max(MAX_CLIENT_KEY_CHARS + 1).openapi({
+    description: "PEM, unencrypted (`-----BEGIN PRIVATE KEY-----`, or the RSA/EC forms), matching the certificate. " +
+      "Stored sealed; never shown again",
+    example: "-----BEGIN PRIVATE KEY-----\nMIGH...\n-----END PRIVATE KEY-----\n",
+  }),
+}).nullable().openapi("WebhookClientCertificateInput", {
+  description: "A client certificate presented to the receiver on every https attempt (mutual TLS); null removes " +
+    "it on update, absent leaves it. docs/webhooks.md, Client certificates (mTLS)",
+});
+
 /** `null` counts as absent for fields that always have a value (defaults on create, unchanged on update). */
 const settings = {
   enabled_events: enabledEvents.nullish(),
@@ -75,6 +99,7 @@ const settings = {
       "current one keeps signing for 24 hours. docs/webhooks.md, Ed25519 signatures",
   }),
   filter: filter.optional(),
+  client_certificate: clientCertificate.optional(),
 };
 
 /**
@@ -156,6 +181,16 @@ export const Endpoint = z.object({
       `Every secret rotated away that still signs (as v0) and verifies, newest first; at most ${MAX_PREVIOUS_SECRETS}`,
   }),
   ...publicKeys,
+  client_certificate: z.object({
+    subject: z.string().openapi({ example: "O=Example Integrator, CN=payments-api client" }),
+    issuer: z.string().openapi({ example: "CN=Example Integrator client authority" }),
+    fingerprint_sha256: z.string().openapi({ example: "16:CF:C3:D4:2E:EC:C9:DA:13:ED:08:E9:B9:23:5A:9E:50:F5:..." }),
+    not_before: ts,
+    expires_at: ts.openapi({ description: "After it, receivers refuse it: save a new one before" }),
+  }).nullable().openapi("WebhookClientCertificate", {
+    description: "The client certificate presented on every https attempt (mTLS), as its certificate says; its " +
+      "private key is never shown. null without one",
+  }),
   inserted_at: ts,
   updated_at: ts,
 }).openapi("WebhookEndpoint");

@@ -15,6 +15,13 @@ import { emitEndpointDisabled } from "../outbox/operational.ts";
 import { checkFilter } from "../outbox/filters.ts";
 import { newCredential, newCredentialSet, openSecrets, previousPublicKeys, retiringCurrent } from "./credentials.ts";
 import { disabling, type EndpointRow, type SignatureScheme } from "./endpoint_row.ts";
+import {
+  checkClientCertificate,
+  type ClientCertificateInput,
+  clientCertificateSet,
+  presentClientCertificate,
+  storedClientCertificate,
+} from "./client_certificates.ts";
 
 /** Endpoint settings as a client sends them; `null` or absent means the default on create, unchanged on update. */
 export type EndpointSettings = {
@@ -28,6 +35,8 @@ export type EndpointSettings = {
   /** A CEL expression (filters.ts); `null` removes it on update, absent leaves it. */
   filter?: string | null;
   signature_scheme?: SignatureScheme | null;
+  /** The mTLS client certificate and key (client_certificates.ts); `null` removes it on update, absent leaves it. */
+  client_certificate?: ClientCertificateInput | null;
 };
 export type EndpointCreateInput = EndpointSettings & { url: string };
 export type EndpointUpdateInput = EndpointSettings & { url?: string };
@@ -64,6 +73,7 @@ export async function presentEndpoint(box: SecretBox, e: EndpointRow) {
     signature_scheme: e.signature_scheme,
     public_key: e.public_key,
     previous_public_keys: previousPublicKeys(e),
+    client_certificate: presentClientCertificate(e),
     inserted_at: isoUtc(e.inserted_at),
     updated_at: isoUtc(e.updated_at),
   };
@@ -164,12 +174,14 @@ export function validateEndpointInput(
     signature_scheme?: SignatureScheme | null;
     inject_secret_in_body?: boolean | null;
     filter?: unknown;
+    client_certificate?: ClientCertificateInput | null;
   },
   opts: { allowPrivateUrls: boolean },
 ) {
   const errors = new ErrorBag();
   if (typeof input.url === "string") checkEndpointUrl(errors, input.url, opts.allowPrivateUrls);
   checkFilter(errors, input.filter);
+  if (input.client_certificate) checkClientCertificate(errors, input.client_certificate);
   checkSchemeSettings(errors, input.signature_scheme ?? "hmac-sha256", input.inject_secret_in_body ?? false);
   errors.throwIfAny(422);
 }
@@ -185,6 +197,7 @@ export async function createEndpoint(
   const maxConcurrency = input.max_concurrency ?? 10;
   const scheme = input.signature_scheme ?? "hmac-sha256";
   const credential = await newCredential(opts.box, id, scheme);
+  const client = await storedClientCertificate(opts.box, id, input.client_certificate ?? null);
   return await sql.begin(async (tx) => {
     await checkEndpointQuota(tx, companyId, opts.quota, { maxConcurrency });
     await refuseSecondAtUrl(tx, companyId, input.url);
@@ -192,14 +205,15 @@ export async function createEndpoint(
       insert into webhook_endpoints (
         id, company_id, url, filter, enabled_events, delivery_mode, event_payload_type, inject_secret_in_body,
         wrap_in_notification, max_concurrency, event_mapping, signature_scheme, sealed_secret, sealed_signing_key,
-        public_key
+        public_key, client_certificate, sealed_client_key
       ) values (
         ${id}, ${companyId}, ${input.url}, ${input.filter ?? null}, ${input.enabled_events ?? ["*"]},
         ${input.delivery_mode ?? "parallel"},
         ${input.event_payload_type ?? "snapshot"}, ${input.inject_secret_in_body ?? false},
         ${input.wrap_in_notification ?? false}, ${maxConcurrency},
         ${input.event_mapping ? tx.json(input.event_mapping) : null}, ${scheme}, ${credential.sealed_secret},
-        ${credential.sealed_signing_key}, ${credential.public_key}
+        ${credential.sealed_signing_key}, ${credential.public_key}, ${client.client_certificate},
+        ${client.sealed_client_key}
       ) returning *`;
     await fitSlots(tx, [id]);
     return row;
@@ -253,6 +267,10 @@ export async function updateEndpoint(
       if (self?.status === "active") await refuseSecondAtUrl(tx, companyId, input.url, id);
     }
     const { set: switching } = await schemeSwitch(tx, companyId, id, input, opts.box);
+    // absent leaves the client certificate as it is; null removes it (docs/webhooks.md, "Client certificates (mTLS)")
+    const client = input.client_certificate === undefined
+      ? tx``
+      : clientCertificateSet(tx, await storedClientCertificate(opts.box, id, input.client_certificate));
     const mapping = input.event_mapping === undefined
       ? tx`event_mapping`
       : input.event_mapping === null
@@ -260,10 +278,11 @@ export async function updateEndpoint(
       : tx`${tx.json(input.event_mapping)}`;
     const [row] = Object.keys(changes).length
       ? await tx<EndpointRow[]>`
-          update webhook_endpoints set ${tx(changes)}, event_mapping = ${mapping}${switching}, updated_at = now()
+          update webhook_endpoints set ${tx(changes)}, event_mapping = ${mapping}${switching}${client},
+            updated_at = now()
           where company_id = ${companyId} and id = ${id} returning *`
       : await tx<EndpointRow[]>`
-          update webhook_endpoints set event_mapping = ${mapping}${switching}, updated_at = now()
+          update webhook_endpoints set event_mapping = ${mapping}${switching}${client}, updated_at = now()
           where company_id = ${companyId} and id = ${id} returning *`;
     if (!row) throw notFound();
     await fitSlots(tx, [id]);
