@@ -66,14 +66,16 @@ const filter = z.string().nullable().openapi({
 /**
  * The mTLS client certificate and key, as PEM text. Only the shape here: whether they parse, match and are valid now
  * is domain/webhooks/endpoints/client_certificates.ts's, run by the routes with the URL's rule, so a 422 names the
- * field. The bound is a little above the domain's, so that its message (naming the limit) is the one heard.
+ * field, and so is the size bound (named in its message), as the filter's is.
  */
 const clientCertificate = z.object({
-  certificate: z.string().max(MAX_CLIENT_CERTIFICATE_CHARS + 1).openapi({
+  certificate: z.string().openapi({
+    maxLength: MAX_CLIENT_CERTIFICATE_CHARS,
     description: "PEM: the client certificate first, then any intermediates the receiver needs; each valid now",
     example: "-----BEGIN CERTIFICATE-----\nMIIB...\n-----END CERTIFICATE-----\n",
   }),
-  private_key: z.string().max(MAX_CLIENT_KEY_CHARS + 1).openapi({
+  private_key: z.string().openapi({
+    maxLength: MAX_CLIENT_KEY_CHARS,
     description: "PEM, unencrypted (`-----BEGIN PRIVATE KEY-----`, or the RSA/EC forms), matching the certificate. " +
       "Stored sealed; never shown again",
     example: "-----BEGIN PRIVATE KEY-----\nMIGH...\n-----END PRIVATE KEY-----\n",

@@ -42,68 +42,76 @@ function parseChain(pem: string): X509Certificate[] {
 }
 
 /**
- * Checks a credential a client sent (present and not null), adding an error per field to `errors`: the certificate
- * must be PEM (leaf first, then at most four intermediates) that parses, each certificate valid now; the key an
- * unencrypted PEM private key that matches the leaf. Both bounded in size. Answers the checked credential, or null
- * when something was refused.
+ * Checks a credential a client sent, adding an error per field to `errors`: the certificate must be PEM (leaf first,
+ * then at most four intermediates) that parses, each certificate valid now; the key an unencrypted PEM private key
+ * that matches the leaf. Both bounded in size. A field that is not a string is left to the body's shape, which
+ * refused it already (the routes run this rule on the parts that parsed too).
  */
 export function checkClientCertificate(
   errors: ErrorBag,
-  input: ClientCertificateInput,
+  input: { certificate?: unknown; private_key?: unknown },
   now = new Date(),
-): ClientCertificateInput | null {
-  const before = Object.keys(errors.errors).length;
-  const certField = `${FIELD}.certificate`;
-  const keyField = `${FIELD}.private_key`;
-  let chain: X509Certificate[] = [];
-  if (input.certificate.length > MAX_CLIENT_CERTIFICATE_CHARS) {
-    errors.add(certField, `is too long (at most ${MAX_CLIENT_CERTIFICATE_CHARS} characters)`);
-  } else {
-    try {
-      chain = parseChain(input.certificate);
-    } catch {
-      chain = [];
-    }
-    if (chain.length === 0) {
-      errors.add(
-        certField,
-        "must be a PEM certificate (-----BEGIN CERTIFICATE-----), the client certificate first, then its intermediates",
-      );
-    } else if (chain.length > MAX_CHAIN) {
-      errors.add(certField, `must hold at most ${MAX_CHAIN} certificates (the client's and its intermediates)`);
-      chain = [];
-    } else {
-      const expired = chain.find((c) => c.validToDate.getTime() <= now.getTime());
-      const early = chain.find((c) => c.validFromDate.getTime() > now.getTime());
-      if (expired) {
-        errors.add(
-          certField,
-          `has expired (${expired === chain[0] ? "" : "an intermediate, "}on ${isoUtc(expired.validToDate)})`,
-        );
-        chain = [];
-      } else if (early) {
-        errors.add(certField, `is not valid yet (from ${isoUtc(early.validFromDate)})`);
-        chain = [];
-      }
-    }
-  }
-  let key: KeyObject | null = null;
-  if (input.private_key.length > MAX_CLIENT_KEY_CHARS) {
-    errors.add(keyField, `is too long (at most ${MAX_CLIENT_KEY_CHARS} characters)`);
-  } else {
-    try {
-      if (KEY_BLOCK.test(input.private_key)) key = createPrivateKey(input.private_key);
-    } catch {
-      key = null;
-    }
-    if (key === null) {
-      errors.add(keyField, "must be an unencrypted PEM private key (-----BEGIN PRIVATE KEY-----)");
-    }
-  }
+): void {
+  const chain = typeof input.certificate === "string" ? checkChain(errors, input.certificate, now) : [];
+  const key = typeof input.private_key === "string" ? checkKey(errors, input.private_key) : null;
   if (chain.length > 0 && key !== null && !chain[0].checkPrivateKey(key)) {
-    errors.add(keyField, "does not match the certificate (the client certificate is the first one of the PEM)");
+    errors.add(
+      `${FIELD}.private_key`,
+      "does not match the certificate (the client certificate is the first one of the PEM)",
+    );
   }
-  return Object.keys(errors.errors).length === before ? input : null;
+}
+
+/** The certificates of a valid chain, leaf first; none (and an error) when it is refused. */
+function checkChain(errors: ErrorBag, pem: string, now: Date): X509Certificate[] {
+  const field = `${FIELD}.certificate`;
+  if (pem.length > MAX_CLIENT_CERTIFICATE_CHARS) {
+    errors.add(field, `is too long (at most ${MAX_CLIENT_CERTIFICATE_CHARS} characters)`);
+    return [];
+  }
+  let chain: X509Certificate[];
+  try {
+    chain = parseChain(pem);
+  } catch {
+    chain = [];
+  }
+  if (chain.length === 0) {
+    errors.add(
+      field,
+      "must be a PEM certificate (-----BEGIN CERTIFICATE-----), the client certificate first, then its intermediates",
+    );
+    return [];
+  }
+  if (chain.length > MAX_CHAIN) {
+    errors.add(field, `must hold at most ${MAX_CHAIN} certificates (the client's and its intermediates)`);
+    return [];
+  }
+  const expired = chain.find((c) => c.validToDate.getTime() <= now.getTime());
+  if (expired) {
+    const which = expired === chain[0] ? "" : "an intermediate, ";
+    errors.add(field, `has expired (${which}on ${isoUtc(expired.validToDate)})`);
+    return [];
+  }
+  const early = chain.find((c) => c.validFromDate.getTime() > now.getTime());
+  if (early) {
+    errors.add(field, `is not valid yet (from ${isoUtc(early.validFromDate)})`);
+    return [];
+  }
+  return chain;
+}
+
+/** The private key, parsed; null (and an error) when it is refused. */
+function checkKey(errors: ErrorBag, pem: string): KeyObject | null {
+  const field = `${FIELD}.private_key`;
+  if (pem.length > MAX_CLIENT_KEY_CHARS) {
+    errors.add(field, `is too long (at most ${MAX_CLIENT_KEY_CHARS} characters)`);
+    return null;
+  }
+  try {
+    if (KEY_BLOCK.test(pem)) return createPrivateKey(pem);
+  } catch { /* refused below */ }
+  errors.add(field, "must be an unencrypted PEM private key (-----BEGIN PRIVATE KEY-----)");
+  return null;
 }
 
 /** The columns of a checked credential for `endpointId`, its key sealed; both null to remove it. */

@@ -174,7 +174,7 @@ export function validateEndpointInput(
     signature_scheme?: SignatureScheme | null;
     inject_secret_in_body?: boolean | null;
     filter?: unknown;
-    client_certificate?: ClientCertificateInput | null;
+    client_certificate?: Partial<ClientCertificateInput> | null;
   },
   opts: { allowPrivateUrls: boolean },
 ) {
