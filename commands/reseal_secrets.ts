@@ -10,7 +10,7 @@ import { connect } from "../domain/infra/db.ts";
 import { sealStoredAnswers } from "../domain/requests/idempotency.ts";
 import { secretBoxFor } from "../domain/infra/secret_box.ts";
 import { sealStoredSecrets } from "../domain/webhooks/endpoints/credentials.ts";
-import { resealClientKeys } from "../domain/webhooks/endpoints/client_certificates.ts";
+import { resealClientKeys } from "../domain/webhooks/endpoints/mtls.ts";
 
 const config = await loadConfigWithLocalSecrets();
 const sql = connect(config.databaseUrl, { max: 1 });

@@ -8,10 +8,7 @@ import { EVENT_TYPES, OPERATIONAL_EVENT_TYPES } from "../../domain/webhooks/outb
 import { MAX_PREVIOUS_SECRETS } from "../../domain/webhooks/endpoints/credentials.ts";
 import { SIGNATURE_SCHEMES } from "../../domain/webhooks/endpoints/endpoint_row.ts";
 import { MAX_FILTER_LENGTH } from "../../domain/webhooks/outbox/filters.ts";
-import {
-  MAX_CLIENT_CERTIFICATE_CHARS,
-  MAX_CLIENT_KEY_CHARS,
-} from "../../domain/webhooks/endpoints/client_certificates.ts";
+import { MAX_CLIENT_CERTIFICATE_CHARS, MAX_CLIENT_KEY_CHARS } from "../../domain/webhooks/endpoints/mtls.ts";
 import type { TimeBound } from "../../domain/webhooks/endpoints/deliveries.ts";
 import { REPLAY_LIMIT } from "../../domain/webhooks/outbox/replay.ts";
 import { TRANSACTION_SEARCH_EVENTS } from "../../domain/webhooks/outbox/event_search.ts";
@@ -65,7 +62,7 @@ const filter = z.string().nullable().openapi({
 
 /**
  * The mTLS client certificate and key, as PEM text. Only the shape here: whether they parse, match and are valid now
- * is domain/webhooks/endpoints/client_certificates.ts's, run by the routes with the URL's rule, so a 422 names the
+ * is domain/webhooks/endpoints/mtls.ts's, run by the routes with the URL's rule, so a 422 names the
  * field, and so is the size bound (named in its message), as the filter's is.
  */
 const clientCertificate = z.object({

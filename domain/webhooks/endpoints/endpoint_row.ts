@@ -54,7 +54,7 @@ export type EndpointRow = {
   public_key: string | null;
   /** Ed25519 keys rotated away (or left by a switch to hmac-sha256), newest first, as the secrets above. */
   previous_signing_keys: StoredPreviousSigningKey[];
-  /** The mTLS client certificate (PEM, leaf first), as sent; null without one (client_certificates.ts). */
+  /** The mTLS client certificate (PEM, leaf first), as sent; null without one (mtls.ts). */
   client_certificate?: string | null;
   /** Its private key, sealed for this endpoint; null without one. */
   sealed_client_key?: string | null;

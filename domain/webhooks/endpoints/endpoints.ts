@@ -21,7 +21,7 @@ import {
   clientCertificateSet,
   presentClientCertificate,
   storedClientCertificate,
-} from "./client_certificates.ts";
+} from "./mtls.ts";
 
 /** Endpoint settings as a client sends them; `null` or absent means the default on create, unchanged on update. */
 export type EndpointSettings = {
@@ -35,7 +35,7 @@ export type EndpointSettings = {
   /** A CEL expression (filters.ts); `null` removes it on update, absent leaves it. */
   filter?: string | null;
   signature_scheme?: SignatureScheme | null;
-  /** The mTLS client certificate and key (client_certificates.ts); `null` removes it on update, absent leaves it. */
+  /** The mTLS client certificate and key (mtls.ts); `null` removes it on update, absent leaves it. */
   client_certificate?: ClientCertificateInput | null;
 };
 export type EndpointCreateInput = EndpointSettings & { url: string };

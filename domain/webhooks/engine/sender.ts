@@ -12,7 +12,7 @@ import { honoursRetryAfter } from "../endpoints/decisions.ts";
 import type { ConnectionPool } from "./connections.ts";
 import type { EndpointRow } from "../endpoints/endpoint_row.ts";
 import { openSecrets, openSigningKeys } from "../endpoints/credentials.ts";
-import { type ClientCredential, openClientCredential } from "../endpoints/client_certificates.ts";
+import { type ClientCredential, openClientCredential } from "../endpoints/mtls.ts";
 import { signPayload, standardWebhookHeaders } from "../endpoints/signature.ts";
 import {
   BlockedDestination,
