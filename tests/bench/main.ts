@@ -217,6 +217,11 @@ const FEATURE_PHASES: { only: string; title?: string; named?: boolean; run: () =
     run: async () => (await import("./signing.ts")).benchSigning(),
   },
   { only: "stats", run: async () => (await import("./endpoint_stats.ts")).benchEndpointStats() },
+  {
+    only: "mtls",
+    title: "mTLS: deliveries/s to a receiver requiring a client certificate, beside plain https",
+    run: async () => (await import("./mtls.ts")).benchMtls(),
+  },
 ];
 for (const phase of FEATURE_PHASES) {
   if (only ? only !== phase.only : phase.named) continue;
