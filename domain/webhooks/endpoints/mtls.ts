@@ -23,9 +23,6 @@ const MAX_CHAIN = 5;
 /** The credential as a client sends it: both PEM texts. */
 export type ClientCertificateInput = { certificate: string; private_key: string };
 
-/** What is stored of a checked credential: the certificate as it is, the key sealed for the endpoint. */
-export type StoredClientCertificate = { client_certificate: string; sealed_client_key: string };
-
 /** The credential as the sender presents it, opened; `id` names it in the connection pool without the key. */
 export type ClientCredential = { cert: string; key: string; id: string };
 
@@ -145,7 +142,13 @@ const oneLine = (name: string) => name.split("\n").filter(Boolean).join(", ");
 /** What the API shows of the endpoint's client certificate (never the key), or null without one. */
 export function presentClientCertificate(e: Pick<EndpointRow, "client_certificate">) {
   if (!e.client_certificate) return null;
-  const [leaf] = parseChain(e.client_certificate);
+  let leaf: X509Certificate | undefined;
+  try {
+    // checked when saved; a certificate this build cannot read must not fail the listing of every endpoint
+    [leaf] = parseChain(e.client_certificate);
+  } catch {
+    leaf = undefined;
+  }
   if (!leaf) return null;
   return {
     subject: oneLine(leaf.subject),
