@@ -50,14 +50,18 @@ const eventMapping = z.record(z.string(), z.string().trim().min(1, "is invalid")
  * A CEL expression over `event_type` and `data`; its rules (it parses, type-checks, gives a bool, no `matches()`, no
  * list macro nested in another) are domain/webhooks/outbox/filters.ts's, run by the routes with the URL's, so a 422 names the
  * position of the fault.
+ * The check against the subscribed types' schemas (domain/webhooks/outbox/filter_types.ts) runs in the domain, which
+ * knows the stored types on update.
  */
 const filter = z.string().nullable().openapi({
   type: ["string", "null"],
   maxLength: MAX_FILTER_LENGTH,
-  example: 'data.currency == "BRL" && double(data.value) > 1000.0',
+  example: 'data.bank_transaction.currency == "BRL" && double(data.bank_transaction.value) > 1000.0',
   description: "A CEL expression over the event (`event_type`, and `data` as the snapshot body carries it): the " +
     "endpoint gets an event only when it gives true; an error (a missing key) means not delivered. null removes " +
-    "it on update. Test events ignore it. docs/webhooks.md, Filters",
+    "it on update. Test events ignore it. Type-checked against the schemas of the subscribed event types when it " +
+    "or enabled_events changes: a field none has, or a string compared with a number, is a 422 naming line and " +
+    "column. docs/webhooks.md, Filters",
 });
 
 /**
@@ -166,7 +170,7 @@ export const Endpoint = z.object({
   event_mapping: z.record(z.string(), z.string()).nullable(),
   filter: z.string().nullable().openapi({
     description: "The endpoint's CEL filter; null when it gets every event it enables",
-    example: 'data.currency == "BRL" && double(data.value) > 1000.0',
+    example: 'data.bank_transaction.currency == "BRL" && double(data.bank_transaction.value) > 1000.0',
   }),
   secret: z.string().nullable().openapi({
     description: "64 lowercase hex characters; null for an ed25519 endpoint, which has no shared secret",

@@ -254,6 +254,18 @@ const DESCRIPTIONS: Record<string, Description> = {
   },
   filter_budget_overhead_pct: { meaning: "what the budget's count adds to one evaluation of that filter (%)" },
   filter_check_us: { meaning: "checking that filter at create/update: parse, type check, rules (µs)" },
+  filter_type_check_us: {
+    meaning: "checking that filter against its endpoint's event types at create/update (typed filters), the types' " +
+      "declarations kept (µs)",
+  },
+  filter_type_check_new_types_us: {
+    meaning: "the same for a set of subscribed types seen for the first time, declared then (µs)",
+  },
+  filter_worst_eval_ms: {
+    meaning: "the slowest of the heaviest accepted filters on an event as large as the save-time estimate assumes, " +
+      "median of 20 (ms): what the 20 ms time budget must cover",
+    target: below(20, " ms"),
+  },
   fanout_5_filters_cpu_us: {
     meaning:
       "what fan-out adds in process per event for 5 endpoints with that filter: the data's JSON round trip and " +

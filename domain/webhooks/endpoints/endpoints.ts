@@ -13,6 +13,7 @@ import { isIpLiteral, isLocalHostname, isNeverReachable, isPrivateAddress, loopb
 import { checkEndpointQuota, type EndpointQuota, fitSlots } from "./quotas.ts";
 import { emitEndpointDisabled } from "../outbox/operational.ts";
 import { checkFilter } from "../outbox/filters.ts";
+import { checkNewEndpointFilter, checkUpdatedEndpointFilter } from "./typed_filter.ts";
 import { newCredential, newCredentialSet, openSecrets, previousPublicKeys, retiringCurrent } from "./credentials.ts";
 import { disabling, type EndpointRow, type SignatureScheme } from "./endpoint_row.ts";
 import {
@@ -193,6 +194,7 @@ export async function createEndpoint(
   opts: { allowPrivateUrls: boolean; quota: EndpointQuota; box: SecretBox },
 ): Promise<EndpointRow> {
   validateEndpointInput(input, opts);
+  checkNewEndpointFilter(input);
   const id = newId();
   const maxConcurrency = input.max_concurrency ?? 10;
   const scheme = input.signature_scheme ?? "hmac-sha256";
@@ -266,6 +268,7 @@ export async function updateEndpoint(
         select status from webhook_endpoints where company_id = ${companyId} and id = ${id}`;
       if (self?.status === "active") await refuseSecondAtUrl(tx, companyId, input.url, id);
     }
+    await checkUpdatedEndpointFilter(tx, companyId, id, input);
     const { set: switching } = await schemeSwitch(tx, companyId, id, input, opts.box);
     // absent leaves the client certificate as it is; null removes it (docs/webhooks.md, "Client certificates (mTLS)")
     const client = input.client_certificate === undefined

@@ -935,6 +935,12 @@ async function showEndpoint(id, more = false, focus = false) {
     notes.push(text("span", `Last failure ${utc(stats.last_failure.at)} UTC: ${stats.last_failure.reason}`));
   }
   if (stats.last_success_at) notes.push(text("span", `Last success ${utc(stats.last_success_at)} UTC`));
+  // the events the filter could not decide on, which it did not deliver (docs/webhooks.md, Filters, "When it fails")
+  const fe = stats.filter_errors;
+  if (fe?.total) {
+    const last = fe.last ? `; last ${utc(fe.last.at)} UTC: ${fe.last.message}` : "";
+    notes.push(text("span", `Filter failed on ${fe.total} event${fe.total === 1 ? "" : "s"}${last}`));
+  }
   $("endpoint-notes").replaceChildren(...notes);
   $("endpoint-notes").hidden = !notes.length;
   const rows = list.map((d) => {
