@@ -14,6 +14,7 @@ import {
   MAX_HEADER_NAME_CHARS,
   MAX_HEADER_VALUE_CHARS,
 } from "../../domain/webhooks/endpoints/custom_headers.ts";
+import { MAX_CLIENT_CERTIFICATE_CHARS, MAX_CLIENT_KEY_CHARS } from "../../domain/webhooks/endpoints/mtls.ts";
 import type { TimeBound } from "../../domain/webhooks/endpoints/deliveries.ts";
 import { REPLAY_LIMIT } from "../../domain/webhooks/outbox/replay.ts";
 import { TRANSACTION_SEARCH_EVENTS } from "../../domain/webhooks/outbox/event_search.ts";
@@ -100,6 +101,27 @@ const customHeaders = {
     { "X-Api-Key": "k_live_0123456789abcdef" },
   ),
 };
+/**
+ * The mTLS client certificate and key, as PEM text. Only the shape here: whether they parse, match and are valid now
+ * is domain/webhooks/endpoints/mtls.ts's, run by the routes with the URL's rule, so a 422 names the
+ * field, and so is the size bound (named in its message), as the filter's is.
+ */
+const clientCertificate = z.object({
+  certificate: z.string().openapi({
+    maxLength: MAX_CLIENT_CERTIFICATE_CHARS,
+    description: "PEM: the client certificate first, then any intermediates the receiver needs; each valid now",
+    example: "-----BEGIN CERTIFICATE-----\nMIIB...\n-----END CERTIFICATE-----\n",
+  }),
+  private_key: z.string().openapi({
+    maxLength: MAX_CLIENT_KEY_CHARS,
+    description: "PEM, unencrypted (`-----BEGIN PRIVATE KEY-----`, or the RSA/EC forms), matching the certificate. " +
+      "Stored sealed; never shown again",
+    example: "-----BEGIN PRIVATE KEY-----\nMIGH...\n-----END PRIVATE KEY-----\n",
+  }),
+}).nullable().openapi("WebhookClientCertificateInput", {
+  description: "A client certificate presented to the receiver on every https attempt (mutual TLS); null removes " +
+    "it on update, absent leaves it. docs/webhooks.md, Client certificates (mTLS)",
+});
 
 /** `null` counts as absent for fields that always have a value (defaults on create, unchanged on update). */
 const settings = {
@@ -117,6 +139,7 @@ const settings = {
       "current one keeps signing for 24 hours. docs/webhooks.md, Ed25519 signatures",
   }),
   filter: filter.optional(),
+  client_certificate: clientCertificate.optional(),
 };
 
 /**
@@ -207,6 +230,16 @@ export const Endpoint = z.object({
     description: "Custom headers with secret values, masked: `****` then the last 4 characters (only `****` for a " +
       "value under 16 characters); {} for none",
     example: { "X-Api-Key": "****cdef" },
+  }),
+  client_certificate: z.object({
+    subject: z.string().openapi({ example: "O=Example Integrator, CN=payments-api client" }),
+    issuer: z.string().openapi({ example: "CN=Example Integrator client authority" }),
+    fingerprint_sha256: z.string().openapi({ example: "16:CF:C3:D4:2E:EC:C9:DA:13:ED:08:E9:B9:23:5A:9E:50:F5:..." }),
+    not_before: ts,
+    expires_at: ts.openapi({ description: "After it, receivers refuse it: save a new one before" }),
+  }).nullable().openapi("WebhookClientCertificate", {
+    description: "The client certificate presented on every https attempt (mTLS), as its certificate says; its " +
+      "private key is never shown. null without one",
   }),
   inserted_at: ts,
   updated_at: ts,

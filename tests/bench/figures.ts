@@ -101,6 +101,17 @@ const DESCRIPTIONS: Record<string, Description> = {
     meaning: "https backlog deliveries/s as a share of the http backlog's in the same run",
     target: atLeast(0.8),
   },
+  mtls_events_per_run: { meaning: "events in each backlog of the mTLS phase (BENCH_MTLS_EVENTS)" },
+  mtls_https_deliveries_per_s: {
+    meaning: "mTLS phase: deliveries/s from a full queue to a plain https receiver (connections kept)",
+  },
+  mtls_deliveries_per_s: {
+    meaning: "deliveries/s from a full queue to an https receiver that requires a client certificate (mTLS)",
+  },
+  mtls_vs_https: {
+    meaning: "mTLS deliveries/s as a share of the plain https ones in the same run: a handshake per connection",
+    target: atLeast(0.8),
+  },
   backlog_vs_noop_pct: {
     meaning: "backlog deliveries/s as a share of the no-op ceiling (%)",
     target: atLeast(50, "%"),

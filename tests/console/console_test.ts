@@ -323,6 +323,26 @@ Deno.test({
         assert.equal(await stored(), undefined);
       });
 
+      await t.step("a client certificate pasted in the form is saved, its key sealed; the box removes it", async () => {
+        const pem = (name: string) => Deno.readTextFileSync(new URL(`../fixtures/tls/${name}`, import.meta.url));
+        const stored = async () =>
+          (await ctx.sql<{ client_certificate: string | null; sealed_client_key: string | null }[]>`
+            select client_certificate, sealed_client_key from webhook_endpoints
+            where company_id = ${companyId} and url = ${`${rx.url}/console`}`)[0];
+        await click(page, "#endpoint-rows", "Edit");
+        await page.$eval("#endpoint-client-cert", (el, v) => (el as HTMLTextAreaElement).value = v, pem("client.pem"));
+        await page.$eval("#endpoint-client-key", (el, v) => (el as HTMLTextAreaElement).value = v, pem("client.key"));
+        await click(page, "#endpoint-form", "Save endpoint");
+        const saved = await eventually("the certificate stored", async () => (await stored()).client_certificate);
+        assert.equal(saved, pem("client.pem").trim());
+        assert.match((await stored()).sealed_client_key ?? "", /^enc:v1:/);
+        await click(page, "#endpoint-rows", "Edit");
+        assert.equal(await page.$eval("#endpoint-client-key", (el) => (el as HTMLTextAreaElement).value), "");
+        await page.click("#endpoint-client-remove");
+        await click(page, "#endpoint-form", "Save endpoint");
+        await eventually("the certificate removed", async () => (await stored()).sealed_client_key === null);
+      });
+
       await t.step(
         "an ed25519 endpoint chosen in the form shows its public key, the one the API publishes",
         async () => {

@@ -98,6 +98,14 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
   const successRate: number | null = stats.data.data.success_rate;
   const lastFailure: string | null | undefined = stats.data.data.last_failure?.reason;
 
+  // mTLS (docs/webhooks.md, "Client certificates (mTLS)"): null removes the client certificate; what is shown of one
+  const withoutCertificate = await client.PUT("/api/v2/notifications/endpoints/{id}", {
+    params: { path: { id: endpoint.data.data.id } },
+    body: { client_certificate: null },
+  });
+  if (!withoutCertificate.data) throw new Error(\`client certificate: \${withoutCertificate.response.status}\`);
+  const certificateExpiry: string | undefined = withoutCertificate.data.data.client_certificate?.expires_at;
+
   const refused = await client.POST("/api/v1/subject/people", {
     body: { person: { document_number: "123", document_type: "cpf", social_name: "Ana", fiscal_country: "BRA" } },
   });
@@ -116,6 +124,7 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
     endpointId: endpoint.data.data.id,
     requestId: events.response.headers.get("x-request-id"),
     refused: { status: refused.response.status, errors },
+    certificateExpiry,
     recovered: { failed: recovered.data.data.failed, skipped: recovered.data.data.skipped, skippedRemaining },
     stats: {
       total: stats.data.data.attempts.total,
@@ -146,6 +155,11 @@ export function mistakes(client: ReturnType<typeof createClient<paths>>) {
       params: { path: { id: "x" } },
       // @ts-expect-error include_skipped is a boolean
       body: { since: "2026-01-01", include_skipped: "yes" },
+    }),
+    client.PUT("/api/v2/notifications/endpoints/{id}", {
+      params: { path: { id: "x" } },
+      // @ts-expect-error a client certificate comes with its private key
+      body: { client_certificate: { certificate: "-----BEGIN CERTIFICATE-----" } },
     }),
     client.GET("/api/v2/notifications/endpoints/{id}/stats", {
       // @ts-expect-error since is an instant in a string, not a number
@@ -190,6 +204,7 @@ Deno.test("a client generated from the document compiles an integrator flow and 
       assert.match(result.requestId ?? "", /^[0-9a-f-]{36}$/);
       assert.equal(result.refused.status, 422);
       assert.deepEqual(result.refused.errors, { document_number: ["must have 11 digits"] });
+      assert.equal(result.certificateExpiry, undefined, "no client certificate");
       // never disabled: nothing failed, nothing skipped
       assert.deepEqual(result.recovered, { failed: 0, skipped: 0, skippedRemaining: false });
       // no worker runs here: nothing was attempted yet

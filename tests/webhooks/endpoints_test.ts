@@ -29,6 +29,7 @@ const ENDPOINT_KEYS = [
   "signature_scheme",
   "public_key",
   "previous_public_keys",
+  "client_certificate",
   "inserted_at",
   "updated_at",
   // custom headers (docs/webhooks.md, "Custom headers")

@@ -58,6 +58,10 @@ export type EndpointRow = {
   custom_headers?: Record<string, string>;
   /** Custom headers whose values are secret, each sealed for the endpoint and its name; `{}` for none. */
   sealed_custom_headers?: Record<string, string>;
+  /** The mTLS client certificate (PEM, leaf first), as sent; null without one (mtls.ts). */
+  client_certificate?: string | null;
+  /** Its private key, sealed for this endpoint; null without one. */
+  sealed_client_key?: string | null;
   inserted_at: Date;
   updated_at: Date;
 };

@@ -23,6 +23,13 @@ import {
   newCustomHeaders,
   presentCustomHeaders,
 } from "./custom_headers.ts";
+import {
+  checkClientCertificate,
+  type ClientCertificateInput,
+  clientCertificateSet,
+  presentClientCertificate,
+  storedClientCertificate,
+} from "./mtls.ts";
 
 /** Endpoint settings as a client sends them; `null` or absent means the default on create, unchanged on update. */
 export type EndpointSettings = {
@@ -36,6 +43,8 @@ export type EndpointSettings = {
   /** A CEL expression (filters.ts); `null` removes it on update, absent leaves it. */
   filter?: string | null;
   signature_scheme?: SignatureScheme | null;
+  /** The mTLS client certificate and key (mtls.ts); `null` removes it on update, absent leaves it. */
+  client_certificate?: ClientCertificateInput | null;
 };
 export type EndpointCreateInput = EndpointSettings & CustomHeadersInput & { url: string };
 export type EndpointUpdateInput = EndpointSettings & CustomHeadersInput & { url?: string };
@@ -73,6 +82,7 @@ export async function presentEndpoint(box: SecretBox, e: EndpointRow) {
     public_key: e.public_key,
     previous_public_keys: previousPublicKeys(e),
     ...await presentCustomHeaders(box, e),
+    client_certificate: presentClientCertificate(e),
     inserted_at: isoUtc(e.inserted_at),
     updated_at: isoUtc(e.updated_at),
   };
@@ -175,6 +185,7 @@ export function validateEndpointInput(
     filter?: unknown;
     headers?: unknown;
     secret_headers?: unknown;
+    client_certificate?: Partial<ClientCertificateInput> | null;
   },
   opts: { allowPrivateUrls: boolean },
 ) {
@@ -182,6 +193,7 @@ export function validateEndpointInput(
   if (typeof input.url === "string") checkEndpointUrl(errors, input.url, opts.allowPrivateUrls);
   checkFilter(errors, input.filter);
   checkCustomHeaders(errors, input);
+  if (input.client_certificate) checkClientCertificate(errors, input.client_certificate);
   checkSchemeSettings(errors, input.signature_scheme ?? "hmac-sha256", input.inject_secret_in_body ?? false);
   errors.throwIfAny(422);
 }
@@ -199,6 +211,7 @@ export async function createEndpoint(
   const scheme = input.signature_scheme ?? "hmac-sha256";
   const credential = await newCredential(opts.box, id, scheme);
   const custom = await newCustomHeaders(opts.box, id, input);
+  const client = await storedClientCertificate(opts.box, id, input.client_certificate ?? null);
   return await sql.begin(async (tx) => {
     await checkEndpointQuota(tx, companyId, opts.quota, { maxConcurrency });
     await refuseSecondAtUrl(tx, companyId, input.url);
@@ -206,7 +219,7 @@ export async function createEndpoint(
       insert into webhook_endpoints (
         id, company_id, url, filter, enabled_events, delivery_mode, event_payload_type, inject_secret_in_body,
         wrap_in_notification, max_concurrency, event_mapping, signature_scheme, sealed_secret, sealed_signing_key,
-        public_key, custom_headers, sealed_custom_headers
+        public_key, custom_headers, sealed_custom_headers, client_certificate, sealed_client_key
       ) values (
         ${id}, ${companyId}, ${input.url}, ${input.filter ?? null}, ${input.enabled_events ?? ["*"]},
         ${input.delivery_mode ?? "parallel"},
@@ -214,7 +227,7 @@ export async function createEndpoint(
         ${input.wrap_in_notification ?? false}, ${maxConcurrency},
         ${input.event_mapping ? tx.json(input.event_mapping) : null}, ${scheme}, ${credential.sealed_secret},
         ${credential.sealed_signing_key}, ${credential.public_key}, ${tx.json(custom.custom_headers)},
-        ${tx.json(custom.sealed_custom_headers)}
+        ${tx.json(custom.sealed_custom_headers)}, ${client.client_certificate}, ${client.sealed_client_key}
       ) returning *`;
     await fitSlots(tx, [id]);
     return row;
@@ -270,6 +283,10 @@ export async function updateEndpoint(
     await checkUpdatedEndpointFilter(tx, companyId, id, input);
     const { set: switching } = await schemeSwitch(tx, companyId, id, input, opts.box);
     const { set: headers } = await customHeadersSet(tx, opts.box, companyId, id, input);
+    // absent leaves the client certificate as it is; null removes it (docs/webhooks.md, "Client certificates (mTLS)")
+    const client = input.client_certificate === undefined
+      ? tx``
+      : clientCertificateSet(tx, await storedClientCertificate(opts.box, id, input.client_certificate));
     const mapping = input.event_mapping === undefined
       ? tx`event_mapping`
       : input.event_mapping === null
@@ -279,10 +296,10 @@ export async function updateEndpoint(
       ? await tx<EndpointRow[]>`
           update webhook_endpoints set ${
         tx(changes)
-      }, event_mapping = ${mapping}${switching}${headers}, updated_at = now()
+      }, event_mapping = ${mapping}${switching}${headers}${client}, updated_at = now()
           where company_id = ${companyId} and id = ${id} returning *`
       : await tx<EndpointRow[]>`
-          update webhook_endpoints set event_mapping = ${mapping}${switching}${headers}, updated_at = now()
+          update webhook_endpoints set event_mapping = ${mapping}${switching}${headers}${client}, updated_at = now()
           where company_id = ${companyId} and id = ${id} returning *`;
     if (!row) throw notFound();
     await fitSlots(tx, [id]);

@@ -347,6 +347,12 @@ const eventTypesOf = (e) =>
     : e.enabled_events.flatMap((t, i) => [i ? " " : "", text("code", t)]);
 /** The signature scheme and what the receiver verifies it with. */
 const SCHEMES = { "hmac-sha256": "hmac-sha256, shared secret", ed25519: "ed25519, public key" };
+/** The endpoint's mTLS client certificate as its subject and expiry (never the key, which the API never shows). */
+const clientCertificateOf = (e) => {
+  const c = e.client_certificate;
+  if (!c) return ["none"];
+  return [text("code", c.subject), ` issued by ${c.issuer}, expires ${utc(c.expires_at)} UTC`];
+};
 const schemeOf = (e) => SCHEMES[e.signature_scheme] ?? e.signature_scheme ?? "hmac-sha256, shared secret";
 
 /** An endpoint's custom headers as one line, secret values masked as the API shows them; null when it has none. */
@@ -578,6 +584,11 @@ $("endpoint-form").addEventListener(
       headers: headerMap($("endpoint-headers").value),
       secret_headers: headerMap($("endpoint-secret-headers").value),
     };
+    // mTLS: both PEMs set (or replace) it, the box removes it, nothing typed leaves it (docs/webhooks.md)
+    const certificate = $("endpoint-client-cert").value.trim();
+    const privateKey = $("endpoint-client-key").value.trim();
+    if (certificate || privateKey) body.client_certificate = { certificate, private_key: privateKey };
+    else if ($("endpoint-client-remove").checked) body.client_certificate = null;
     const { data } = id ? await api("PUT", `${ENDPOINTS}/${id}`, body) : await api("POST", ENDPOINTS, body);
     if (!id || body.signature_scheme !== editedScheme) showSecret(data);
     notice(id ? "Endpoint saved" : "Endpoint created");
@@ -927,6 +938,7 @@ async function showEndpoint(id, more = false, focus = false) {
     ...fact("Filter", e.filter ? text("code", e.filter) : "none: every event of these types"),
     ...fact("Body", `${e.event_payload_type}${e.wrap_in_notification ? ", wrapped in a notification" : ""}`),
     ...fact("Concurrency", `up to ${e.max_concurrency} at once`),
+    ...fact("Client certificate", ...clientCertificateOf(e)),
     ...fact("Created", `${utc(e.inserted_at)} UTC`),
     ...fact("Updated", `${utc(e.updated_at)} UTC`),
   );
