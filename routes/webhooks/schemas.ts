@@ -12,7 +12,13 @@ import type { TimeBound } from "../../domain/webhooks/endpoints/deliveries.ts";
 import { REPLAY_LIMIT } from "../../domain/webhooks/outbox/replay.ts";
 import { TRANSACTION_SEARCH_EVENTS } from "../../domain/webhooks/outbox/event_search.ts";
 import { UUID_RE } from "../../domain/basics/ids.ts";
-import { requiredText, uuid } from "../openapi/schemas.ts";
+import { optionalText, requiredText, uuid } from "../openapi/schemas.ts";
+import {
+  MAX_CLIENT_ID_LENGTH,
+  MAX_CLIENT_SECRET_LENGTH,
+  MAX_SCOPE_LENGTH,
+  OAUTH2_CLIENT_AUTH,
+} from "../../domain/webhooks/endpoints/oauth2.ts";
 
 const KNOWN_TYPES: ReadonlySet<string> = new Set(EVENT_TYPES);
 const ONE_OF_TYPES = `must be one of: ${EVENT_TYPES.join(", ")}`;
@@ -59,6 +65,29 @@ const filter = z.string().nullable().openapi({
     "it on update. Test events ignore it. docs/webhooks.md, Filters",
 });
 
+/**
+ * OAuth2 client credentials (RFC 6749 §4.4) for a bearer token sent with every attempt; the token URL obeys the
+ * endpoint URL's rule, run by the routes (domain/webhooks/endpoints/oauth2.ts).
+ */
+const oauth2 = z.object({
+  token_url: requiredText(2048).openapi({ example: "https://auth.example.com/oauth2/token" }),
+  client_id: requiredText(MAX_CLIENT_ID_LENGTH).openapi({ example: "payments-webhooks" }),
+  client_secret: z.string().min(1).max(MAX_CLIENT_SECRET_LENGTH).nullish().openapi({
+    description: "Required on create, and on an update that changes token_url; left out, an update keeps the stored " +
+      "one. Stored sealed and never shown again",
+  }),
+  scope: optionalText(MAX_SCOPE_LENGTH).openapi({ example: "webhooks:write" }),
+  audience: optionalText(2048).openapi({ description: "Sent as `audience` when set (Auth0 and others ask for it)" }),
+  client_auth: z.enum(OAUTH2_CLIENT_AUTH).nullish().openapi({
+    description: "`client_secret_basic` (the default: HTTP Basic) or `client_secret_post` (id and secret in the body)",
+  }),
+}).nullable().openapi("WebhookOAuth2Settings", {
+  type: ["object", "null"],
+  description: "OAuth2 client credentials: the service asks the token URL for a token (grant_type " +
+    "client_credentials), keeps it until shortly before it expires and sends it as `Authorization: Bearer`. null " +
+    "removes them on update. docs/webhooks.md, OAuth2 client credentials",
+});
+
 /** `null` counts as absent for fields that always have a value (defaults on create, unchanged on update). */
 const settings = {
   enabled_events: enabledEvents.nullish(),
@@ -75,6 +104,7 @@ const settings = {
       "current one keeps signing for 24 hours. docs/webhooks.md, Ed25519 signatures",
   }),
   filter: filter.optional(),
+  oauth2: oauth2.optional(),
 };
 
 /**
@@ -158,6 +188,16 @@ export const Endpoint = z.object({
   ...publicKeys,
   inserted_at: ts,
   updated_at: ts,
+  oauth2: z.object({
+    token_url: z.string(),
+    client_id: z.string(),
+    scope: z.string().nullable(),
+    audience: z.string().nullable(),
+    client_auth: z.enum(OAUTH2_CLIENT_AUTH),
+  }).nullable().openapi("WebhookOAuth2", {
+    description: "The endpoint's OAuth2 client credentials without the client secret, which is never shown; null " +
+      "when it sends no bearer token",
+  }),
 }).openapi("WebhookEndpoint");
 
 export const RotatedSecret = z.object({

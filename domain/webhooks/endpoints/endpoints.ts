@@ -15,6 +15,7 @@ import { emitEndpointDisabled } from "../outbox/operational.ts";
 import { checkFilter } from "../outbox/filters.ts";
 import { newCredential, newCredentialSet, openSecrets, previousPublicKeys, retiringCurrent } from "./credentials.ts";
 import { disabling, type EndpointRow, type SignatureScheme } from "./endpoint_row.ts";
+import { checkOAuth2, oauth2Column, type OAuth2Input, presentOAuth2, storedOAuth2 } from "./oauth2.ts";
 
 /** Endpoint settings as a client sends them; `null` or absent means the default on create, unchanged on update. */
 export type EndpointSettings = {
@@ -28,6 +29,8 @@ export type EndpointSettings = {
   /** A CEL expression (filters.ts); `null` removes it on update, absent leaves it. */
   filter?: string | null;
   signature_scheme?: SignatureScheme | null;
+  /** OAuth2 client credentials (oauth2.ts); `null` removes them on update, absent leaves them. */
+  oauth2?: OAuth2Input | null;
 };
 export type EndpointCreateInput = EndpointSettings & { url: string };
 export type EndpointUpdateInput = EndpointSettings & { url?: string };
@@ -66,6 +69,7 @@ export async function presentEndpoint(box: SecretBox, e: EndpointRow) {
     previous_public_keys: previousPublicKeys(e),
     inserted_at: isoUtc(e.inserted_at),
     updated_at: isoUtc(e.updated_at),
+    oauth2: presentOAuth2(e.oauth2),
   };
 }
 
@@ -164,11 +168,13 @@ export function validateEndpointInput(
     signature_scheme?: SignatureScheme | null;
     inject_secret_in_body?: boolean | null;
     filter?: unknown;
+    oauth2?: unknown;
   },
   opts: { allowPrivateUrls: boolean },
 ) {
   const errors = new ErrorBag();
   if (typeof input.url === "string") checkEndpointUrl(errors, input.url, opts.allowPrivateUrls);
+  checkOAuth2(errors, input.oauth2, (bag, raw) => checkEndpointUrl(bag, raw, opts.allowPrivateUrls));
   checkFilter(errors, input.filter);
   checkSchemeSettings(errors, input.signature_scheme ?? "hmac-sha256", input.inject_secret_in_body ?? false);
   errors.throwIfAny(422);
@@ -185,6 +191,7 @@ export async function createEndpoint(
   const maxConcurrency = input.max_concurrency ?? 10;
   const scheme = input.signature_scheme ?? "hmac-sha256";
   const credential = await newCredential(opts.box, id, scheme);
+  const oauth2 = await oauth2Column(opts.box, id, input.oauth2 ?? null, null);
   return await sql.begin(async (tx) => {
     await checkEndpointQuota(tx, companyId, opts.quota, { maxConcurrency });
     await refuseSecondAtUrl(tx, companyId, input.url);
@@ -192,14 +199,14 @@ export async function createEndpoint(
       insert into webhook_endpoints (
         id, company_id, url, filter, enabled_events, delivery_mode, event_payload_type, inject_secret_in_body,
         wrap_in_notification, max_concurrency, event_mapping, signature_scheme, sealed_secret, sealed_signing_key,
-        public_key
+        public_key, oauth2
       ) values (
         ${id}, ${companyId}, ${input.url}, ${input.filter ?? null}, ${input.enabled_events ?? ["*"]},
         ${input.delivery_mode ?? "parallel"},
         ${input.event_payload_type ?? "snapshot"}, ${input.inject_secret_in_body ?? false},
         ${input.wrap_in_notification ?? false}, ${maxConcurrency},
         ${input.event_mapping ? tx.json(input.event_mapping) : null}, ${scheme}, ${credential.sealed_secret},
-        ${credential.sealed_signing_key}, ${credential.public_key}
+        ${credential.sealed_signing_key}, ${credential.public_key}, ${oauth2 ? tx.json(oauth2) : null}
       ) returning *`;
     await fitSlots(tx, [id]);
     return row;
@@ -253,6 +260,7 @@ export async function updateEndpoint(
       if (self?.status === "active") await refuseSecondAtUrl(tx, companyId, input.url, id);
     }
     const { set: switching } = await schemeSwitch(tx, companyId, id, input, opts.box);
+    const { set: oauth2 } = await oauth2Change(tx, companyId, id, input, opts.box);
     const mapping = input.event_mapping === undefined
       ? tx`event_mapping`
       : input.event_mapping === null
@@ -260,10 +268,12 @@ export async function updateEndpoint(
       : tx`${tx.json(input.event_mapping)}`;
     const [row] = Object.keys(changes).length
       ? await tx<EndpointRow[]>`
-          update webhook_endpoints set ${tx(changes)}, event_mapping = ${mapping}${switching}, updated_at = now()
+          update webhook_endpoints set ${
+        tx(changes)
+      }, event_mapping = ${mapping}${switching}${oauth2}, updated_at = now()
           where company_id = ${companyId} and id = ${id} returning *`
       : await tx<EndpointRow[]>`
-          update webhook_endpoints set event_mapping = ${mapping}${switching}, updated_at = now()
+          update webhook_endpoints set event_mapping = ${mapping}${switching}${oauth2}, updated_at = now()
           where company_id = ${companyId} and id = ${id} returning *`;
     if (!row) throw notFound();
     await fitSlots(tx, [id]);
@@ -295,6 +305,24 @@ async function schemeSwitch(
   errors.throwIfAny(422);
   if (scheme === current.signature_scheme) return { set: tx`` };
   return { set: tx`, ${newCredentialSet(tx, await newCredential(box, id, scheme), scheme)}` };
+}
+
+/**
+ * What an update does to the endpoint's OAuth2 client credentials (oauth2.ts): nothing (an empty fragment, wrapped as
+ * in `schemeSwitch`) when `oauth2` is absent; null removes them; an object replaces them, keeping the stored client
+ * secret when none is given and the token URL stays (read under the row's lock).
+ */
+async function oauth2Change(
+  tx: SqlOrTransaction,
+  companyId: string,
+  id: string,
+  input: EndpointUpdateInput,
+  box: SecretBox,
+): Promise<{ set: postgres.Fragment }> {
+  if (input.oauth2 === undefined) return { set: tx`` };
+  const current = input.oauth2 === null ? null : await storedOAuth2(tx, companyId, id);
+  const value = await oauth2Column(box, id, input.oauth2, current);
+  return { set: tx`, oauth2 = ${value ? tx.json(value) : null}` };
 }
 
 /**
