@@ -1,7 +1,7 @@
 /**
- * `deno task reseal-secrets`: after SECRET_ENCRYPTION_KEY was rotated, re-seals every stored webhook signing secret
- * (and OAuth2 client secret) and every stored answer of an idempotent request with it, so that SECRET_ENCRYPTION_KEY_PREVIOUS can then be
- * removed at once (docs/production.md). Run it with the same environment as the service; running it again finds
+ * `deno task reseal-secrets`: after SECRET_ENCRYPTION_KEY was rotated, re-seals every stored webhook signing secret,
+ * OAuth2 client secret and stored answer of an idempotent request with it, so that SECRET_ENCRYPTION_KEY_PREVIOUS can
+ * then be removed at once (docs/production.md). Run it with the same environment as the service; running it again finds
  * nothing to do.
  */
 
