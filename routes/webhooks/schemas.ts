@@ -81,8 +81,7 @@ const oauth2 = z.object({
   client_auth: z.enum(OAUTH2_CLIENT_AUTH).nullish().openapi({
     description: "`client_secret_basic` (the default: HTTP Basic) or `client_secret_post` (id and secret in the body)",
   }),
-}).nullable().openapi("WebhookOAuth2Settings", {
-  type: ["object", "null"],
+}).openapi("WebhookOAuth2Settings").nullable().openapi({
   description: "OAuth2 client credentials: the service asks the token URL for a token (grant_type " +
     "client_credentials), keeps it until shortly before it expires and sends it as `Authorization: Bearer`. null " +
     "removes them on update. docs/webhooks.md, OAuth2 client credentials",
