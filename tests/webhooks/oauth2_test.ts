@@ -5,15 +5,18 @@
  */
 import assert from "node:assert/strict";
 import { verifySignature } from "../../domain/webhooks/endpoints/signature.ts";
-import { isSealed } from "../../domain/infra/secret_box.ts";
-import { eventually, newCompany, setup } from "../support/helpers.ts";
+import { createSecretBox, isSealed } from "../../domain/infra/secret_box.ts";
+import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
+import { openClientSecret, resealOAuth2Secrets } from "../../domain/webhooks/endpoints/oauth2.ts";
+import { eventually, newCompany, setup, TEST_ENCRYPTION_KEY } from "../support/helpers.ts";
+import type { StoredOAuth2 } from "../../domain/webhooks/endpoints/endpoint_row.ts";
 import { sleep, startReceiver } from "../support/webhook_receiver.ts";
 import { createEndpoint, emit, ENDPOINTS, EVENTS, recordsOf } from "../support/endpoints.ts";
 
 const SECRET = "s3cr3t: with spaces & symbols/+=";
 
 /** A token server on loopback: one client per client id, tokens `t<n>` living `expiresIn[client]` seconds. */
-function startTokenServer(expiresIn: Record<string, number>) {
+function startTokenServer(expiresIn: Record<string, number>, delayMs: Record<string, number> = {}) {
   const requests: { clientId: string; form: URLSearchParams }[] = [];
   const issued = new Map<string, string>(); // token -> client id
   let n = 0;
@@ -32,6 +35,7 @@ function startTokenServer(expiresIn: Record<string, number>) {
       // a careless server echoing what it got: the service must not pass the secret on
       return json(400, { error: "invalid_client", error_description: `unknown client ${id} with secret ${secret}` });
     }
+    await new Promise((r) => setTimeout(r, delayMs[id] ?? 0));
     const token = `t${++n}`;
     issued.set(token, id);
     return json(200, { access_token: token, token_type: "Bearer", expires_in: expiresIn[id] });
@@ -48,7 +52,9 @@ function startTokenServer(expiresIn: Record<string, number>) {
 
 Deno.test("an endpoint behind OAuth2 gets a bearer token, reused until it expires or the receiver refuses it", async (t) => {
   const ctx = await setup("webhook_oauth2", { worker: true, env: { WEBHOOK_RETRY_SCHEDULE: "0.2" } });
-  const tokens = startTokenServer({ "reuse-client": 3600, "short-client": 1 });
+  const tokens = startTokenServer({ "reuse-client": 3600, "short-client": 1, "burst-client": 3600 }, {
+    "burst-client": 300, // slow enough for the burst's attempts to all ask while the first request is out
+  });
   const refused = new Set<string>();
   const secrets = new Map<string, string>(); // path -> endpoint signing secret
   const seen: { path: string; token: string; signed: boolean }[] = [];
@@ -152,6 +158,23 @@ Deno.test("an endpoint behind OAuth2 gets a bearer token, reused until it expire
       assert.equal(tokens.requests.filter((r) => r.form.get("client_id") === "short-client").length, 2);
     });
 
+    await t.step("attempts in parallel that all need a token share one token request", async () => {
+      const burst = await createEndpoint(company, `${receiver.url}/burst`, {
+        oauth2: oauth2("burst-client"),
+        enabled_events: ["payment_failed"],
+        max_concurrency: 8,
+      });
+      secrets.set("/burst", burst.secret);
+      await ctx.sql.begin(async (tx) => {
+        for (let i = 0; i < 8; i++) {
+          await emitEvent(tx, company.id, "payment_failed", { transaction_id: crypto.randomUUID() });
+        }
+      });
+      await eventually("eight deliveries", () => arrivalsAt("/burst").length === 8);
+      assert.equal(tokens.count("burst-client"), 1);
+      assert.ok(arrivalsAt("/burst").every((s) => s.token === arrivalsAt("/burst")[0].token && s.signed));
+    });
+
     await t.step("a refusal by the token server is a failed attempt that says why, without the secret", async () => {
       const wrong = await createEndpoint(company, `${receiver.url}/wrong`, {
         oauth2: oauth2("unknown-client"),
@@ -192,6 +215,20 @@ Deno.test("an endpoint behind OAuth2 gets a bearer token, reused until it expire
         assert.equal(removed.body.data.oauth2, null);
       },
     );
+
+    await t.step("after a key rotation, reseal-secrets re-seals the client secrets with the new key", async () => {
+      const previous = Uint8Array.fromHex(TEST_ENCRYPTION_KEY);
+      const box = await createSecretBox(crypto.getRandomValues(new Uint8Array(32)), [previous]);
+      const rewritten = await resealOAuth2Secrets(ctx.sql, box);
+      assert.ok(rewritten >= 2, `${rewritten}`);
+      assert.equal(await resealOAuth2Secrets(ctx.sql, box), 0, "nothing left to do");
+      const rows = await ctx.sql<{ id: string; oauth2: StoredOAuth2 }[]>`
+        select id, oauth2 from webhook_endpoints where company_id = ${company.id} and oauth2 is not null`;
+      for (const row of rows) {
+        assert.ok(row.oauth2.sealed_client_secret.startsWith(box.currentPrefix));
+        assert.equal(await openClientSecret(box, row.id, row.oauth2), SECRET);
+      }
+    });
   } finally {
     await ctx.close();
     await tokens.close();
