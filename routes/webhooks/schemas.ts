@@ -213,7 +213,8 @@ export const Attempt = z.object({
   http_status: z.number().int().openapi({ description: "0 when no response arrived" }),
   response_body: z.string().openapi({
     description: "First 16 KiB of the answer, or why none came: `timeout after <ms> ms`, " +
-      "`connection refused (ECONNREFUSED)`, `TLS: ...`, `DNS: ...`, `refused: private address`...",
+      "`connection refused (ECONNREFUSED)`, `TLS: ...`, `DNS: ...`, `refused: private address`, " +
+      "`oauth2 token: HTTP 400 invalid_client` (no bearer token for the endpoint)...",
   }),
   duration_ms: z.number().int().nullable().openapi({ description: "How long the attempt took" }),
   response_headers: z.record(z.string(), z.string()).openapi({
