@@ -217,6 +217,11 @@ const FEATURE_PHASES: { only: string; title?: string; named?: boolean; run: () =
     run: async () => (await import("./signing.ts")).benchSigning(),
   },
   { only: "stats", run: async () => (await import("./endpoint_stats.ts")).benchEndpointStats() },
+  {
+    only: "oauth2",
+    title: "OAuth2 client credentials: deliveries/s against plain, same run",
+    run: async () => (await import("./oauth2.ts")).benchOAuth2(),
+  },
 ];
 for (const phase of FEATURE_PHASES) {
   if (only ? only !== phase.only : phase.named) continue;

@@ -166,7 +166,7 @@ async function waitForNoJobs(sql: Sql, task: string, timeoutMs = 300_000) {
 }
 
 /** A fresh database, migrated, with the worker's start and stop for the phases to call. */
-async function benchBase() {
+export async function benchBase() {
   setLogLevel(LOG_LEVEL);
   const url = await freshBenchDatabase();
   const config = benchConfig(url, { LOG_LEVEL });

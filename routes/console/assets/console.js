@@ -344,12 +344,17 @@ const eventTypesOf = (e) =>
 const SCHEMES = { "hmac-sha256": "hmac-sha256, shared secret", ed25519: "ed25519, public key" };
 const schemeOf = (e) => SCHEMES[e.signature_scheme] ?? e.signature_scheme ?? "hmac-sha256, shared secret";
 
-/** The "Settings" cell of an endpoint: its delivery mode, its signature scheme and the event types it receives. */
+/**
+ * The "Settings" cell of an endpoint: its delivery mode, its signature scheme, the event types it receives, and
+ * whether it sends an OAuth2 bearer token.
+ */
 function settingsCell(e) {
   const td = cell(
     text("span", e.delivery_mode),
     text("span", schemeOf(e), "note"),
     el("span", ...eventTypesOf(e)),
+    // only when set: an endpoint without OAuth2 reads as before (docs/webhooks.md, "OAuth2 client credentials")
+    ...(e.oauth2 ? [text("span", "OAuth2 bearer token", "note")] : []),
   );
   td.className = "settings";
   return td;
@@ -510,6 +515,8 @@ function showSecret(data) {
 
 /** The scheme of the endpoint being edited: a save that changes it shows the new credential. */
 let editedScheme = null;
+/** The OAuth2 settings of the endpoint being edited: those the form has no field for are saved as they were. */
+let editedOAuth2 = null;
 
 function editEndpoint(e) {
   go("#overview");
@@ -520,6 +527,11 @@ function editEndpoint(e) {
   $("endpoint-mode").value = e.delivery_mode;
   $("endpoint-events").value = e.enabled_events.join(",");
   $("endpoint-filter").value = e.filter ?? "";
+  editedOAuth2 = e.oauth2 ?? null;
+  $("endpoint-oauth2-url").value = e.oauth2?.token_url ?? "";
+  $("endpoint-oauth2-client").value = e.oauth2?.client_id ?? "";
+  $("endpoint-oauth2-secret").value = "";
+  $("endpoint-oauth2-scope").value = e.oauth2?.scope ?? "";
   $("endpoint-save").textContent = "Save endpoint";
   $("endpoint-form-title").textContent = "Edit an endpoint";
   $("endpoint-form-panel").open = true;
@@ -529,6 +541,7 @@ function editEndpoint(e) {
 $("endpoint-form").addEventListener("reset", () => {
   $("endpoint-id").value = "";
   editedScheme = null;
+  editedOAuth2 = null;
   $("endpoint-save").textContent = "Create endpoint";
   $("endpoint-form-title").textContent = "Add an endpoint";
 });
@@ -543,6 +556,17 @@ $("endpoint-form").addEventListener(
       // empty: no filter (null removes one on a save)
       filter: $("endpoint-filter").value.trim() || null,
       signature_scheme: $("endpoint-scheme").value,
+      // no token URL: no OAuth2 (null removes it); no secret: the stored one is kept for the same token URL
+      oauth2: $("endpoint-oauth2-url").value.trim()
+        ? {
+          token_url: $("endpoint-oauth2-url").value.trim(),
+          client_id: $("endpoint-oauth2-client").value.trim(),
+          client_secret: $("endpoint-oauth2-secret").value || null,
+          scope: $("endpoint-oauth2-scope").value.trim() || null,
+          audience: editedOAuth2?.audience ?? null,
+          client_auth: editedOAuth2?.client_auth ?? null,
+        }
+        : null,
     };
     const { data } = id ? await api("PUT", `${ENDPOINTS}/${id}`, body) : await api("POST", ENDPOINTS, body);
     if (!id || body.signature_scheme !== editedScheme) showSecret(data);
@@ -891,6 +915,17 @@ async function showEndpoint(id, more = false, focus = false) {
     ...fact("Signature scheme", schemeOf(e), ...key),
     ...fact("Delivery mode", e.delivery_mode),
     ...fact("Filter", e.filter ? text("code", e.filter) : "none: every event of these types"),
+    ...fact(
+      "OAuth2",
+      ...(e.oauth2
+        ? [
+          text("code", e.oauth2.client_id),
+          " at ",
+          text("code", e.oauth2.token_url),
+          e.oauth2.scope ? `, scope ${e.oauth2.scope}` : "",
+        ]
+        : ["none: no bearer token"]),
+    ),
     ...fact("Body", `${e.event_payload_type}${e.wrap_in_notification ? ", wrapped in a notification" : ""}`),
     ...fact("Concurrency", `up to ${e.max_concurrency} at once`),
     ...fact("Created", `${utc(e.inserted_at)} UTC`),
