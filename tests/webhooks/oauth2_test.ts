@@ -5,11 +5,13 @@
  */
 import assert from "node:assert/strict";
 import { verifySignature } from "../../domain/webhooks/endpoints/signature.ts";
-import { createSecretBox, isSealed } from "../../domain/infra/secret_box.ts";
+import { createSecretBox, isSealed, secretBoxFor } from "../../domain/infra/secret_box.ts";
 import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
 import { openClientSecret, resealOAuth2Secrets } from "../../domain/webhooks/endpoints/oauth2.ts";
 import { eventually, newCompany, setup, TEST_ENCRYPTION_KEY } from "../support/helpers.ts";
-import type { StoredOAuth2 } from "../../domain/webhooks/endpoints/endpoint_row.ts";
+import type { EndpointRow, StoredOAuth2 } from "../../domain/webhooks/endpoints/endpoint_row.ts";
+import { sendDelivery } from "../../domain/webhooks/engine/sender.ts";
+import { TokenCache } from "../../domain/webhooks/engine/oauth2_tokens.ts";
 import { sleep, startReceiver } from "../support/webhook_receiver.ts";
 import { createEndpoint, emit, ENDPOINTS, EVENTS, recordsOf } from "../support/endpoints.ts";
 
@@ -232,6 +234,48 @@ Deno.test("an endpoint behind OAuth2 gets a bearer token, reused until it expire
   } finally {
     await ctx.close();
     await tokens.close();
+    await receiver.close();
+  }
+});
+
+Deno.test("the token URL passes the URL guard at every token request, and nothing reaches the receiver", async () => {
+  const ctx = await setup("webhook_oauth2_guard");
+  const receiver = startReceiver();
+  try {
+    const company = await newCompany(ctx);
+    const created = await createEndpoint(company, `${receiver.url}/guarded`, {
+      oauth2: { token_url: "https://auth.example.com/token", client_id: "c", client_secret: SECRET },
+    });
+    const [row] = await ctx.sql<EndpointRow[]>`select * from webhook_endpoints where id = ${created.id}`;
+    const box = await secretBoxFor(ctx.config);
+    const delivery = { id: crypto.randomUUID(), type: "identified", data: { transaction_id: crypto.randomUUID() } };
+    const resolved: string[] = [];
+    // a name that resolves, at delivery time, to the cloud metadata address or to a private one (DNS rebinding)
+    const resolveTo = (address: string) => (name: string) => {
+      resolved.push(name);
+      return Promise.resolve([address]);
+    };
+    const metadata = await sendDelivery(box, row, delivery, {
+      timeoutMs: 2_000,
+      allowPrivateUrls: true,
+      resolve: resolveTo("169.254.169.254"),
+      tokens: new TokenCache(),
+    });
+    assert.equal(
+      metadata.responseBody,
+      "oauth2 token: refused: link-local or cloud metadata address (no setting allows it)",
+    );
+    const privately = await sendDelivery(box, row, delivery, {
+      timeoutMs: 2_000,
+      allowPrivateUrls: false,
+      resolve: resolveTo("10.0.0.7"),
+      tokens: new TokenCache(),
+    });
+    assert.match(privately.responseBody, /^oauth2 token: refused: private address/);
+    assert.deepEqual(resolved, ["auth.example.com", "auth.example.com"], "the token URL's name, resolved once each");
+    assert.equal(receiver.at("/guarded").length, 0);
+  } finally {
+    await ctx.close();
     await receiver.close();
   }
 });
