@@ -259,8 +259,9 @@ export async function updateEndpoint(
         select status from webhook_endpoints where company_id = ${companyId} and id = ${id}`;
       if (self?.status === "active") await refuseSecondAtUrl(tx, companyId, input.url, id);
     }
-    const { set: switching } = await schemeSwitch(tx, companyId, id, input, opts.box);
-    const { set: oauth2 } = await oauth2Change(tx, companyId, id, input, opts.box);
+    const { set: schemeSet } = await schemeSwitch(tx, companyId, id, input, opts.box);
+    const { set: oauth2Set } = await oauth2Change(tx, companyId, id, input, opts.box);
+    const switching = tx`${schemeSet}${oauth2Set}`;
     const mapping = input.event_mapping === undefined
       ? tx`event_mapping`
       : input.event_mapping === null
@@ -268,12 +269,10 @@ export async function updateEndpoint(
       : tx`${tx.json(input.event_mapping)}`;
     const [row] = Object.keys(changes).length
       ? await tx<EndpointRow[]>`
-          update webhook_endpoints set ${
-        tx(changes)
-      }, event_mapping = ${mapping}${switching}${oauth2}, updated_at = now()
+          update webhook_endpoints set ${tx(changes)}, event_mapping = ${mapping}${switching}, updated_at = now()
           where company_id = ${companyId} and id = ${id} returning *`
       : await tx<EndpointRow[]>`
-          update webhook_endpoints set event_mapping = ${mapping}${switching}${oauth2}, updated_at = now()
+          update webhook_endpoints set event_mapping = ${mapping}${switching}, updated_at = now()
           where company_id = ${companyId} and id = ${id} returning *`;
     if (!row) throw notFound();
     await fitSlots(tx, [id]);
