@@ -218,6 +218,11 @@ const FEATURE_PHASES: { only: string; title?: string; named?: boolean; run: () =
   },
   { only: "stats", run: async () => (await import("./endpoint_stats.ts")).benchEndpointStats() },
   {
+    only: "headers",
+    title: "Custom headers: deliveries/s with five against none",
+    run: async () => (await import("./custom_headers.ts")).benchCustomHeaders(),
+  },
+  {
     only: "oauth2",
     title: "OAuth2 client credentials: deliveries/s against plain, same run",
     run: async () => (await import("./oauth2.ts")).benchOAuth2(),

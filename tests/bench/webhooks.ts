@@ -121,7 +121,7 @@ export async function startReceiver(answerAfterMs = 0, opts: { tls?: boolean } =
 }
 
 /** `total` events, one per transaction, from `producers` concurrent producers. */
-async function emitMany(sql: Sql, companyId: string, total: number, producers = PRODUCERS) {
+export async function emitMany(sql: Sql, companyId: string, total: number, producers = PRODUCERS) {
   let next = 0;
   await Promise.all(Array.from({ length: producers }, async () => {
     while (next < total) {
@@ -132,7 +132,7 @@ async function emitMany(sql: Sql, companyId: string, total: number, producers = 
 }
 
 /** Every record delivered and recorded: nothing pending, no drain job left. */
-async function waitForDrained(sql: Sql, timeoutMs = 300_000) {
+export async function waitForDrained(sql: Sql, timeoutMs = 300_000) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const [{ left }] = await sql<{ left: boolean }[]>`

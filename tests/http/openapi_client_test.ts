@@ -62,6 +62,17 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
   });
   if (!asymmetric.data) throw new Error(\`ed25519 endpoint: \${asymmetric.response.status}\`);
   const publicKey: string | null = asymmetric.data.data.public_key;
+  const withHeaders = await client.POST("/api/v2/notifications/endpoints", {
+    body: {
+      url: "https://example.com/headers",
+      enabled_events: ["wire_created"],
+      headers: { "X-Tenant": "acme" },
+      secret_headers: { "X-Api-Key": "k_live_0123456789abcdef" },
+    },
+  });
+  if (!withHeaders.data) throw new Error(\`custom headers: \${withHeaders.response.status}\`);
+  const plainHeaders: Record<string, string> = withHeaders.data.data.headers;
+  const maskedHeaders: Record<string, string> = withHeaders.data.data.secret_headers;
 
   const payin = await client.POST("/api/sandbox/payins", {
     body: { subject_id: subjectId, value: "100.00", currency: "BRL" },
@@ -110,6 +121,7 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
     secretLength: endpoint.data.data.secret?.length,
     asymmetric: { secret: asymmetric.data.data.secret, publicKey, scheme: asymmetric.data.data.signature_scheme },
     mapping: renamed.data.data.event_mapping,
+    customHeaders: { plain: plainHeaders, masked: maskedHeaders },
     payinValue: payin.data.data.value,
     events: events.data.data.map((e) => ({ type: e.type, endpoint: e.endpoint_id, status: e.status })),
     endpointId: endpoint.data.data.id,
@@ -144,6 +156,8 @@ export function mistakes(client: ReturnType<typeof createClient<paths>>) {
     }),
     // @ts-expect-error a signature scheme that does not exist
     client.POST("/api/v2/notifications/endpoints", { body: { url: "https://a.test", signature_scheme: "rsa" } }),
+    // @ts-expect-error a header value is a string
+    client.POST("/api/v2/notifications/endpoints", { body: { url: "https://a.test", headers: { "X-Count": 1 } } }),
     client.POST("/api/v2/notifications/endpoints/{id}/recover", {
       params: { path: { id: "x" } },
       // @ts-expect-error include_skipped is a boolean
@@ -186,6 +200,7 @@ Deno.test("a client generated from the document compiles an integrator flow and 
       assert.equal(result.asymmetric.scheme, "ed25519");
       assert.match(result.asymmetric.publicKey, /^whpk_[A-Za-z0-9+/]{43}=$/);
       assert.deepEqual(result.mapping, { identified: "paid" });
+      assert.deepEqual(result.customHeaders, { plain: { "X-Tenant": "acme" }, masked: { "X-Api-Key": "****cdef" } });
       assert.equal(result.payinValue, "100.00");
       assert.deepEqual(result.events, [{ type: "identified", endpoint: result.endpointId, status: "pending" }]);
       assert.match(result.requestId ?? "", /^[0-9a-f-]{36}$/);

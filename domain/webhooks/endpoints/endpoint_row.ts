@@ -70,6 +70,10 @@ export type EndpointRow = {
   public_key: string | null;
   /** Ed25519 keys rotated away (or left by a switch to hmac-sha256), newest first, as the secrets above. */
   previous_signing_keys: StoredPreviousSigningKey[];
+  /** Custom headers sent in clear with every attempt (custom_headers.ts); `{}` for none. */
+  custom_headers?: Record<string, string>;
+  /** Custom headers whose values are secret, each sealed for the endpoint and its name; `{}` for none. */
+  sealed_custom_headers?: Record<string, string>;
   inserted_at: Date;
   updated_at: Date;
   /** OAuth2 client credentials for a bearer token sent with every attempt; null (or absent before 0042) for none. */

@@ -13,6 +13,7 @@ import { honoursRetryAfter } from "../endpoints/decisions.ts";
 import type { ConnectionPool } from "./connections.ts";
 import type { EndpointRow } from "../endpoints/endpoint_row.ts";
 import { openSecrets, openSigningKeys } from "../endpoints/credentials.ts";
+import { headersToSend } from "../endpoints/custom_headers.ts";
 import { signPayload, standardWebhookHeaders } from "../endpoints/signature.ts";
 import {
   BlockedDestination,
@@ -140,15 +141,18 @@ export async function sendDelivery(
       ...standard,
     }
     : standard;
+  // the endpoint's own headers first: none of their names is one of ours (docs/webhooks.md, "Custom headers")
+  const custom = await headersToSend(box, endpoint);
   // a span of its own, continuing the trace of the request that emitted the event (docs/webhooks.md, "Tracing")
   return await tracedAttempt(endpoint, delivery, async (trace) => {
-    if (!endpoint.oauth2) return await sendWebhook(endpoint.url, body, { ...headers, ...trace }, opts);
+    if (!endpoint.oauth2) return await sendWebhook(endpoint.url, body, { ...custom, ...headers, ...trace }, opts);
     return await withBearer(
       box,
       endpoint.id,
       endpoint.oauth2,
       opts,
-      (bearer) => sendWebhook(endpoint.url, body, { ...headers, ...trace, authorization: `Bearer ${bearer}` }, opts),
+      (bearer) =>
+        sendWebhook(endpoint.url, body, { ...custom, ...headers, ...trace, authorization: `Bearer ${bearer}` }, opts),
     );
   });
 }
