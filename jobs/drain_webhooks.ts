@@ -15,6 +15,7 @@ import { wakeEndpoints } from "../domain/webhooks/outbox/wake.ts";
 import { RUN_BUDGET } from "../domain/webhooks/engine/engine.ts";
 import { Drainers } from "../domain/webhooks/engine/engine.ts";
 import { ConnectionPool } from "../domain/webhooks/engine/connections.ts";
+import { TokenCache } from "../domain/webhooks/engine/oauth2_tokens.ts";
 import { failPendingDeliveries } from "../domain/webhooks/endpoints/endpoints.ts";
 import { sendDelivery } from "../domain/webhooks/engine/sender.ts";
 
@@ -37,7 +38,14 @@ export function webhookDrainers({ sql, config, processId }: Deps): Companion {
     failingAfterSeconds: config.webhookFailingAfterSeconds,
   });
   const connections = new ConnectionPool();
-  const sending = { timeoutMs: config.webhookTimeoutMs, allowPrivateUrls: config.allowPrivateUrls, connections };
+  // OAuth2 bearer tokens, kept by this process until shortly before they expire (docs/webhooks.md)
+  const tokens = new TokenCache();
+  const sending = {
+    timeoutMs: config.webhookTimeoutMs,
+    allowPrivateUrls: config.allowPrivateUrls,
+    connections,
+    tokens,
+  };
   // While the database is away (a restart, a failover) each step waits for it rather than failing the run (README,
   // Operations, When the database goes away).
   const waitingOutOutages = <T>(step: () => Promise<T>) => whileUnreachable(step, Date.now() + OUTAGE_PATIENCE_MS);

@@ -191,6 +191,35 @@ const Endpoints = () => (
           <Field id="endpoint-client-remove" label="Remove the client certificate">
             <input id="endpoint-client-remove" name="client_remove" type="checkbox" />
           </Field>
+          {/* OAuth2 client credentials (docs/webhooks.md): the secret is written here, never shown back */}
+          <Field id="endpoint-oauth2-url" label="OAuth2 token URL" hint="Empty: no bearer token" wide>
+            <input
+              id="endpoint-oauth2-url"
+              name="oauth2_token_url"
+              type="url"
+              placeholder="https://auth.example.com/oauth2/token"
+              aria-describedby="endpoint-oauth2-url-hint"
+            />
+          </Field>
+          <Field id="endpoint-oauth2-client" label="OAuth2 client id">
+            <input id="endpoint-oauth2-client" name="oauth2_client_id" autocomplete="off" />
+          </Field>
+          <Field
+            id="endpoint-oauth2-secret"
+            label="OAuth2 client secret"
+            hint="Empty on a save: the stored one is kept"
+          >
+            <input
+              id="endpoint-oauth2-secret"
+              name="oauth2_client_secret"
+              type="password"
+              autocomplete="new-password"
+              aria-describedby="endpoint-oauth2-secret-hint"
+            />
+          </Field>
+          <Field id="endpoint-oauth2-scope" label="OAuth2 scope">
+            <input id="endpoint-oauth2-scope" name="oauth2_scope" />
+          </Field>
         </div>
         <button type="submit" id="endpoint-save" class="primary">Create endpoint</button>
         <button type="reset" id="endpoint-cancel">Clear</button>

@@ -19,7 +19,13 @@ import type { TimeBound } from "../../domain/webhooks/endpoints/deliveries.ts";
 import { REPLAY_LIMIT } from "../../domain/webhooks/outbox/replay.ts";
 import { TRANSACTION_SEARCH_EVENTS } from "../../domain/webhooks/outbox/event_search.ts";
 import { UUID_RE } from "../../domain/basics/ids.ts";
-import { requiredText, uuid } from "../openapi/schemas.ts";
+import { optionalText, requiredText, uuid } from "../openapi/schemas.ts";
+import {
+  MAX_CLIENT_ID_LENGTH,
+  MAX_CLIENT_SECRET_LENGTH,
+  MAX_SCOPE_LENGTH,
+  OAUTH2_CLIENT_AUTH,
+} from "../../domain/webhooks/endpoints/oauth2.ts";
 
 const KNOWN_TYPES: ReadonlySet<string> = new Set(EVENT_TYPES);
 const ONE_OF_TYPES = `must be one of: ${EVENT_TYPES.join(", ")}`;
@@ -123,6 +129,28 @@ const clientCertificate = z.object({
     "it on update, absent leaves it. docs/webhooks.md, Client certificates (mTLS)",
 });
 
+/**
+ * OAuth2 client credentials (RFC 6749 §4.4) for a bearer token sent with every attempt; the token URL obeys the
+ * endpoint URL's rule, run by the routes (domain/webhooks/endpoints/oauth2.ts).
+ */
+const oauth2 = z.object({
+  token_url: requiredText(2048).openapi({ example: "https://auth.example.com/oauth2/token" }),
+  client_id: requiredText(MAX_CLIENT_ID_LENGTH).openapi({ example: "payments-webhooks" }),
+  client_secret: z.string().min(1).max(MAX_CLIENT_SECRET_LENGTH).nullish().openapi({
+    description: "Required on create, and on an update that changes token_url; left out, an update keeps the stored " +
+      "one. Stored sealed and never shown again",
+  }),
+  scope: optionalText(MAX_SCOPE_LENGTH).openapi({ example: "webhooks:write" }),
+  audience: optionalText(2048).openapi({ description: "Sent as `audience` when set (Auth0 and others ask for it)" }),
+  client_auth: z.enum(OAUTH2_CLIENT_AUTH).nullish().openapi({
+    description: "`client_secret_basic` (the default: HTTP Basic) or `client_secret_post` (id and secret in the body)",
+  }),
+}).openapi("WebhookOAuth2Settings").nullable().openapi({
+  description: "OAuth2 client credentials: the service asks the token URL for a token (grant_type " +
+    "client_credentials), keeps it until shortly before it expires and sends it as `Authorization: Bearer`. null " +
+    "removes them on update. docs/webhooks.md, OAuth2 client credentials",
+});
+
 /** `null` counts as absent for fields that always have a value (defaults on create, unchanged on update). */
 const settings = {
   enabled_events: enabledEvents.nullish(),
@@ -140,6 +168,7 @@ const settings = {
   }),
   filter: filter.optional(),
   client_certificate: clientCertificate.optional(),
+  oauth2: oauth2.optional(),
 };
 
 /**
@@ -243,6 +272,16 @@ export const Endpoint = z.object({
   }),
   inserted_at: ts,
   updated_at: ts,
+  oauth2: z.object({
+    token_url: z.string(),
+    client_id: z.string(),
+    scope: z.string().nullable(),
+    audience: z.string().nullable(),
+    client_auth: z.enum(OAUTH2_CLIENT_AUTH),
+  }).nullable().openapi("WebhookOAuth2", {
+    description: "The endpoint's OAuth2 client credentials without the client secret, which is never shown; null " +
+      "when it sends no bearer token",
+  }),
 }).openapi("WebhookEndpoint");
 
 export const RotatedSecret = z.object({
@@ -259,7 +298,8 @@ export const Attempt = z.object({
   http_status: z.number().int().openapi({ description: "0 when no response arrived" }),
   response_body: z.string().openapi({
     description: "First 16 KiB of the answer, or why none came: `timeout after <ms> ms`, " +
-      "`connection refused (ECONNREFUSED)`, `TLS: ...`, `DNS: ...`, `refused: private address`...",
+      "`connection refused (ECONNREFUSED)`, `TLS: ...`, `DNS: ...`, `refused: private address`, " +
+      "`oauth2 token: HTTP 400 invalid_client` (no bearer token for the endpoint)...",
   }),
   duration_ms: z.number().int().nullable().openapi({ description: "How long the attempt took" }),
   response_headers: z.record(z.string(), z.string()).openapi({

@@ -112,6 +112,14 @@ const DESCRIPTIONS: Record<string, Description> = {
     meaning: "mTLS deliveries/s as a share of the plain https ones in the same run: a handshake per connection",
     target: atLeast(0.8),
   },
+  oauth2_events_per_phase: { meaning: "events in each of the OAuth2 phase's two backlogs (plain, then OAuth2)" },
+  oauth2_plain_deliveries_per_s: { meaning: "deliveries/s from a full queue to a plain endpoint, in the OAuth2 phase" },
+  oauth2_deliveries_per_s: {
+    meaning:
+      "deliveries/s from the same full queue to an endpoint with OAuth2 client credentials (bearer token cached)",
+  },
+  oauth2_vs_plain: { meaning: "OAuth2 backlog deliveries/s as a share of the plain backlog's in the same run" },
+  oauth2_token_requests: { meaning: "token requests the OAuth2 backlog made: one while the token lives" },
   backlog_vs_noop_pct: {
     meaning: "backlog deliveries/s as a share of the no-op ceiling (%)",
     target: atLeast(50, "%"),

@@ -227,6 +227,11 @@ const FEATURE_PHASES: { only: string; title?: string; named?: boolean; run: () =
     title: "mTLS: deliveries/s to a receiver requiring a client certificate, beside plain https",
     run: async () => (await import("./mtls.ts")).benchMtls(),
   },
+  {
+    only: "oauth2",
+    title: "OAuth2 client credentials: deliveries/s against plain, same run",
+    run: async () => (await import("./oauth2.ts")).benchOAuth2(),
+  },
 ];
 for (const phase of FEATURE_PHASES) {
   if (only ? only !== phase.only : phase.named) continue;

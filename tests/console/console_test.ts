@@ -344,6 +344,38 @@ Deno.test({
       });
 
       await t.step(
+        "OAuth2 credentials set in the form are saved sealed, shown without the secret, removed",
+        async () => {
+          const secret = "console-oauth2-secret";
+          await click(page, "#endpoint-rows", "Edit");
+          await page.type("#endpoint-oauth2-url", `${rx.url}/token`);
+          await page.type("#endpoint-oauth2-client", "console-client");
+          await page.type("#endpoint-oauth2-secret", secret);
+          await click(page, "#endpoint-form", "Save endpoint");
+          const stored = async () =>
+            (await ctx.sql<{ oauth2: { client_id: string; sealed_client_secret: string } | null }[]>`
+            select oauth2 from webhook_endpoints where company_id = ${companyId} and url = ${`${rx.url}/console`}`)[0]
+              ?.oauth2;
+          const settings = async () => (await rows(page, "endpoint-rows"))[0]?.[1] ?? "";
+          await eventually("OAuth2 in the endpoint's settings", async () => (await settings()).includes("OAuth2"));
+          const saved = await eventually("the credentials stored", stored);
+          assert.equal(saved.client_id, "console-client");
+          assert.ok(saved.sealed_client_secret.startsWith("enc:v1:"));
+          await click(page, "#endpoint-rows", "Edit");
+          assert.equal(
+            await page.$eval("#endpoint-oauth2-url", (el) => (el as HTMLInputElement).value),
+            `${rx.url}/token`,
+          );
+          assert.equal(await page.$eval("#endpoint-oauth2-secret", (el) => (el as HTMLInputElement).value), "");
+          assert.ok(!(await page.content()).includes(secret), "the secret is never on the page again");
+          await page.$eval("#endpoint-oauth2-url", (el) => (el as HTMLInputElement).value = "");
+          await click(page, "#endpoint-form", "Save endpoint");
+          await eventually("the credentials removed", async () => await stored() === null);
+          await eventually("no OAuth2 in the settings", async () => !(await settings()).includes("OAuth2"));
+        },
+      );
+
+      await t.step(
         "an ed25519 endpoint chosen in the form shows its public key, the one the API publishes",
         async () => {
           await page.type("#endpoint-url", `${rx.url}/console-ed25519`);

@@ -79,6 +79,17 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
   });
   if (!payin.data) throw new Error(\`payin: \${payin.response.status}\`);
 
+  // OAuth2 client credentials: the secret goes in, and never comes back out
+  const guarded = await client.POST("/api/v2/notifications/endpoints", {
+    body: {
+      url: "https://example.com/oauth2",
+      enabled_events: ["wire_created"],
+      oauth2: { token_url: "https://auth.example.com/token", client_id: "payments", client_secret: "oauth2-secret" },
+    },
+  });
+  if (!guarded.data) throw new Error(\`oauth2 endpoint: \${guarded.response.status}\`);
+  const oauth2Client: string | undefined = guarded.data.data.oauth2?.client_id;
+
   const events = await client.GET("/api/v2/notifications/events", {
     params: { query: { per_page: 5, order_by: "asc", status: "pending" } },
   });
@@ -123,6 +134,7 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
     events: events.data.data.map((e) => ({ type: e.type, endpoint: e.endpoint_id, status: e.status })),
     endpointId: endpoint.data.data.id,
     requestId: events.response.headers.get("x-request-id"),
+    oauth2: { clientId: oauth2Client, secretShown: JSON.stringify(guarded.data).includes("oauth2-secret") },
     refused: { status: refused.response.status, errors },
     certificateExpiry,
     recovered: { failed: recovered.data.data.failed, skipped: recovered.data.data.skipped, skippedRemaining },
@@ -147,6 +159,10 @@ export function mistakes(client: ReturnType<typeof createClient<paths>>) {
     client.POST("/api/sandbox/payins", { body: { subject_id: "x", value: "1", currency: "XYZ" } }),
     // @ts-expect-error an event type that does not exist
     client.POST("/api/v2/notifications/endpoints", { body: { url: "https://a.test", enabled_events: ["paid"] } }),
+    client.POST("/api/v2/notifications/endpoints", {
+      // @ts-expect-error client_auth is client_secret_basic or client_secret_post
+      body: { url: "https://a.test", oauth2: { token_url: "https://a.test/t", client_id: "c", client_auth: "jwt" } },
+    }),
     // @ts-expect-error a signature scheme that does not exist
     client.POST("/api/v2/notifications/endpoints", { body: { url: "https://a.test", signature_scheme: "rsa" } }),
     // @ts-expect-error a header value is a string
@@ -202,6 +218,7 @@ Deno.test("a client generated from the document compiles an integrator flow and 
       assert.equal(result.payinValue, "100.00");
       assert.deepEqual(result.events, [{ type: "identified", endpoint: result.endpointId, status: "pending" }]);
       assert.match(result.requestId ?? "", /^[0-9a-f-]{36}$/);
+      assert.deepEqual(result.oauth2, { clientId: "payments", secretShown: false });
       assert.equal(result.refused.status, 422);
       assert.deepEqual(result.refused.errors, { document_number: ["must have 11 digits"] });
       assert.equal(result.certificateExpiry, undefined, "no client certificate");

@@ -35,6 +35,7 @@ const ENDPOINT_KEYS = [
   // custom headers (docs/webhooks.md, "Custom headers")
   "headers",
   "secret_headers",
+  "oauth2",
 ].sort();
 const ISO_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const HEX64 = /^[0-9a-f]{64}$/;
@@ -68,6 +69,7 @@ Deno.test("webhook endpoint management", async (t) => {
         signature_scheme: e.signature_scheme,
         public_key: e.public_key,
         previous_public_keys: e.previous_public_keys,
+        oauth2: e.oauth2,
       },
       {
         url: "https://example.com/hooks",
@@ -86,6 +88,7 @@ Deno.test("webhook endpoint management", async (t) => {
         signature_scheme: "hmac-sha256",
         public_key: null,
         previous_public_keys: [],
+        oauth2: null,
       },
     );
     assert.match(e.secret, HEX64);

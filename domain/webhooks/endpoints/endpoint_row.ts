@@ -24,6 +24,22 @@ export type StoredPreviousSigningKey = { secret_key: string; public_key: string;
 
 export type DisabledReason = "manual" | "gone" | "failing";
 
+/** How the client authenticates at the token URL (RFC 6749 §2.3.1; the names are RFC 8414's). */
+export const OAUTH2_CLIENT_AUTH = ["client_secret_basic", "client_secret_post"] as const;
+
+/**
+ * An endpoint's OAuth2 client credentials as stored (docs/webhooks.md, "OAuth2 client credentials"): the client
+ * secret sealed (domain/webhooks/endpoints/oauth2.ts), the rest as the integrator set it.
+ */
+export type StoredOAuth2 = {
+  token_url: string;
+  client_id: string;
+  sealed_client_secret: string;
+  scope: string | null;
+  audience: string | null;
+  client_auth: (typeof OAUTH2_CLIENT_AUTH)[number];
+};
+
 export type EndpointRow = {
   id: string;
   company_id: string;
@@ -64,6 +80,8 @@ export type EndpointRow = {
   sealed_client_key?: string | null;
   inserted_at: Date;
   updated_at: Date;
+  /** OAuth2 client credentials for a bearer token sent with every attempt; null (or absent before 0042) for none. */
+  oauth2?: StoredOAuth2 | null;
 };
 
 /**

@@ -30,6 +30,7 @@ import {
   presentClientCertificate,
   storedClientCertificate,
 } from "./mtls.ts";
+import { checkOAuth2, oauth2Column, type OAuth2Input, presentOAuth2, storedOAuth2 } from "./oauth2.ts";
 
 /** Endpoint settings as a client sends them; `null` or absent means the default on create, unchanged on update. */
 export type EndpointSettings = {
@@ -45,6 +46,8 @@ export type EndpointSettings = {
   signature_scheme?: SignatureScheme | null;
   /** The mTLS client certificate and key (mtls.ts); `null` removes it on update, absent leaves it. */
   client_certificate?: ClientCertificateInput | null;
+  /** OAuth2 client credentials (oauth2.ts); `null` removes them on update, absent leaves them. */
+  oauth2?: OAuth2Input | null;
 };
 export type EndpointCreateInput = EndpointSettings & CustomHeadersInput & { url: string };
 export type EndpointUpdateInput = EndpointSettings & CustomHeadersInput & { url?: string };
@@ -85,6 +88,7 @@ export async function presentEndpoint(box: SecretBox, e: EndpointRow) {
     client_certificate: presentClientCertificate(e),
     inserted_at: isoUtc(e.inserted_at),
     updated_at: isoUtc(e.updated_at),
+    oauth2: presentOAuth2(e.oauth2),
   };
 }
 
@@ -186,11 +190,13 @@ export function validateEndpointInput(
     headers?: unknown;
     secret_headers?: unknown;
     client_certificate?: Partial<ClientCertificateInput> | null;
+    oauth2?: unknown;
   },
   opts: { allowPrivateUrls: boolean },
 ) {
   const errors = new ErrorBag();
   if (typeof input.url === "string") checkEndpointUrl(errors, input.url, opts.allowPrivateUrls);
+  checkOAuth2(errors, input.oauth2, (bag, raw) => checkEndpointUrl(bag, raw, opts.allowPrivateUrls));
   checkFilter(errors, input.filter);
   checkCustomHeaders(errors, input);
   if (input.client_certificate) checkClientCertificate(errors, input.client_certificate);
@@ -212,6 +218,7 @@ export async function createEndpoint(
   const credential = await newCredential(opts.box, id, scheme);
   const custom = await newCustomHeaders(opts.box, id, input);
   const client = await storedClientCertificate(opts.box, id, input.client_certificate ?? null);
+  const oauth2 = await oauth2Column(opts.box, id, input.oauth2 ?? null, null);
   return await sql.begin(async (tx) => {
     await checkEndpointQuota(tx, companyId, opts.quota, { maxConcurrency });
     await refuseSecondAtUrl(tx, companyId, input.url);
@@ -219,7 +226,7 @@ export async function createEndpoint(
       insert into webhook_endpoints (
         id, company_id, url, filter, enabled_events, delivery_mode, event_payload_type, inject_secret_in_body,
         wrap_in_notification, max_concurrency, event_mapping, signature_scheme, sealed_secret, sealed_signing_key,
-        public_key, custom_headers, sealed_custom_headers, client_certificate, sealed_client_key
+        public_key, custom_headers, sealed_custom_headers, client_certificate, sealed_client_key, oauth2
       ) values (
         ${id}, ${companyId}, ${input.url}, ${input.filter ?? null}, ${input.enabled_events ?? ["*"]},
         ${input.delivery_mode ?? "parallel"},
@@ -227,7 +234,8 @@ export async function createEndpoint(
         ${input.wrap_in_notification ?? false}, ${maxConcurrency},
         ${input.event_mapping ? tx.json(input.event_mapping) : null}, ${scheme}, ${credential.sealed_secret},
         ${credential.sealed_signing_key}, ${credential.public_key}, ${tx.json(custom.custom_headers)},
-        ${tx.json(custom.sealed_custom_headers)}, ${client.client_certificate}, ${client.sealed_client_key}
+        ${tx.json(custom.sealed_custom_headers)}, ${client.client_certificate}, ${client.sealed_client_key},
+        ${oauth2 ? tx.json(oauth2) : null}
       ) returning *`;
     await fitSlots(tx, [id]);
     return row;
@@ -281,7 +289,9 @@ export async function updateEndpoint(
       if (self?.status === "active") await refuseSecondAtUrl(tx, companyId, input.url, id);
     }
     await checkUpdatedEndpointFilter(tx, companyId, id, input);
-    const { set: switching } = await schemeSwitch(tx, companyId, id, input, opts.box);
+    const { set: schemeSet } = await schemeSwitch(tx, companyId, id, input, opts.box);
+    const { set: oauth2Set } = await oauth2Change(tx, companyId, id, input, opts.box);
+    const switching = tx`${schemeSet}${oauth2Set}`;
     const { set: headers } = await customHeadersSet(tx, opts.box, companyId, id, input);
     // absent leaves the client certificate as it is; null removes it (docs/webhooks.md, "Client certificates (mTLS)")
     const client = input.client_certificate === undefined
@@ -331,6 +341,24 @@ async function schemeSwitch(
   errors.throwIfAny(422);
   if (scheme === current.signature_scheme) return { set: tx`` };
   return { set: tx`, ${newCredentialSet(tx, await newCredential(box, id, scheme), scheme)}` };
+}
+
+/**
+ * What an update does to the endpoint's OAuth2 client credentials (oauth2.ts): nothing (an empty fragment, wrapped as
+ * in `schemeSwitch`) when `oauth2` is absent; null removes them; an object replaces them, keeping the stored client
+ * secret when none is given and the token URL stays (read under the row's lock).
+ */
+async function oauth2Change(
+  tx: SqlOrTransaction,
+  companyId: string,
+  id: string,
+  input: EndpointUpdateInput,
+  box: SecretBox,
+): Promise<{ set: postgres.Fragment }> {
+  if (input.oauth2 === undefined) return { set: tx`` };
+  const current = input.oauth2 === null ? null : await storedOAuth2(tx, companyId, id);
+  const value = await oauth2Column(box, id, input.oauth2, current);
+  return { set: tx`, oauth2 = ${value ? tx.json(value) : null}` };
 }
 
 /**

@@ -1,6 +1,7 @@
 /**
- * One delivery attempt over HTTP: render, sign and POST (`sendDelivery`), and the POST itself (`sendWebhook`), which
- * never throws and connects only to the addresses the URL guard checked (docs/webhooks.md, "Where requests go").
+ * One delivery attempt over HTTP: render, sign, add the endpoint's OAuth2 bearer token when it has one, and POST
+ * (`sendDelivery`), and the POST itself (`sendWebhook`), which never throws and connects only to the addresses the URL
+ * guard checked (docs/webhooks.md, "Where requests go"); the token request is such a POST too.
  */
 
 import http from "node:http";
@@ -23,6 +24,9 @@ import {
   systemResolver,
 } from "../endpoints/url_guard.ts";
 import { tracedAttempt } from "./attempt_trace.ts";
+import { credentialKey, processTokens, readTokenAnswer, type TokenCache, tokenRequest } from "./oauth2_tokens.ts";
+import { openClientSecret } from "../endpoints/oauth2.ts";
+import type { StoredOAuth2 } from "../endpoints/endpoint_row.ts";
 
 /** Names the service to receivers (and in their logs). */
 export const USER_AGENT = "payments-api-webhooks/1.0";
@@ -105,6 +109,8 @@ export type SendOptions = {
   connections?: ConnectionPool;
   /** The endpoint's client certificate, presented to an https receiver (docs/webhooks.md, "Client certificates (mTLS)"). */
   client?: ClientCredential | null;
+  /** OAuth2 bearer tokens to reuse (docs/webhooks.md, "OAuth2 client credentials"); the process's own without it. */
+  tokens?: TokenCache;
 };
 
 /**
@@ -142,12 +148,63 @@ export async function sendDelivery(
   // the endpoint's own headers first: none of their names is one of ours (docs/webhooks.md, "Custom headers")
   const custom = await headersToSend(box, endpoint);
   // a span of its own, continuing the trace of the request that emitted the event (docs/webhooks.md, "Tracing")
-  return await tracedAttempt(
-    endpoint,
-    delivery,
-    (trace) =>
-      sendWebhook(endpoint.url, body, { ...custom, ...headers, ...trace }, client ? { ...opts, client } : opts),
-  );
+  // the client certificate goes to the receiver only, never to the token URL (docs/webhooks.md, mTLS and OAuth2)
+  const toReceiver = client ? { ...opts, client } : opts;
+  return await tracedAttempt(endpoint, delivery, async (trace) => {
+    if (!endpoint.oauth2) return await sendWebhook(endpoint.url, body, { ...custom, ...headers, ...trace }, toReceiver);
+    return await withBearer(
+      box,
+      endpoint.id,
+      endpoint.oauth2,
+      opts,
+      (bearer) =>
+        sendWebhook(
+          endpoint.url,
+          body,
+          { ...custom, ...headers, ...trace, authorization: `Bearer ${bearer}` },
+          toReceiver,
+        ),
+    );
+  });
+}
+
+/**
+ * Sends with the endpoint's OAuth2 bearer token (docs/webhooks.md, "OAuth2 client credentials"): the cached one, or
+ * one asked for now at the token URL, through `sendWebhook` and so through the URL guard, the timeout and the answer
+ * size bound of a delivery. No token is a failed attempt whose reason starts with `oauth2 token:`, and nothing is
+ * sent to the receiver. A 401 from the receiver drops the token and stays a failed attempt: the retry schedule sends
+ * again, with a new token, rather than this attempt sending twice.
+ */
+async function withBearer(
+  box: SecretBox,
+  endpointId: string,
+  credentials: StoredOAuth2,
+  opts: SendOptions,
+  send: (bearer: string) => Promise<SendResult>,
+): Promise<SendResult> {
+  const tokens = opts.tokens ?? processTokens;
+  const key = credentialKey(endpointId, credentials);
+  const started = performance.now();
+  const outcome = await tokens.bearer(key, async () => {
+    const clientSecret = await openClientSecret(box, endpointId, credentials);
+    const request = tokenRequest(credentials, clientSecret);
+    const sentAt = Date.now();
+    const answer = await sendWebhook(credentials.token_url, request.body, request.headers, opts);
+    return readTokenAnswer(answer, clientSecret, sentAt);
+  });
+  if ("failure" in outcome) {
+    return {
+      ok: false,
+      httpStatus: 0,
+      responseBody: outcome.failure,
+      durationMs: performance.now() - started,
+      responseHeaders: {},
+      retryAfterSeconds: null,
+    };
+  }
+  const result = await send(outcome.token);
+  if (result.httpStatus === 401) tokens.drop(key, outcome.token);
+  return result;
 }
 
 /**

@@ -363,13 +363,18 @@ function headersOf(e) {
     : null;
 }
 
-/** The "Settings" cell of an endpoint: its delivery mode, its signature scheme and the event types it receives. */
+/**
+ * The "Settings" cell of an endpoint: its delivery mode, its signature scheme, the event types it receives, its custom
+ * headers, and whether it sends an OAuth2 bearer token.
+ */
 function settingsCell(e) {
   const td = cell(
     text("span", e.delivery_mode),
     text("span", schemeOf(e), "note"),
     el("span", ...eventTypesOf(e)),
     ...[headersOf(e)].filter(Boolean),
+    // only when set: an endpoint without OAuth2 reads as before (docs/webhooks.md, "OAuth2 client credentials")
+    ...(e.oauth2 ? [text("span", "OAuth2 bearer token", "note")] : []),
   );
   td.className = "settings";
   return td;
@@ -530,6 +535,8 @@ function showSecret(data) {
 
 /** The scheme of the endpoint being edited: a save that changes it shows the new credential. */
 let editedScheme = null;
+/** The OAuth2 settings of the endpoint being edited: those the form has no field for are saved as they were. */
+let editedOAuth2 = null;
 
 function editEndpoint(e) {
   go("#overview");
@@ -543,6 +550,11 @@ function editEndpoint(e) {
   $("endpoint-headers").value = headerLines(e.headers);
   // masked as the API shows them: sent back unchanged, they keep the stored values (docs/webhooks.md)
   $("endpoint-secret-headers").value = headerLines(e.secret_headers);
+  editedOAuth2 = e.oauth2 ?? null;
+  $("endpoint-oauth2-url").value = e.oauth2?.token_url ?? "";
+  $("endpoint-oauth2-client").value = e.oauth2?.client_id ?? "";
+  $("endpoint-oauth2-secret").value = "";
+  $("endpoint-oauth2-scope").value = e.oauth2?.scope ?? "";
   $("endpoint-save").textContent = "Save endpoint";
   $("endpoint-form-title").textContent = "Edit an endpoint";
   $("endpoint-form-panel").open = true;
@@ -567,6 +579,7 @@ function headerMap(lines) {
 $("endpoint-form").addEventListener("reset", () => {
   $("endpoint-id").value = "";
   editedScheme = null;
+  editedOAuth2 = null;
   $("endpoint-save").textContent = "Create endpoint";
   $("endpoint-form-title").textContent = "Add an endpoint";
 });
@@ -583,6 +596,17 @@ $("endpoint-form").addEventListener(
       signature_scheme: $("endpoint-scheme").value,
       headers: headerMap($("endpoint-headers").value),
       secret_headers: headerMap($("endpoint-secret-headers").value),
+      // no token URL: no OAuth2 (null removes it); no secret: the stored one is kept for the same token URL
+      oauth2: $("endpoint-oauth2-url").value.trim()
+        ? {
+          token_url: $("endpoint-oauth2-url").value.trim(),
+          client_id: $("endpoint-oauth2-client").value.trim(),
+          client_secret: $("endpoint-oauth2-secret").value || null,
+          scope: $("endpoint-oauth2-scope").value.trim() || null,
+          audience: editedOAuth2?.audience ?? null,
+          client_auth: editedOAuth2?.client_auth ?? null,
+        }
+        : null,
     };
     // mTLS: both PEMs set (or replace) it, the box removes it, nothing typed leaves it (docs/webhooks.md)
     const certificate = $("endpoint-client-cert").value.trim();
@@ -936,6 +960,17 @@ async function showEndpoint(id, more = false, focus = false) {
     ...fact("Signature scheme", schemeOf(e), ...key),
     ...fact("Delivery mode", e.delivery_mode),
     ...fact("Filter", e.filter ? text("code", e.filter) : "none: every event of these types"),
+    ...fact(
+      "OAuth2",
+      ...(e.oauth2
+        ? [
+          text("code", e.oauth2.client_id),
+          " at ",
+          text("code", e.oauth2.token_url),
+          e.oauth2.scope ? `, scope ${e.oauth2.scope}` : "",
+        ]
+        : ["none: no bearer token"]),
+    ),
     ...fact("Body", `${e.event_payload_type}${e.wrap_in_notification ? ", wrapped in a notification" : ""}`),
     ...fact("Concurrency", `up to ${e.max_concurrency} at once`),
     ...fact("Client certificate", ...clientCertificateOf(e)),
