@@ -11,6 +11,7 @@ import { MAX_FILTER_LENGTH } from "../../domain/webhooks/outbox/filters.ts";
 import type { TimeBound } from "../../domain/webhooks/endpoints/deliveries.ts";
 import { REPLAY_LIMIT } from "../../domain/webhooks/outbox/replay.ts";
 import { TRANSACTION_SEARCH_EVENTS } from "../../domain/webhooks/outbox/event_search.ts";
+import { LATEST_PAYLOAD_VERSION, VERSION_NAMES } from "../../domain/webhooks/outbox/payload_versions.ts";
 import { UUID_RE } from "../../domain/basics/ids.ts";
 import { requiredText, uuid } from "../openapi/schemas.ts";
 
@@ -59,6 +60,9 @@ const filter = z.string().nullable().openapi({
     "it on update. Test events ignore it. docs/webhooks.md, Filters",
 });
 
+/** A payload version's name (domain/webhooks/outbox/payload_versions.ts). */
+const payloadVersion = z.enum(VERSION_NAMES).openapi({ example: LATEST_PAYLOAD_VERSION });
+
 /** `null` counts as absent for fields that always have a value (defaults on create, unchanged on update). */
 const settings = {
   enabled_events: enabledEvents.nullish(),
@@ -75,6 +79,13 @@ const settings = {
       "current one keeps signing for 24 hours. docs/webhooks.md, Ed25519 signatures",
   }),
   filter: filter.optional(),
+  payload_version: payloadVersion.nullish().openapi({
+    type: ["string", "null"],
+    description: "The payload version the receiver was built against: its snapshot bodies keep that version's " +
+      "shape whatever is added later. Absent on create, or null: the first version (the bodies interface.md " +
+      "fixes); null on update unpins. The versions and what each changed: GET /api/v2/notifications/event_types. " +
+      "docs/webhooks.md, Payload versions",
+  }),
 };
 
 /**
@@ -158,6 +169,9 @@ export const Endpoint = z.object({
   ...publicKeys,
   inserted_at: ts,
   updated_at: ts,
+  payload_version: payloadVersion.openapi({
+    description: "The payload version its snapshot bodies have; the first one unless it was pinned to another",
+  }),
 }).openapi("WebhookEndpoint");
 
 export const RotatedSecret = z.object({
@@ -321,6 +335,20 @@ export const TestEventBody = z.object({
 }).openapi("WebhookTestEvent");
 
 export const TEST_EVENT_EXAMPLE: z.input<typeof TestEventBody> = { type: "identified" };
+
+/** One version of the bodies: what changed, and each event type's schema and example in it. */
+export const PayloadVersionEntry = z.object({
+  version: payloadVersion,
+  changes: z.string(),
+  latest: z.boolean(),
+  event_types: z.array(z.object({
+    type: z.enum(EVENT_TYPES),
+    schema: z.record(z.string(), z.unknown()).openapi({
+      description: "JSON Schema (2020-12) of the snapshot body an endpoint pinned to this version receives",
+    }),
+    example: z.record(z.string(), z.unknown()),
+  })),
+}).openapi("WebhookPayloadVersion");
 
 export const EventTypeEntry = z.object({
   type: z.enum(EVENT_TYPES),

@@ -54,6 +54,8 @@ export type EndpointRow = {
   public_key: string | null;
   /** Ed25519 keys rotated away (or left by a switch to hmac-sha256), newest first, as the secrets above. */
   previous_signing_keys: StoredPreviousSigningKey[];
+  /** The payload version it is pinned to (sql/0043, docs/webhooks.md "Payload versions"); null: the first. */
+  payload_version?: string | null;
   inserted_at: Date;
   updated_at: Date;
 };

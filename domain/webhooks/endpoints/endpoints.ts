@@ -15,6 +15,7 @@ import { emitEndpointDisabled } from "../outbox/operational.ts";
 import { checkFilter } from "../outbox/filters.ts";
 import { newCredential, newCredentialSet, openSecrets, previousPublicKeys, retiringCurrent } from "./credentials.ts";
 import { disabling, type EndpointRow, type SignatureScheme } from "./endpoint_row.ts";
+import { payloadVersionOf } from "../outbox/payload_versions.ts";
 
 /** Endpoint settings as a client sends them; `null` or absent means the default on create, unchanged on update. */
 export type EndpointSettings = {
@@ -28,6 +29,8 @@ export type EndpointSettings = {
   /** A CEL expression (filters.ts); `null` removes it on update, absent leaves it. */
   filter?: string | null;
   signature_scheme?: SignatureScheme | null;
+  /** The payload version to pin (payload_versions.ts); `null` unpins (the first version), absent leaves it. */
+  payload_version?: string | null;
 };
 export type EndpointCreateInput = EndpointSettings & { url: string };
 export type EndpointUpdateInput = EndpointSettings & { url?: string };
@@ -64,6 +67,7 @@ export async function presentEndpoint(box: SecretBox, e: EndpointRow) {
     signature_scheme: e.signature_scheme,
     public_key: e.public_key,
     previous_public_keys: previousPublicKeys(e),
+    payload_version: payloadVersionOf(e.payload_version),
     inserted_at: isoUtc(e.inserted_at),
     updated_at: isoUtc(e.updated_at),
   };
@@ -192,14 +196,16 @@ export async function createEndpoint(
       insert into webhook_endpoints (
         id, company_id, url, filter, enabled_events, delivery_mode, event_payload_type, inject_secret_in_body,
         wrap_in_notification, max_concurrency, event_mapping, signature_scheme, sealed_secret, sealed_signing_key,
-        public_key
+        public_key,
+        payload_version
       ) values (
         ${id}, ${companyId}, ${input.url}, ${input.filter ?? null}, ${input.enabled_events ?? ["*"]},
         ${input.delivery_mode ?? "parallel"},
         ${input.event_payload_type ?? "snapshot"}, ${input.inject_secret_in_body ?? false},
         ${input.wrap_in_notification ?? false}, ${maxConcurrency},
         ${input.event_mapping ? tx.json(input.event_mapping) : null}, ${scheme}, ${credential.sealed_secret},
-        ${credential.sealed_signing_key}, ${credential.public_key}
+        ${credential.sealed_signing_key}, ${credential.public_key},
+        ${input.payload_version ?? null}
       ) returning *`;
     await fitSlots(tx, [id]);
     return row;
@@ -242,6 +248,8 @@ export async function updateEndpoint(
   }
   // null clears the filter, as it clears event_mapping
   if (input.filter !== undefined) changes.filter = input.filter;
+  // null unpins: the endpoint gets the first version again (docs/webhooks.md, "Payload versions")
+  if (input.payload_version !== undefined) changes.payload_version = input.payload_version;
   return await sql.begin(async (tx) => {
     if (input.max_concurrency != null) {
       await checkEndpointQuota(tx, companyId, opts.quota, { endpointId: id, maxConcurrency: input.max_concurrency });
