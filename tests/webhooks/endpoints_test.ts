@@ -31,6 +31,7 @@ const ENDPOINT_KEYS = [
   "previous_public_keys",
   "inserted_at",
   "updated_at",
+  "payload_version",
 ].sort();
 const ISO_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const HEX64 = /^[0-9a-f]{64}$/;
