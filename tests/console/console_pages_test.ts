@@ -190,6 +190,7 @@ Deno.test({
           assert.equal(settings["Signature scheme"], "hmac-sha256, shared secret");
           assert.equal(settings["Delivery mode"], "parallel");
           assert.equal(settings["Filter"], "none: every event of these types");
+          assert.equal(settings["Payload version"], "2026-11-23");
           assert.match(settings["Created"], /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
           assert.match(await textOf(page, "#endpoint-status"), /^active/);
           const stats = await page.$$eval("#endpoint-stats .stat", (divs) =>
