@@ -217,6 +217,11 @@ const FEATURE_PHASES: { only: string; title?: string; named?: boolean; run: () =
     run: async () => (await import("./signing.ts")).benchSigning(),
   },
   { only: "stats", run: async () => (await import("./endpoint_stats.ts")).benchEndpointStats() },
+  {
+    only: "payload_versions",
+    title: "Payload versions: rendering a body, pinned to the first version and to the latest",
+    run: async () => (await import("./payload_versions.ts")).benchPayloadVersions(),
+  },
 ];
 for (const phase of FEATURE_PHASES) {
   if (only ? only !== phase.only : phase.named) continue;

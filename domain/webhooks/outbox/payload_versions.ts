@@ -35,7 +35,11 @@ export const PAYLOAD_VERSIONS = [
     changes: "A snapshot body carries `timestamp`, between `type` and `data`: when the event happened (ISO 8601, " +
       "UTC, milliseconds), the same at every attempt and in a replay, where `webhook-timestamp` is the attempt's " +
       "instant (Standard Webhooks' payload field). Thin and wrapped bodies do not change.",
-    downgrade: ({ timestamp: _timestamp, ...before }) => before,
+    // the envelope's keys named, not `{timestamp, ...before}`: a rest copy costs each unpinned attempt about 1.5 µs
+    downgrade: (b) =>
+      b.secret === undefined
+        ? { id: b.id, type: b.type, data: b.data }
+        : { id: b.id, type: b.type, data: b.data, secret: b.secret },
     schemaFrom: (schema) => {
       const { id, type, ...rest } = schema.properties as Record<string, JsonSchema>;
       return {
@@ -65,7 +69,7 @@ export function isPayloadVersion(value: unknown): value is PayloadVersion {
 
 /** The version an endpoint's column stands for: null (not pinned) is the first. */
 export function payloadVersionOf(stored: string | null | undefined): PayloadVersion {
-  return isPayloadVersion(stored) ? stored : FIRST_PAYLOAD_VERSION;
+  return stored != null && isPayloadVersion(stored) ? stored : FIRST_PAYLOAD_VERSION;
 }
 
 /** A latest-shape snapshot body stepped down to `version`, each version's downgrade in turn. */
