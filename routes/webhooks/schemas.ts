@@ -80,10 +80,9 @@ const settings = {
   }),
   filter: filter.optional(),
   payload_version: payloadVersion.nullish().openapi({
-    type: ["string", "null"],
     description: "The payload version the receiver was built against: its snapshot bodies keep that version's " +
-      "shape whatever is added later. Absent on create, or null: the first version (the bodies interface.md " +
-      "fixes); null on update unpins. The versions and what each changed: GET /api/v2/notifications/event_types. " +
+      "shape whatever is added later. Absent on create, or null: the first version (`{id, type, data}`); null on " +
+      "update unpins, absent leaves it. The versions and what each changed: GET /api/v2/notifications/event_types. " +
       "docs/webhooks.md, Payload versions",
   }),
 };
