@@ -95,6 +95,10 @@ Deno.test("payload versions: listed, validated, and a new field never reaches a 
         const latest = await createEndpoint(company, `${rx.url}/latest`, { payload_version: LATEST });
         const unpinned = await createEndpoint(company, `${rx.url}/unpinned`);
         assert.deepEqual([first, latest, unpinned].map((e) => e.payload_version), [FIRST, LATEST, FIRST]);
+        // not pinned is stored as every endpoint made before versions is: null
+        const [{ payload_version: stored }] = await ctx.sql<{ payload_version: string | null }[]>`
+        select payload_version from webhook_endpoints where id = ${unpinned.id}`;
+        assert.equal(stored, null);
         const shown = await company.get(`${ENDPOINTS}/${latest.id}`);
         assert.equal(shown.body.data.payload_version, LATEST);
 
