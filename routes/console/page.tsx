@@ -141,6 +141,30 @@ const Endpoints = () => (
               aria-describedby="endpoint-filter-hint"
             />
           </Field>
+          {/* custom headers (docs/webhooks.md, Custom headers): one "Name: value" a line */}
+          <Field id="endpoint-headers" label="Headers" hint="One Name: value a line, sent with every attempt" wide>
+            <textarea
+              id="endpoint-headers"
+              name="headers"
+              rows={2}
+              placeholder="X-Tenant: acme"
+              aria-describedby="endpoint-headers-hint"
+            />
+          </Field>
+          <Field
+            id="endpoint-secret-headers"
+            label="Secret headers"
+            hint="Stored sealed and shown masked: leave a masked value as it is to keep it"
+            wide
+          >
+            <textarea
+              id="endpoint-secret-headers"
+              name="secret_headers"
+              rows={2}
+              placeholder="X-Api-Key: your key"
+              aria-describedby="endpoint-secret-headers-hint"
+            />
+          </Field>
           {/* docs/webhooks.md, "Payload versions": the first is what an endpoint that names none gets */}
           <Field id="endpoint-version" label="Payload version" hint="The body shape the receiver was built against">
             <select id="endpoint-version" name="payload_version" aria-describedby="endpoint-version-hint">

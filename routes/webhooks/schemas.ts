@@ -8,6 +8,12 @@ import { EVENT_TYPES, OPERATIONAL_EVENT_TYPES } from "../../domain/webhooks/outb
 import { MAX_PREVIOUS_SECRETS } from "../../domain/webhooks/endpoints/credentials.ts";
 import { SIGNATURE_SCHEMES } from "../../domain/webhooks/endpoints/endpoint_row.ts";
 import { MAX_FILTER_LENGTH } from "../../domain/webhooks/outbox/filters.ts";
+import {
+  MAX_CUSTOM_HEADERS,
+  MAX_CUSTOM_HEADERS_CHARS,
+  MAX_HEADER_NAME_CHARS,
+  MAX_HEADER_VALUE_CHARS,
+} from "../../domain/webhooks/endpoints/custom_headers.ts";
 import type { TimeBound } from "../../domain/webhooks/endpoints/deliveries.ts";
 import { REPLAY_LIMIT } from "../../domain/webhooks/outbox/replay.ts";
 import { TRANSACTION_SEARCH_EVENTS } from "../../domain/webhooks/outbox/event_search.ts";
@@ -50,16 +56,51 @@ const eventMapping = z.record(z.string(), z.string().trim().min(1, "is invalid")
  * A CEL expression over `event_type` and `data`; its rules (it parses, type-checks, gives a bool, no `matches()`, no
  * list macro nested in another) are domain/webhooks/outbox/filters.ts's, run by the routes with the URL's, so a 422 names the
  * position of the fault.
+ * The check against the subscribed types' schemas (domain/webhooks/outbox/filter_types.ts) runs in the domain, which
+ * knows the stored types on update.
  */
 const filter = z.string().nullable().openapi({
   type: ["string", "null"],
   maxLength: MAX_FILTER_LENGTH,
-  example: 'data.currency == "BRL" && double(data.value) > 1000.0',
+  example: 'data.bank_transaction.currency == "BRL" && double(data.bank_transaction.value) > 1000.0',
   description: "A CEL expression over the event (`event_type`, and `data` as the snapshot body carries it): the " +
     "endpoint gets an event only when it gives true; an error (a missing key) means not delivered. null removes " +
-    "it on update. Test events ignore it. docs/webhooks.md, Filters",
+    "it on update. Test events ignore it. Type-checked against the schemas of the subscribed event types when it " +
+    "or enabled_events changes: a field none has, or a string compared with a number, is a 422 naming line and " +
+    "column. docs/webhooks.md, Filters",
 });
 
+/**
+ * Custom headers (docs/webhooks.md, "Custom headers"): shape only here; the names that cannot be set, the value
+ * characters and the limits are domain/webhooks/endpoints/custom_headers.ts's, run by the routes with the URL's.
+ */
+const headerMap = (description: string, example: Record<string, string>) =>
+  z.record(z.string(), z.string()).nullish().openapi({
+    type: ["object", "null"],
+    additionalProperties: { type: "string", minLength: 1, maxLength: MAX_HEADER_VALUE_CHARS },
+    maxProperties: MAX_CUSTOM_HEADERS,
+    example,
+    description,
+  });
+const HEADER_RULES = `At most ${MAX_CUSTOM_HEADERS} headers, \`headers\` and \`secret_headers\` together, ` +
+  `${MAX_CUSTOM_HEADERS_CHARS} characters of names and values; names are HTTP tokens of at most ` +
+  `${MAX_HEADER_NAME_CHARS} characters, values visible ASCII (no line breaks); a name once, whatever its case. These names cannot ` +
+  "be set (422 naming the header): webhook-*, service-signature, content-type, content-length, content-encoding, " +
+  "host, authorization, traceparent, tracestate, and hop-by-hop ones (connection, keep-alive, transfer-encoding, " +
+  "te, trailer, upgrade, expect, proxy-*). Absent leaves the map as it is on update; a map replaces it; null or {} " +
+  "removes every header of the map";
+const customHeaders = {
+  headers: headerMap(
+    `Headers sent with every attempt to the endpoint, shown as they are. ${HEADER_RULES}`,
+    { "X-Tenant": "acme" },
+  ),
+  secret_headers: headerMap(
+    "Headers whose values are secret: sent with every attempt, stored sealed, and shown masked after create " +
+      "(`****` then the last 4 characters of a value of 16 or more). A value sent back exactly as shown keeps the " +
+      `stored one. ${HEADER_RULES}`,
+    { "X-Api-Key": "k_live_0123456789abcdef" },
+  ),
+};
 /** A payload version's name (domain/webhooks/outbox/payload_versions.ts). */
 const payloadVersion = z.enum(VERSION_NAMES).openapi({ example: LATEST_PAYLOAD_VERSION });
 
@@ -93,8 +134,9 @@ const settings = {
  */
 const url = requiredText(2048).openapi({ example: "https://example.com/webhooks" });
 
-export const EndpointCreateBody = z.object({ url, ...settings }).openapi("WebhookEndpointCreate");
-export const EndpointUpdateBody = z.object({ url: url.optional(), ...settings }).openapi("WebhookEndpointUpdate");
+export const EndpointCreateBody = z.object({ url, ...settings, ...customHeaders }).openapi("WebhookEndpointCreate");
+export const EndpointUpdateBody = z.object({ url: url.optional(), ...settings, ...customHeaders })
+  .openapi("WebhookEndpointUpdate");
 
 export const ENDPOINT_CREATE_EXAMPLE: z.input<typeof EndpointCreateBody> = {
   url: "https://example.com/webhooks",
@@ -152,7 +194,7 @@ export const Endpoint = z.object({
   event_mapping: z.record(z.string(), z.string()).nullable(),
   filter: z.string().nullable().openapi({
     description: "The endpoint's CEL filter; null when it gets every event it enables",
-    example: 'data.currency == "BRL" && double(data.value) > 1000.0',
+    example: 'data.bank_transaction.currency == "BRL" && double(data.bank_transaction.value) > 1000.0',
   }),
   secret: z.string().nullable().openapi({
     description: "64 lowercase hex characters; null for an ed25519 endpoint, which has no shared secret",
@@ -166,6 +208,15 @@ export const Endpoint = z.object({
       `Every secret rotated away that still signs (as v0) and verifies, newest first; at most ${MAX_PREVIOUS_SECRETS}`,
   }),
   ...publicKeys,
+  headers: z.record(z.string(), z.string()).openapi({
+    description: "Custom headers sent with every attempt, as they are; {} for none. docs/webhooks.md, Custom headers",
+    example: { "X-Tenant": "acme" },
+  }),
+  secret_headers: z.record(z.string(), z.string()).openapi({
+    description: "Custom headers with secret values, masked: `****` then the last 4 characters (only `****` for a " +
+      "value under 16 characters); {} for none",
+    example: { "X-Api-Key": "****cdef" },
+  }),
   inserted_at: ts,
   updated_at: ts,
   payload_version: payloadVersion.openapi({

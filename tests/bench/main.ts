@@ -218,6 +218,11 @@ const FEATURE_PHASES: { only: string; title?: string; named?: boolean; run: () =
   },
   { only: "stats", run: async () => (await import("./endpoint_stats.ts")).benchEndpointStats() },
   {
+    only: "headers",
+    title: "Custom headers: deliveries/s with five against none",
+    run: async () => (await import("./custom_headers.ts")).benchCustomHeaders(),
+  },
+  {
     only: "payload_versions",
     title: "Payload versions: rendering a body, pinned to the first version and to the latest",
     run: async () => (await import("./payload_versions.ts")).benchPayloadVersions(),

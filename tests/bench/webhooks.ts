@@ -121,7 +121,7 @@ export async function startReceiver(answerAfterMs = 0, opts: { tls?: boolean } =
 }
 
 /** `total` events, one per transaction, from `producers` concurrent producers. */
-async function emitMany(sql: Sql, companyId: string, total: number, producers = PRODUCERS) {
+export async function emitMany(sql: Sql, companyId: string, total: number, producers = PRODUCERS) {
   let next = 0;
   await Promise.all(Array.from({ length: producers }, async () => {
     while (next < total) {
@@ -132,7 +132,7 @@ async function emitMany(sql: Sql, companyId: string, total: number, producers = 
 }
 
 /** Every record delivered and recorded: nothing pending, no drain job left. */
-async function waitForDrained(sql: Sql, timeoutMs = 300_000) {
+export async function waitForDrained(sql: Sql, timeoutMs = 300_000) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const [{ left }] = await sql<{ left: boolean }[]>`
@@ -166,7 +166,7 @@ async function waitForNoJobs(sql: Sql, task: string, timeoutMs = 300_000) {
 }
 
 /** A fresh database, migrated, with the worker's start and stop for the phases to call. */
-async function benchBase() {
+export async function benchBase() {
   setLogLevel(LOG_LEVEL);
   const url = await freshBenchDatabase();
   const config = benchConfig(url, { LOG_LEVEL });

@@ -276,6 +276,53 @@ Deno.test({
         await eventually("the URL alone again", async () => await url() === `${rx.url}/console`);
       });
 
+      await t.step("custom headers set in the form show in the row, the secret masked and kept", async () => {
+        const setText = (id: string, value: string) =>
+          page.$eval(id, (el, value) => (el as HTMLTextAreaElement).value = value, value);
+        const settings = async () => (await rows(page, "endpoint-rows"))[0]?.[1] ?? "";
+        const noticeText = () => page.$eval("#notice", (el) => el.textContent ?? "");
+        const stored = async () => {
+          const [row] = await ctx.sql<{ sealed_custom_headers: Record<string, string> }[]>`
+            select sealed_custom_headers from webhook_endpoints where company_id = ${companyId}`;
+          return row.sealed_custom_headers["X-Api-Key"];
+        };
+        await click(page, "#endpoint-rows", "Edit");
+        await setText("#endpoint-headers", "X-Tenant: acme");
+        await setText("#endpoint-secret-headers", "X-Api-Key: k_live_0123456789abcdef");
+        await click(page, "#endpoint-form", "Save endpoint");
+        await eventually(
+          "the headers in the row, the secret masked",
+          async () => (await settings()).endsWith("headers: X-Tenant: acme, X-Api-Key: ****cdef"),
+        );
+        const sealed = await stored();
+        assert.match(sealed, /^enc:v1:/);
+        // edited again, the secret reads masked; saved as it is, the stored value stays
+        await click(page, "#endpoint-rows", "Edit");
+        assert.equal(
+          await page.$eval("#endpoint-headers", (el) => (el as HTMLTextAreaElement).value),
+          "X-Tenant: acme",
+        );
+        assert.equal(
+          await page.$eval("#endpoint-secret-headers", (el) => (el as HTMLTextAreaElement).value),
+          "X-Api-Key: ****cdef",
+        );
+        await page.$eval("#notice", (el) => el.textContent = "");
+        await click(page, "#endpoint-form", "Save endpoint");
+        await eventually("saved", async () => await noticeText() === "Endpoint saved");
+        assert.equal(await stored(), sealed);
+        // a name the service sets: the page names the header
+        await click(page, "#endpoint-rows", "Edit");
+        await setText("#endpoint-headers", "X-Tenant: acme\nHost: elsewhere");
+        await click(page, "#endpoint-form", "Save endpoint");
+        await eventually("the refusal", async () => (await noticeText()).startsWith("headers.Host cannot be set"));
+        // emptied, they go
+        await setText("#endpoint-headers", "");
+        await setText("#endpoint-secret-headers", "");
+        await click(page, "#endpoint-form", "Save endpoint");
+        await eventually("no headers in the row", async () => !(await settings()).includes("headers:"));
+        assert.equal(await stored(), undefined);
+      });
+
       await t.step(
         "a payload version chosen in the endpoint's form is the endpoint's, and shown when edited",
         async () => {

@@ -69,6 +69,17 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
   if (!catalogue.data) throw new Error(\`catalogue: \${catalogue.response.status}\`);
   const versions: string[] = catalogue.data.versions.map((v) => v.version);
   const publicKey: string | null = asymmetric.data.data.public_key;
+  const withHeaders = await client.POST("/api/v2/notifications/endpoints", {
+    body: {
+      url: "https://example.com/headers",
+      enabled_events: ["wire_created"],
+      headers: { "X-Tenant": "acme" },
+      secret_headers: { "X-Api-Key": "k_live_0123456789abcdef" },
+    },
+  });
+  if (!withHeaders.data) throw new Error(\`custom headers: \${withHeaders.response.status}\`);
+  const plainHeaders: Record<string, string> = withHeaders.data.data.headers;
+  const maskedHeaders: Record<string, string> = withHeaders.data.data.secret_headers;
 
   const payin = await client.POST("/api/sandbox/payins", {
     body: { subject_id: subjectId, value: "100.00", currency: "BRL" },
@@ -106,6 +117,7 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
     secretLength: endpoint.data.data.secret?.length,
     asymmetric: { secret: asymmetric.data.data.secret, publicKey, scheme: asymmetric.data.data.signature_scheme },
     mapping: renamed.data.data.event_mapping,
+    customHeaders: { plain: plainHeaders, masked: maskedHeaders },
     payloadVersions: { pinned: pinned.data.data.payload_version, unpinned: endpoint.data.data.payload_version, versions },
     payinValue: payin.data.data.value,
     events: events.data.data.map((e) => ({ type: e.type, endpoint: e.endpoint_id, status: e.status })),
@@ -136,6 +148,8 @@ export function mistakes(client: ReturnType<typeof createClient<paths>>) {
     client.POST("/api/v2/notifications/endpoints", { body: { url: "https://a.test", enabled_events: ["paid"] } }),
     // @ts-expect-error a signature scheme that does not exist
     client.POST("/api/v2/notifications/endpoints", { body: { url: "https://a.test", signature_scheme: "rsa" } }),
+    // @ts-expect-error a header value is a string
+    client.POST("/api/v2/notifications/endpoints", { body: { url: "https://a.test", headers: { "X-Count": 1 } } }),
     // @ts-expect-error a payload version that does not exist
     client.POST("/api/v2/notifications/endpoints", { body: { url: "https://a.test", payload_version: "2026-11-01" } }),
     client.POST("/api/v2/notifications/endpoints/{id}/recover", {
@@ -180,6 +194,7 @@ Deno.test("a client generated from the document compiles an integrator flow and 
       assert.equal(result.asymmetric.scheme, "ed25519");
       assert.match(result.asymmetric.publicKey, /^whpk_[A-Za-z0-9+/]{43}=$/);
       assert.deepEqual(result.mapping, { identified: "paid" });
+      assert.deepEqual(result.customHeaders, { plain: { "X-Tenant": "acme" }, masked: { "X-Api-Key": "****cdef" } });
       assert.deepEqual(result.payloadVersions, {
         pinned: "2026-11-27",
         unpinned: "2026-11-23",

@@ -31,6 +31,9 @@ const ENDPOINT_KEYS = [
   "previous_public_keys",
   "inserted_at",
   "updated_at",
+  // custom headers (docs/webhooks.md, "Custom headers")
+  "headers",
+  "secret_headers",
   "payload_version",
 ].sort();
 const ISO_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;

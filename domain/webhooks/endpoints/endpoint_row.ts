@@ -54,6 +54,10 @@ export type EndpointRow = {
   public_key: string | null;
   /** Ed25519 keys rotated away (or left by a switch to hmac-sha256), newest first, as the secrets above. */
   previous_signing_keys: StoredPreviousSigningKey[];
+  /** Custom headers sent in clear with every attempt (custom_headers.ts); `{}` for none. */
+  custom_headers?: Record<string, string>;
+  /** Custom headers whose values are secret, each sealed for the endpoint and its name; `{}` for none. */
+  sealed_custom_headers?: Record<string, string>;
   /** The payload version it is pinned to (sql/0043, docs/webhooks.md "Payload versions"); null: the first. */
   payload_version?: string | null;
   inserted_at: Date;

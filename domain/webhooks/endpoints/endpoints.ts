@@ -13,8 +13,16 @@ import { isIpLiteral, isLocalHostname, isNeverReachable, isPrivateAddress, loopb
 import { checkEndpointQuota, type EndpointQuota, fitSlots } from "./quotas.ts";
 import { emitEndpointDisabled } from "../outbox/operational.ts";
 import { checkFilter } from "../outbox/filters.ts";
+import { checkNewEndpointFilter, checkUpdatedEndpointFilter } from "./typed_filter.ts";
 import { newCredential, newCredentialSet, openSecrets, previousPublicKeys, retiringCurrent } from "./credentials.ts";
 import { disabling, type EndpointRow, type SignatureScheme } from "./endpoint_row.ts";
+import {
+  checkCustomHeaders,
+  type CustomHeadersInput,
+  customHeadersSet,
+  newCustomHeaders,
+  presentCustomHeaders,
+} from "./custom_headers.ts";
 import { payloadVersionOf } from "../outbox/payload_versions.ts";
 
 /** Endpoint settings as a client sends them; `null` or absent means the default on create, unchanged on update. */
@@ -32,8 +40,8 @@ export type EndpointSettings = {
   /** The payload version to pin (payload_versions.ts); `null` unpins (the first version), absent leaves it. */
   payload_version?: string | null;
 };
-export type EndpointCreateInput = EndpointSettings & { url: string };
-export type EndpointUpdateInput = EndpointSettings & { url?: string };
+export type EndpointCreateInput = EndpointSettings & CustomHeadersInput & { url: string };
+export type EndpointUpdateInput = EndpointSettings & CustomHeadersInput & { url?: string };
 
 /** Slot rows 0..99 can exist per endpoint: the ceiling of max_concurrency. */
 export const MAX_CONCURRENCY = 100;
@@ -67,6 +75,7 @@ export async function presentEndpoint(box: SecretBox, e: EndpointRow) {
     signature_scheme: e.signature_scheme,
     public_key: e.public_key,
     previous_public_keys: previousPublicKeys(e),
+    ...await presentCustomHeaders(box, e),
     payload_version: payloadVersionOf(e.payload_version),
     inserted_at: isoUtc(e.inserted_at),
     updated_at: isoUtc(e.updated_at),
@@ -168,12 +177,15 @@ export function validateEndpointInput(
     signature_scheme?: SignatureScheme | null;
     inject_secret_in_body?: boolean | null;
     filter?: unknown;
+    headers?: unknown;
+    secret_headers?: unknown;
   },
   opts: { allowPrivateUrls: boolean },
 ) {
   const errors = new ErrorBag();
   if (typeof input.url === "string") checkEndpointUrl(errors, input.url, opts.allowPrivateUrls);
   checkFilter(errors, input.filter);
+  checkCustomHeaders(errors, input);
   checkSchemeSettings(errors, input.signature_scheme ?? "hmac-sha256", input.inject_secret_in_body ?? false);
   errors.throwIfAny(422);
 }
@@ -185,10 +197,12 @@ export async function createEndpoint(
   opts: { allowPrivateUrls: boolean; quota: EndpointQuota; box: SecretBox },
 ): Promise<EndpointRow> {
   validateEndpointInput(input, opts);
+  checkNewEndpointFilter(input);
   const id = newId();
   const maxConcurrency = input.max_concurrency ?? 10;
   const scheme = input.signature_scheme ?? "hmac-sha256";
   const credential = await newCredential(opts.box, id, scheme);
+  const custom = await newCustomHeaders(opts.box, id, input);
   return await sql.begin(async (tx) => {
     await checkEndpointQuota(tx, companyId, opts.quota, { maxConcurrency });
     await refuseSecondAtUrl(tx, companyId, input.url);
@@ -196,7 +210,7 @@ export async function createEndpoint(
       insert into webhook_endpoints (
         id, company_id, url, filter, enabled_events, delivery_mode, event_payload_type, inject_secret_in_body,
         wrap_in_notification, max_concurrency, event_mapping, signature_scheme, sealed_secret, sealed_signing_key,
-        public_key,
+        public_key, custom_headers, sealed_custom_headers,
         payload_version
       ) values (
         ${id}, ${companyId}, ${input.url}, ${input.filter ?? null}, ${input.enabled_events ?? ["*"]},
@@ -204,7 +218,8 @@ export async function createEndpoint(
         ${input.event_payload_type ?? "snapshot"}, ${input.inject_secret_in_body ?? false},
         ${input.wrap_in_notification ?? false}, ${maxConcurrency},
         ${input.event_mapping ? tx.json(input.event_mapping) : null}, ${scheme}, ${credential.sealed_secret},
-        ${credential.sealed_signing_key}, ${credential.public_key},
+        ${credential.sealed_signing_key}, ${credential.public_key}, ${tx.json(custom.custom_headers)},
+        ${tx.json(custom.sealed_custom_headers)},
         ${input.payload_version ?? null}
       ) returning *`;
     await fitSlots(tx, [id]);
@@ -260,7 +275,9 @@ export async function updateEndpoint(
         select status from webhook_endpoints where company_id = ${companyId} and id = ${id}`;
       if (self?.status === "active") await refuseSecondAtUrl(tx, companyId, input.url, id);
     }
+    await checkUpdatedEndpointFilter(tx, companyId, id, input);
     const { set: switching } = await schemeSwitch(tx, companyId, id, input, opts.box);
+    const { set: headers } = await customHeadersSet(tx, opts.box, companyId, id, input);
     const mapping = input.event_mapping === undefined
       ? tx`event_mapping`
       : input.event_mapping === null
@@ -268,10 +285,12 @@ export async function updateEndpoint(
       : tx`${tx.json(input.event_mapping)}`;
     const [row] = Object.keys(changes).length
       ? await tx<EndpointRow[]>`
-          update webhook_endpoints set ${tx(changes)}, event_mapping = ${mapping}${switching}, updated_at = now()
+          update webhook_endpoints set ${
+        tx(changes)
+      }, event_mapping = ${mapping}${switching}${headers}, updated_at = now()
           where company_id = ${companyId} and id = ${id} returning *`
       : await tx<EndpointRow[]>`
-          update webhook_endpoints set event_mapping = ${mapping}${switching}, updated_at = now()
+          update webhook_endpoints set event_mapping = ${mapping}${switching}${headers}, updated_at = now()
           where company_id = ${companyId} and id = ${id} returning *`;
     if (!row) throw notFound();
     await fitSlots(tx, [id]);

@@ -12,6 +12,7 @@ import { honoursRetryAfter } from "../endpoints/decisions.ts";
 import type { ConnectionPool } from "./connections.ts";
 import type { EndpointRow } from "../endpoints/endpoint_row.ts";
 import { openSecrets, openSigningKeys } from "../endpoints/credentials.ts";
+import { headersToSend } from "../endpoints/custom_headers.ts";
 import { signPayload, standardWebhookHeaders } from "../endpoints/signature.ts";
 import {
   BlockedDestination,
@@ -140,11 +141,13 @@ export async function sendDelivery(
       ...standard,
     }
     : standard;
+  // the endpoint's own headers first: none of their names is one of ours (docs/webhooks.md, "Custom headers")
+  const custom = await headersToSend(box, endpoint);
   // a span of its own, continuing the trace of the request that emitted the event (docs/webhooks.md, "Tracing")
   return await tracedAttempt(
     endpoint,
     delivery,
-    (trace) => sendWebhook(endpoint.url, body, { ...headers, ...trace }, opts),
+    (trace) => sendWebhook(endpoint.url, body, { ...custom, ...headers, ...trace }, opts),
   );
 }
 

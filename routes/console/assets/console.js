@@ -64,10 +64,15 @@ async function api(method, path, body) {
   return payload;
 }
 
-function describeErrors(errors) {
+/** Field errors as one line; nested ones (a custom header's, under its name) as `headers.X-Name message`. */
+function describeErrors(errors, prefix = "") {
   if (!errors) return "";
-  if (errors.detail) return errors.detail;
-  return Object.entries(errors).map(([field, messages]) => `${field} ${[].concat(messages).join(", ")}`).join("; ");
+  if (errors.detail && !prefix) return errors.detail;
+  return Object.entries(errors).map(([field, messages]) =>
+    Array.isArray(messages) || typeof messages !== "object"
+      ? `${prefix}${field} ${[].concat(messages).join(", ")}`
+      : describeErrors(messages, `${prefix}${field}.`)
+  ).join("; ");
 }
 
 function notice(message, isError = false) {
@@ -344,12 +349,21 @@ const eventTypesOf = (e) =>
 const SCHEMES = { "hmac-sha256": "hmac-sha256, shared secret", ed25519: "ed25519, public key" };
 const schemeOf = (e) => SCHEMES[e.signature_scheme] ?? e.signature_scheme ?? "hmac-sha256, shared secret";
 
+/** An endpoint's custom headers as one line, secret values masked as the API shows them; null when it has none. */
+function headersOf(e) {
+  const all = [...Object.entries(e.headers ?? {}), ...Object.entries(e.secret_headers ?? {})];
+  return all.length
+    ? text("span", `headers: ${all.map(([name, value]) => `${name}: ${value}`).join(", ")}`, "note")
+    : null;
+}
+
 /** The "Settings" cell of an endpoint: its delivery mode, its signature scheme and the event types it receives. */
 function settingsCell(e) {
   const td = cell(
     text("span", e.delivery_mode),
     text("span", schemeOf(e), "note"),
     el("span", ...eventTypesOf(e)),
+    ...[headersOf(e)].filter(Boolean),
   );
   td.className = "settings";
   return td;
@@ -520,11 +534,29 @@ function editEndpoint(e) {
   $("endpoint-mode").value = e.delivery_mode;
   $("endpoint-events").value = e.enabled_events.join(",");
   $("endpoint-filter").value = e.filter ?? "";
+  $("endpoint-headers").value = headerLines(e.headers);
+  // masked as the API shows them: sent back unchanged, they keep the stored values (docs/webhooks.md)
+  $("endpoint-secret-headers").value = headerLines(e.secret_headers);
   $("endpoint-version").value = e.payload_version;
   $("endpoint-save").textContent = "Save endpoint";
   $("endpoint-form-title").textContent = "Edit an endpoint";
   $("endpoint-form-panel").open = true;
   $("endpoint-url").focus();
+}
+
+/** A map of headers as the form's text: one "Name: value" a line. */
+const headerLines = (map) => Object.entries(map ?? {}).map(([name, value]) => `${name}: ${value}`).join("\n");
+
+/** The form's text as a map of headers: a line's name ends at its first colon; blank lines are skipped. */
+function headerMap(lines) {
+  const map = {};
+  for (const line of lines.split("\n").map((l) => l.trim()).filter(Boolean)) {
+    const colon = line.indexOf(":");
+    // a line without a colon is a name without a value: the API's 422 names it
+    if (colon < 0) map[line] = "";
+    else map[line.slice(0, colon).trim()] = line.slice(colon + 1).trim();
+  }
+  return map;
 }
 
 $("endpoint-form").addEventListener("reset", () => {
@@ -544,6 +576,8 @@ $("endpoint-form").addEventListener(
       // empty: no filter (null removes one on a save)
       filter: $("endpoint-filter").value.trim() || null,
       signature_scheme: $("endpoint-scheme").value,
+      headers: headerMap($("endpoint-headers").value),
+      secret_headers: headerMap($("endpoint-secret-headers").value),
       payload_version: $("endpoint-version").value,
     };
     const { data } = id ? await api("PUT", `${ENDPOINTS}/${id}`, body) : await api("POST", ENDPOINTS, body);
@@ -926,6 +960,12 @@ async function showEndpoint(id, more = false, focus = false) {
     notes.push(text("span", `Last failure ${utc(stats.last_failure.at)} UTC: ${stats.last_failure.reason}`));
   }
   if (stats.last_success_at) notes.push(text("span", `Last success ${utc(stats.last_success_at)} UTC`));
+  // the events the filter could not decide on, which it did not deliver (docs/webhooks.md, Filters, "When it fails")
+  const fe = stats.filter_errors;
+  if (fe?.total) {
+    const last = fe.last ? `; last ${utc(fe.last.at)} UTC: ${fe.last.message}` : "";
+    notes.push(text("span", `Filter failed on ${fe.total} event${fe.total === 1 ? "" : "s"}${last}`));
+  }
   $("endpoint-notes").replaceChildren(...notes);
   $("endpoint-notes").hidden = !notes.length;
   const rows = list.map((d) => {
