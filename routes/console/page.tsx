@@ -8,6 +8,7 @@
 import type { FC } from "hono/jsx";
 import { CATALOGUE } from "../../domain/webhooks/outbox/catalogue.ts";
 import { EVENT_TYPES } from "../../domain/webhooks/outbox/events.ts";
+import { PAYLOAD_VERSIONS } from "../../domain/webhooks/outbox/payload_versions.ts";
 
 const Field: FC<{ id: string; label: string; hint?: string; wide?: boolean; children: unknown }> = (
   { id, label, hint, wide, children },
@@ -219,6 +220,18 @@ const Endpoints = () => (
           </Field>
           <Field id="endpoint-oauth2-scope" label="OAuth2 scope">
             <input id="endpoint-oauth2-scope" name="oauth2_scope" />
+          </Field>
+          {/* docs/webhooks.md, "Payload versions": the first is what an endpoint that names none gets */}
+          <Field id="endpoint-version" label="Payload version" hint="The body shape the receiver was built against">
+            <select id="endpoint-version" name="payload_version" aria-describedby="endpoint-version-hint">
+              {PAYLOAD_VERSIONS.map((v, i) => (
+                <option value={v.version}>
+                  {v.version}
+                  {i === 0 ? " (first, the default)" : ""}
+                  {i === PAYLOAD_VERSIONS.length - 1 ? " (latest: adds timestamp)" : ""}
+                </option>
+              ))}
+            </select>
           </Field>
         </div>
         <button type="submit" id="endpoint-save" class="primary">Create endpoint</button>

@@ -8,23 +8,27 @@ import { CATALOGUE } from "../../domain/webhooks/outbox/catalogue.ts";
 import type { Deps } from "../../domain/infra/deps.ts";
 import { newRouter } from "../openapi/router.ts";
 import { errorResponses, jsonResponse } from "../openapi/schemas.ts";
-import { EventTypeEntry } from "./schemas.ts";
+import { EventTypeEntry, PayloadVersionEntry } from "./schemas.ts";
+import { VERSIONED_CATALOGUE } from "../../domain/webhooks/outbox/payload_versions.ts";
 
 const list = createRoute({
   operationId: "listWebhookEventTypes",
   method: "get",
   path: "/api/v2/notifications/event_types",
   tags: ["Webhook events"],
-  summary: "Every event type: what it means and the JSON Schema of its body",
+  summary: "Every event type: what it means and the JSON Schema of its body, in every payload version",
   responses: {
-    200: jsonResponse("The event catalogue", z.object({ data: z.array(EventTypeEntry) })),
+    200: jsonResponse(
+      "The event catalogue; `versions` lists the payload versions, oldest first (docs/webhooks.md, Payload versions)",
+      z.object({ data: z.array(EventTypeEntry), versions: z.array(PayloadVersionEntry) }),
+    ),
     ...errorResponses,
   },
 });
 
 export function webhookEventTypeRoutes(_deps: Deps) {
   const data = CATALOGUE.map(({ type, description, schema }) => ({ type, description, schema }));
-  return newRouter().openapi(list, (c) => c.json({ data }, 200));
+  return newRouter().openapi(list, (c) => c.json({ data, versions: [...VERSIONED_CATALOGUE] }, 200));
 }
 
 const SIGNATURE_HEADERS = z.object({

@@ -18,6 +18,7 @@ import { MAX_CLIENT_CERTIFICATE_CHARS, MAX_CLIENT_KEY_CHARS } from "../../domain
 import type { TimeBound } from "../../domain/webhooks/endpoints/deliveries.ts";
 import { REPLAY_LIMIT } from "../../domain/webhooks/outbox/replay.ts";
 import { TRANSACTION_SEARCH_EVENTS } from "../../domain/webhooks/outbox/event_search.ts";
+import { LATEST_PAYLOAD_VERSION, VERSION_NAMES } from "../../domain/webhooks/outbox/payload_versions.ts";
 import { UUID_RE } from "../../domain/basics/ids.ts";
 import { optionalText, requiredText, uuid } from "../openapi/schemas.ts";
 import {
@@ -150,6 +151,8 @@ const oauth2 = z.object({
     "client_credentials), keeps it until shortly before it expires and sends it as `Authorization: Bearer`. null " +
     "removes them on update. docs/webhooks.md, OAuth2 client credentials",
 });
+/** A payload version's name (domain/webhooks/outbox/payload_versions.ts). */
+const payloadVersion = z.enum(VERSION_NAMES).openapi({ example: LATEST_PAYLOAD_VERSION });
 
 /** `null` counts as absent for fields that always have a value (defaults on create, unchanged on update). */
 const settings = {
@@ -169,6 +172,12 @@ const settings = {
   filter: filter.optional(),
   client_certificate: clientCertificate.optional(),
   oauth2: oauth2.optional(),
+  payload_version: payloadVersion.nullish().openapi({
+    description: "The payload version the receiver was built against: its snapshot bodies keep that version's " +
+      "shape whatever is added later. Absent on create, or null: the first version (`{id, type, data}`); null on " +
+      "update unpins, absent leaves it. The versions and what each changed: GET /api/v2/notifications/event_types. " +
+      "docs/webhooks.md, Payload versions",
+  }),
 };
 
 /**
@@ -281,6 +290,9 @@ export const Endpoint = z.object({
   }).nullable().openapi("WebhookOAuth2", {
     description: "The endpoint's OAuth2 client credentials without the client secret, which is never shown; null " +
       "when it sends no bearer token",
+  }),
+  payload_version: payloadVersion.openapi({
+    description: "The payload version its snapshot bodies have; the first one unless it was pinned to another",
   }),
 }).openapi("WebhookEndpoint");
 
@@ -446,6 +458,20 @@ export const TestEventBody = z.object({
 }).openapi("WebhookTestEvent");
 
 export const TEST_EVENT_EXAMPLE: z.input<typeof TestEventBody> = { type: "identified" };
+
+/** One version of the bodies: what changed, and each event type's schema and example in it. */
+export const PayloadVersionEntry = z.object({
+  version: payloadVersion,
+  changes: z.string(),
+  latest: z.boolean(),
+  event_types: z.array(z.object({
+    type: z.enum(EVENT_TYPES),
+    schema: z.record(z.string(), z.unknown()).openapi({
+      description: "JSON Schema (2020-12) of the snapshot body an endpoint pinned to this version receives",
+    }),
+    example: z.record(z.string(), z.unknown()),
+  })),
+}).openapi("WebhookPayloadVersion");
 
 export const EventTypeEntry = z.object({
   type: z.enum(EVENT_TYPES),

@@ -318,6 +318,20 @@ const DESCRIPTIONS: Record<string, Description> = {
   },
   signing_ed25519_us: { meaning: "signing one attempt of an ed25519 endpoint: one v1a, of the same body (µs)" },
   signing_ed25519_vs_hmac_x: { meaning: "Ed25519 signing per attempt as a multiple of HMAC's" },
+  payload_render_before_versions_us: {
+    meaning: "the same snapshot body as the renderer before payload versions wrote it, JSON.stringify alone (µs)",
+  },
+  payload_render_unpinned_us: {
+    meaning: "rendering one snapshot body for an endpoint that names no payload version (the first) (µs)",
+  },
+  payload_render_first_us: { meaning: "the same body for an endpoint pinned to the first payload version (µs)" },
+  payload_render_latest_us: {
+    meaning: "the same body for an endpoint pinned to the latest payload version, with `timestamp` (µs)",
+  },
+  payload_render_first_vs_latest_x: {
+    meaning: "rendering pinned to the first version as a multiple of the latest: stepping a body down costs less " +
+      "than writing the latest's `timestamp` (below 1)",
+  },
   signing_ed25519_rotating_us: {
     meaning: "the same during the 24 hours after a rotation, two v1a, (the new key and the previous) (µs)",
   },

@@ -232,6 +232,11 @@ const FEATURE_PHASES: { only: string; title?: string; named?: boolean; run: () =
     title: "OAuth2 client credentials: deliveries/s against plain, same run",
     run: async () => (await import("./oauth2.ts")).benchOAuth2(),
   },
+  {
+    only: "payload_versions",
+    title: "Payload versions: rendering a body, pinned to the first version and to the latest",
+    run: async () => (await import("./payload_versions.ts")).benchPayloadVersions(),
+  },
 ];
 for (const phase of FEATURE_PHASES) {
   if (only ? only !== phase.only : phase.named) continue;

@@ -192,6 +192,7 @@ Deno.test({
           assert.equal(settings["Filter"], "none: every event of these types");
           assert.equal(settings["Client certificate"], "none");
           assert.equal(settings["OAuth2"], "none: no bearer token");
+          assert.equal(settings["Payload version"], "2026-11-23");
           assert.match(settings["Created"], /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
           assert.match(await textOf(page, "#endpoint-status"), /^active/);
           const stats = await page.$$eval("#endpoint-stats .stat", (divs) =>

@@ -376,6 +376,32 @@ Deno.test({
       );
 
       await t.step(
+        "a payload version chosen in the endpoint's form is the endpoint's, and shown when edited",
+        async () => {
+          const stored = async () =>
+            (await ctx.sql<{ payload_version: string | null }[]>`
+            select payload_version from webhook_endpoints
+            where company_id = ${companyId} and url = ${`${rx.url}/console`}`)[0].payload_version;
+          assert.equal(await stored(), "2026-11-23", "created on the page: the form's choice, the first by default");
+          await click(page, "#endpoint-rows", "Edit");
+          assert.equal(await page.$eval("#endpoint-version", (el) => (el as HTMLSelectElement).value), "2026-11-23");
+          await page.select("#endpoint-version", "2026-11-27");
+          await click(page, "#endpoint-form", "Save endpoint");
+          await eventually("pinned to the latest", async () => await stored() === "2026-11-27");
+          // the list is read again after a save: Edit shows the saved version once it is
+          await eventually("the form shows the latest", async () => {
+            await click(page, "#endpoint-rows", "Edit");
+            return await page.$eval("#endpoint-version", (el) => (el as HTMLSelectElement).value) === "2026-11-27";
+          });
+          await page.select("#endpoint-version", "2026-11-23");
+          await click(page, "#endpoint-form", "Save endpoint");
+          await eventually("pinned to the first", async () => await stored() === "2026-11-23");
+          // the next step creates an endpoint: wait for the form to be reset after this save
+          await page.waitForFunction(() => !(document.getElementById("endpoint-id") as HTMLInputElement).value);
+        },
+      );
+
+      await t.step(
         "an ed25519 endpoint chosen in the form shows its public key, the one the API publishes",
         async () => {
           await page.type("#endpoint-url", `${rx.url}/console-ed25519`);

@@ -86,9 +86,11 @@ Deno.test({
         await shows(page, ownUrl);
         assert.equal(page.url(), `${base}/console/portal/${link.id}`, "no code left in the address bar");
         assert.ok(!(await page.evaluate(() => document.body.innerText)).includes(otherUrl));
-        const passwordShown = await page.evaluate(() =>
-          [...document.querySelectorAll("input[type=password]")].some((el) => (el as HTMLElement).offsetParent !== null)
-        );
+        // the sign-in's password (an endpoint's OAuth2 client secret is a password field of the endpoint form)
+        const passwordShown = await page.evaluate(() => {
+          const password = document.querySelector("input#password") as HTMLElement | null;
+          return password !== null && password.offsetParent !== null;
+        });
         assert.equal(passwordShown, false, "no password asked");
         const stored = await page.evaluate(() => ({ local: localStorage.length, session: sessionStorage.length }));
         assert.deepEqual(stored, { local: 0, session: 1 }, "the token in the tab's sessionStorage only");

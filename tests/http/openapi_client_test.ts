@@ -61,6 +61,13 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
     body: { url: "https://example.com/ed25519", signature_scheme: "ed25519", enabled_events: ["wire_created"] },
   });
   if (!asymmetric.data) throw new Error(\`ed25519 endpoint: \${asymmetric.response.status}\`);
+  const pinned = await client.POST("/api/v2/notifications/endpoints", {
+    body: { url: "https://example.com/pinned", payload_version: "2026-11-27", enabled_events: ["wire_created"] },
+  });
+  if (!pinned.data) throw new Error(\`pinned endpoint: \${pinned.response.status}\`);
+  const catalogue = await client.GET("/api/v2/notifications/event_types");
+  if (!catalogue.data) throw new Error(\`catalogue: \${catalogue.response.status}\`);
+  const versions: string[] = catalogue.data.versions.map((v) => v.version);
   const publicKey: string | null = asymmetric.data.data.public_key;
   const withHeaders = await client.POST("/api/v2/notifications/endpoints", {
     body: {
@@ -130,6 +137,7 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
     asymmetric: { secret: asymmetric.data.data.secret, publicKey, scheme: asymmetric.data.data.signature_scheme },
     mapping: renamed.data.data.event_mapping,
     customHeaders: { plain: plainHeaders, masked: maskedHeaders },
+    payloadVersions: { pinned: pinned.data.data.payload_version, unpinned: endpoint.data.data.payload_version, versions },
     payinValue: payin.data.data.value,
     events: events.data.data.map((e) => ({ type: e.type, endpoint: e.endpoint_id, status: e.status })),
     endpointId: endpoint.data.data.id,
@@ -167,6 +175,8 @@ export function mistakes(client: ReturnType<typeof createClient<paths>>) {
     client.POST("/api/v2/notifications/endpoints", { body: { url: "https://a.test", signature_scheme: "rsa" } }),
     // @ts-expect-error a header value is a string
     client.POST("/api/v2/notifications/endpoints", { body: { url: "https://a.test", headers: { "X-Count": 1 } } }),
+    // @ts-expect-error a payload version that does not exist
+    client.POST("/api/v2/notifications/endpoints", { body: { url: "https://a.test", payload_version: "2026-11-01" } }),
     client.POST("/api/v2/notifications/endpoints/{id}/recover", {
       params: { path: { id: "x" } },
       // @ts-expect-error include_skipped is a boolean
@@ -215,6 +225,11 @@ Deno.test("a client generated from the document compiles an integrator flow and 
       assert.match(result.asymmetric.publicKey, /^whpk_[A-Za-z0-9+/]{43}=$/);
       assert.deepEqual(result.mapping, { identified: "paid" });
       assert.deepEqual(result.customHeaders, { plain: { "X-Tenant": "acme" }, masked: { "X-Api-Key": "****cdef" } });
+      assert.deepEqual(result.payloadVersions, {
+        pinned: "2026-11-27",
+        unpinned: "2026-11-23",
+        versions: ["2026-11-23", "2026-11-27"],
+      });
       assert.equal(result.payinValue, "100.00");
       assert.deepEqual(result.events, [{ type: "identified", endpoint: result.endpointId, status: "pending" }]);
       assert.match(result.requestId ?? "", /^[0-9a-f-]{36}$/);

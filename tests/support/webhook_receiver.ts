@@ -7,6 +7,7 @@ import { AssertionError } from "node:assert/strict";
 import { createHmac } from "node:crypto";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { CATALOGUE, type JsonSchema } from "../../domain/webhooks/outbox/catalogue.ts";
+import { VERSIONED_CATALOGUE } from "../../domain/webhooks/outbox/payload_versions.ts";
 import { verifySignature } from "../../domain/webhooks/endpoints/signature.ts";
 
 export type Arrival = {
@@ -104,9 +105,22 @@ const withoutData = (schema: JsonSchema): JsonSchema => {
   const { data: _, ...properties } = schema.properties as Record<string, JsonSchema>;
   return { ...schema, properties, required: ["id", "type"] };
 };
-/** Per catalogue type: the snapshot body (`secret` allowed), the thin body, and `data` alone. */
-const SCHEMAS = new Map(CATALOGUE.map((e) => [e.type as string, {
-  snapshot: ajv.compile(e.schema),
+type Validate = ((value: unknown) => boolean) & { errors?: Parameters<typeof ajv.errorsText>[0] };
+/** A body valid in any payload version; the errors told are the first version's. */
+function inAnyVersion(validators: Validate[]): Validate {
+  const validate: Validate = (value) => {
+    const ok = validators.some((v) => v(value));
+    validate.errors = validators[0].errors;
+    return ok;
+  };
+  return validate;
+}
+/**
+ * Per catalogue type: the snapshot body in any payload version (`secret` allowed; an endpoint's version is not in the
+ * body), the thin body, and `data` alone.
+ */
+const SCHEMAS = new Map(CATALOGUE.map((e, i) => [e.type as string, {
+  snapshot: inAnyVersion(VERSIONED_CATALOGUE.map((v) => ajv.compile(v.event_types[i].schema))),
   thin: ajv.compile(withoutData(e.schema)),
   data: ajv.compile((e.schema.properties as Record<string, JsonSchema>).data),
 }]));
@@ -115,7 +129,8 @@ type Shape = "snapshot" | "thin" | "data";
 /**
  * Why a received body does not match the catalogue, or null when it does. Every format the service sends is
  * checked against the matching shape derived from the catalogue's schema of its type:
- * - snapshot `{id, type, data}` (with inject_secret_in_body also `secret`): the catalogue schema itself;
+ * - snapshot `{id, type, data}` (with inject_secret_in_body also `secret`): the catalogue schema itself, or that
+ *   of a later payload version (`timestamp`, docs/webhooks.md, Payload versions);
  * - thin `{id, type}` (+ `secret`): that schema without `data`;
  * - wrap_in_notification `{notification: {type, ...data}}` (+ `secret`): the schema of `data` on the fields
  *   beside `type` and `secret`; thin wrapped `{notification: {type, id}}` (+ `secret`): the thin schema.

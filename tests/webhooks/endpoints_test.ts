@@ -36,6 +36,7 @@ const ENDPOINT_KEYS = [
   "headers",
   "secret_headers",
   "oauth2",
+  "payload_version",
 ].sort();
 const ISO_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const HEX64 = /^[0-9a-f]{64}$/;

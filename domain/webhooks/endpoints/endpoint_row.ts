@@ -78,6 +78,8 @@ export type EndpointRow = {
   client_certificate?: string | null;
   /** Its private key, sealed for this endpoint; null without one. */
   sealed_client_key?: string | null;
+  /** The payload version it is pinned to (sql/0043, docs/webhooks.md "Payload versions"); null: the first. */
+  payload_version?: string | null;
   inserted_at: Date;
   updated_at: Date;
   /** OAuth2 client credentials for a bearer token sent with every attempt; null (or absent before 0042) for none. */

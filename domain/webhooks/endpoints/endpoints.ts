@@ -31,6 +31,7 @@ import {
   storedClientCertificate,
 } from "./mtls.ts";
 import { checkOAuth2, oauth2Column, type OAuth2Input, presentOAuth2, storedOAuth2 } from "./oauth2.ts";
+import { payloadVersionOf } from "../outbox/payload_versions.ts";
 
 /** Endpoint settings as a client sends them; `null` or absent means the default on create, unchanged on update. */
 export type EndpointSettings = {
@@ -48,6 +49,8 @@ export type EndpointSettings = {
   client_certificate?: ClientCertificateInput | null;
   /** OAuth2 client credentials (oauth2.ts); `null` removes them on update, absent leaves them. */
   oauth2?: OAuth2Input | null;
+  /** The payload version to pin (payload_versions.ts); `null` unpins (the first version), absent leaves it. */
+  payload_version?: string | null;
 };
 export type EndpointCreateInput = EndpointSettings & CustomHeadersInput & { url: string };
 export type EndpointUpdateInput = EndpointSettings & CustomHeadersInput & { url?: string };
@@ -86,6 +89,7 @@ export async function presentEndpoint(box: SecretBox, e: EndpointRow) {
     previous_public_keys: previousPublicKeys(e),
     ...await presentCustomHeaders(box, e),
     client_certificate: presentClientCertificate(e),
+    payload_version: payloadVersionOf(e.payload_version),
     inserted_at: isoUtc(e.inserted_at),
     updated_at: isoUtc(e.updated_at),
     oauth2: presentOAuth2(e.oauth2),
@@ -226,7 +230,8 @@ export async function createEndpoint(
       insert into webhook_endpoints (
         id, company_id, url, filter, enabled_events, delivery_mode, event_payload_type, inject_secret_in_body,
         wrap_in_notification, max_concurrency, event_mapping, signature_scheme, sealed_secret, sealed_signing_key,
-        public_key, custom_headers, sealed_custom_headers, client_certificate, sealed_client_key, oauth2
+        public_key, custom_headers, sealed_custom_headers, client_certificate, sealed_client_key, oauth2,
+        payload_version
       ) values (
         ${id}, ${companyId}, ${input.url}, ${input.filter ?? null}, ${input.enabled_events ?? ["*"]},
         ${input.delivery_mode ?? "parallel"},
@@ -235,7 +240,8 @@ export async function createEndpoint(
         ${input.event_mapping ? tx.json(input.event_mapping) : null}, ${scheme}, ${credential.sealed_secret},
         ${credential.sealed_signing_key}, ${credential.public_key}, ${tx.json(custom.custom_headers)},
         ${tx.json(custom.sealed_custom_headers)}, ${client.client_certificate}, ${client.sealed_client_key},
-        ${oauth2 ? tx.json(oauth2) : null}
+        ${oauth2 ? tx.json(oauth2) : null},
+        ${input.payload_version ?? null}
       ) returning *`;
     await fitSlots(tx, [id]);
     return row;
@@ -278,6 +284,8 @@ export async function updateEndpoint(
   }
   // null clears the filter, as it clears event_mapping
   if (input.filter !== undefined) changes.filter = input.filter;
+  // null unpins: the endpoint gets the first version again (docs/webhooks.md, "Payload versions")
+  if (input.payload_version !== undefined) changes.payload_version = input.payload_version;
   return await sql.begin(async (tx) => {
     if (input.max_concurrency != null) {
       await checkEndpointQuota(tx, companyId, opts.quota, { endpointId: id, maxConcurrency: input.max_concurrency });

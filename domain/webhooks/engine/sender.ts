@@ -125,7 +125,13 @@ export type SendOptions = {
 export async function sendDelivery(
   box: SecretBox,
   endpoint: EndpointRow,
-  delivery: { id: string; type: string; data: Record<string, unknown>; traceparent?: string | null },
+  delivery: {
+    id: string;
+    type: string;
+    data: Record<string, unknown>;
+    traceparent?: string | null;
+    occurredAt?: Date | null;
+  },
   opts: SendOptions,
 ): Promise<SendResult> {
   const { secret, previous } = await openSecrets(box, endpoint);

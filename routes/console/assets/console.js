@@ -555,6 +555,7 @@ function editEndpoint(e) {
   $("endpoint-oauth2-client").value = e.oauth2?.client_id ?? "";
   $("endpoint-oauth2-secret").value = "";
   $("endpoint-oauth2-scope").value = e.oauth2?.scope ?? "";
+  $("endpoint-version").value = e.payload_version;
   $("endpoint-save").textContent = "Save endpoint";
   $("endpoint-form-title").textContent = "Edit an endpoint";
   $("endpoint-form-panel").open = true;
@@ -607,6 +608,7 @@ $("endpoint-form").addEventListener(
           client_auth: editedOAuth2?.client_auth ?? null,
         }
         : null,
+      payload_version: $("endpoint-version").value,
     };
     // mTLS: both PEMs set (or replace) it, the box removes it, nothing typed leaves it (docs/webhooks.md)
     const certificate = $("endpoint-client-cert").value.trim();
@@ -974,6 +976,7 @@ async function showEndpoint(id, more = false, focus = false) {
     ...fact("Body", `${e.event_payload_type}${e.wrap_in_notification ? ", wrapped in a notification" : ""}`),
     ...fact("Concurrency", `up to ${e.max_concurrency} at once`),
     ...fact("Client certificate", ...clientCertificateOf(e)),
+    ...fact("Payload version", text("code", e.payload_version)),
     ...fact("Created", `${utc(e.inserted_at)} UTC`),
     ...fact("Updated", `${utc(e.updated_at)} UTC`),
   );

@@ -17,6 +17,8 @@ export type ClaimedDelivery = {
   token: string;
   /** The trace of the request that emitted the event, which the attempt continues (null when none was traced). */
   traceparent?: string | null;
+  /** When its event happened (the record's instant is its event's): the body's `timestamp` (payload_versions.ts). */
+  occurredAt?: Date | null;
   /**
    * Attempts of its schedule made before this one (the record's `schedule_attempts` when claimed): whether this one
    * is the last, so whether its failure may exhaust the record (`delivery.exhausted`). Absent: unknown.
@@ -44,7 +46,7 @@ export async function toClaims(sql: Sql, rows: ClaimRow[], until: number): Promi
       delivery_id,
       delivery_type,
       event_id,
-      event_inserted_at: _at,
+      event_inserted_at,
       slot,
       lease_token,
       delivery_schedule_attempts,
@@ -61,6 +63,7 @@ export async function toClaims(sql: Sql, rows: ClaimRow[], until: number): Promi
           slot,
           token: lease_token,
           traceparent: event?.traceparent ?? null,
+          occurredAt: event_inserted_at ?? null,
           scheduleAttempts: delivery_schedule_attempts ?? undefined,
         }
         : null,
