@@ -15,6 +15,7 @@ import { emitEndpointDisabled } from "../outbox/operational.ts";
 import { checkFilter } from "../outbox/filters.ts";
 import { newCredential, newCredentialSet, openSecrets, previousPublicKeys, retiringCurrent } from "./credentials.ts";
 import { disabling, type EndpointRow, type SignatureScheme } from "./endpoint_row.ts";
+import { checkRateLimit, fitThrottle } from "./throttle.ts";
 
 /** Endpoint settings as a client sends them; `null` or absent means the default on create, unchanged on update. */
 export type EndpointSettings = {
@@ -28,6 +29,8 @@ export type EndpointSettings = {
   /** A CEL expression (filters.ts); `null` removes it on update, absent leaves it. */
   filter?: string | null;
   signature_scheme?: SignatureScheme | null;
+  /** Deliveries per second at most (throttle.ts); `null` removes the throttle on update, absent leaves it. */
+  rate_limit?: number | null;
 };
 export type EndpointCreateInput = EndpointSettings & { url: string };
 export type EndpointUpdateInput = EndpointSettings & { url?: string };
@@ -57,6 +60,7 @@ export async function presentEndpoint(box: SecretBox, e: EndpointRow) {
     max_concurrency: e.max_concurrency,
     event_mapping: e.event_mapping,
     filter: e.filter,
+    rate_limit: e.rate_limit ?? null,
     secret,
     previous_secret: previous[0]?.secret ?? null,
     previous_secret_expires_at: isoUtcOrNull(previous[0]?.expiresAt ?? null),
@@ -164,12 +168,14 @@ export function validateEndpointInput(
     signature_scheme?: SignatureScheme | null;
     inject_secret_in_body?: boolean | null;
     filter?: unknown;
+    rate_limit?: number | null;
   },
   opts: { allowPrivateUrls: boolean },
 ) {
   const errors = new ErrorBag();
   if (typeof input.url === "string") checkEndpointUrl(errors, input.url, opts.allowPrivateUrls);
   checkFilter(errors, input.filter);
+  checkRateLimit(errors, input.rate_limit);
   checkSchemeSettings(errors, input.signature_scheme ?? "hmac-sha256", input.inject_secret_in_body ?? false);
   errors.throwIfAny(422);
 }
@@ -202,6 +208,7 @@ export async function createEndpoint(
         ${credential.sealed_signing_key}, ${credential.public_key}
       ) returning *`;
     await fitSlots(tx, [id]);
+    if (input.rate_limit != null) return await setRateLimit(tx, id, input.rate_limit);
     return row;
   });
 }
@@ -267,8 +274,21 @@ export async function updateEndpoint(
           where company_id = ${companyId} and id = ${id} returning *`;
     if (!row) throw notFound();
     await fitSlots(tx, [id]);
+    if (input.rate_limit !== undefined) return await setRateLimit(tx, id, input.rate_limit);
     return row;
   });
+}
+
+/**
+ * Sets (or with null removes) the endpoint's rate_limit and keeps its throttle row in step (throttle.ts), in the
+ * transaction that created or updated it: a statement of its own, so the create and update statements stay as they
+ * were.
+ */
+async function setRateLimit(tx: SqlOrTransaction, id: string, rate: number | null): Promise<EndpointRow> {
+  const [row] = await tx<EndpointRow[]>`
+    update webhook_endpoints set rate_limit = ${rate} where id = ${id} returning *`;
+  await fitThrottle(tx, id);
+  return row;
 }
 
 /**
