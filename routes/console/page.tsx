@@ -140,6 +140,22 @@ const Endpoints = () => (
               aria-describedby="endpoint-filter-hint"
             />
           </Field>
+          <Field
+            id="endpoint-rate"
+            label="Rate limit (per second)"
+            hint="Deliveries per second at most; empty for none"
+          >
+            <input
+              id="endpoint-rate"
+              name="rate_limit"
+              type="number"
+              min="0.01"
+              max="1000"
+              step="any"
+              placeholder="none"
+              aria-describedby="endpoint-rate-hint"
+            />
+          </Field>
         </div>
         <button type="submit" id="endpoint-save" class="primary">Create endpoint</button>
         <button type="reset" id="endpoint-cancel">Clear</button>

@@ -217,6 +217,11 @@ const FEATURE_PHASES: { only: string; title?: string; named?: boolean; run: () =
     run: async () => (await import("./signing.ts")).benchSigning(),
   },
   { only: "stats", run: async () => (await import("./endpoint_stats.ts")).benchEndpointStats() },
+  {
+    only: "throttle",
+    title: "Throttle precision: rate_limit across two sets of drainers",
+    run: async () => (await import("./throttle.ts")).benchThrottle(),
+  },
 ];
 for (const phase of FEATURE_PHASES) {
   if (only ? only !== phase.only : phase.named) continue;

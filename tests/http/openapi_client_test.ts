@@ -62,6 +62,11 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
   });
   if (!asymmetric.data) throw new Error(\`ed25519 endpoint: \${asymmetric.response.status}\`);
   const publicKey: string | null = asymmetric.data.data.public_key;
+  const throttled = await client.POST("/api/v2/notifications/endpoints", {
+    body: { url: "https://example.com/throttled", rate_limit: 0.5, enabled_events: ["wire_created"] },
+  });
+  if (!throttled.data) throw new Error(\`throttled endpoint: \${throttled.response.status}\`);
+  const rateLimit: number | null = throttled.data.data.rate_limit;
 
   const payin = await client.POST("/api/sandbox/payins", {
     body: { subject_id: subjectId, value: "100.00", currency: "BRL" },
@@ -86,6 +91,7 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
   if (!stats.data) throw new Error(\`stats: \${stats.response.status}\`);
   const successRate: number | null = stats.data.data.success_rate;
   const lastFailure: string | null | undefined = stats.data.data.last_failure?.reason;
+  const throttledUntil: string | null = stats.data.data.throttle.throttled_until;
 
   const refused = await client.POST("/api/v1/subject/people", {
     body: { person: { document_number: "123", document_type: "cpf", social_name: "Ana", fiscal_country: "BRA" } },
@@ -111,6 +117,7 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
       successRate,
       lastFailure,
     },
+    throttle: { rateLimit, throttledUntil, pending: stats.data.data.throttle.pending },
   };
 }
 
@@ -126,6 +133,8 @@ export function mistakes(client: ReturnType<typeof createClient<paths>>) {
     client.POST("/api/sandbox/payins", { body: { subject_id: "x", value: "1", currency: "XYZ" } }),
     // @ts-expect-error an event type that does not exist
     client.POST("/api/v2/notifications/endpoints", { body: { url: "https://a.test", enabled_events: ["paid"] } }),
+    // @ts-expect-error rate_limit is a number of deliveries per second
+    client.POST("/api/v2/notifications/endpoints", { body: { url: "https://a.test", rate_limit: "5" } }),
     // @ts-expect-error a signature scheme that does not exist
     client.POST("/api/v2/notifications/endpoints", { body: { url: "https://a.test", signature_scheme: "rsa" } }),
     client.POST("/api/v2/notifications/endpoints/{id}/recover", {
@@ -179,6 +188,8 @@ Deno.test("a client generated from the document compiles an integrator flow and 
       assert.deepEqual(result.recovered, { failed: 0, skipped: 0, skippedRemaining: false });
       // no worker runs here: nothing was attempted yet
       assert.deepEqual(result.stats, { total: 0, http5xx: 0, successRate: null, lastFailure: undefined });
+      // the first endpoint has no rate_limit; its one event waits for a worker, not for a throttle
+      assert.deepEqual(result.throttle, { rateLimit: 0.5, throttledUntil: null, pending: 1 });
     });
   } finally {
     await Deno.remove(dir, { recursive: true });

@@ -520,6 +520,7 @@ function editEndpoint(e) {
   $("endpoint-mode").value = e.delivery_mode;
   $("endpoint-events").value = e.enabled_events.join(",");
   $("endpoint-filter").value = e.filter ?? "";
+  $("endpoint-rate").value = e.rate_limit ?? "";
   $("endpoint-save").textContent = "Save endpoint";
   $("endpoint-form-title").textContent = "Edit an endpoint";
   $("endpoint-form-panel").open = true;
@@ -543,6 +544,8 @@ $("endpoint-form").addEventListener(
       // empty: no filter (null removes one on a save)
       filter: $("endpoint-filter").value.trim() || null,
       signature_scheme: $("endpoint-scheme").value,
+      // empty: no throttle (null removes one on a save; docs/webhooks.md, Throttle)
+      rate_limit: $("endpoint-rate").value.trim() === "" ? null : Number($("endpoint-rate").value),
     };
     const { data } = id ? await api("PUT", `${ENDPOINTS}/${id}`, body) : await api("POST", ENDPOINTS, body);
     if (!id || body.signature_scheme !== editedScheme) showSecret(data);
@@ -893,6 +896,7 @@ async function showEndpoint(id, more = false, focus = false) {
     ...fact("Filter", e.filter ? text("code", e.filter) : "none: every event of these types"),
     ...fact("Body", `${e.event_payload_type}${e.wrap_in_notification ? ", wrapped in a notification" : ""}`),
     ...fact("Concurrency", `up to ${e.max_concurrency} at once`),
+    ...fact("Rate limit", e.rate_limit ? `at most ${e.rate_limit} per second` : "none"),
     ...fact("Created", `${utc(e.inserted_at)} UTC`),
     ...fact("Updated", `${utc(e.updated_at)} UTC`),
   );
@@ -923,6 +927,10 @@ async function showEndpoint(id, more = false, focus = false) {
     notes.push(text("span", `Last failure ${utc(stats.last_failure.at)} UTC: ${stats.last_failure.reason}`));
   }
   if (stats.last_success_at) notes.push(text("span", `Last success ${utc(stats.last_success_at)} UTC`));
+  const throttle = stats.throttle;
+  if (throttle?.throttled_until) {
+    notes.push(text("span", `Throttled until ${utc(throttle.throttled_until)} UTC, ${throttle.pending} waiting`));
+  }
   $("endpoint-notes").replaceChildren(...notes);
   $("endpoint-notes").hidden = !notes.length;
   const rows = list.map((d) => {
