@@ -320,6 +320,8 @@ function urlCell(e, s) {
   const td = cell(link(e.url, `#endpoint/${e.id}`));
   td.className = "url";
   if (e.filter) td.append(el("span", "filter ", text("code", e.filter)));
+  // its throttle (docs/webhooks.md, Throttle)
+  if (e.rate_limit) td.append(el("span", "throttle ", text("code", `${e.rate_limit}/s`)));
   const errors = s?.filter_errors;
   if (errors?.total) {
     const last = errors.last ? `; last ${utc(errors.last.at)} UTC: ${errors.last.message}` : "";
