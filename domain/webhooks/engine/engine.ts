@@ -378,7 +378,8 @@ export async function drainEndpoint(
       throw err;
     }
     observeAttempt(endpoint.id, delivery, result, recorded);
-    claim = recorded.next?.delivery ? recorded.next : await steps.claim();
+    // a hand-over its throttle held back says when the turn comes: the loop waits for it, then claims
+    claim = recorded.next?.delivery || recorded.next?.throttleWaitMs != null ? recorded.next : await steps.claim();
   }
   return "gone";
 }

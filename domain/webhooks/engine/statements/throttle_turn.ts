@@ -8,11 +8,12 @@ import type postgres from "postgres";
 import type { SqlOrTransaction } from "../../../infra/db.ts";
 
 /**
- * How late a turn may be taken and still count from when it was due, as a share of the interval between turns: a
- * drainer woken a little after the turn (a timer, a round trip) does not lower the rate, and no burst comes of it, so
- * any second holds at most `rate_limit` + 1 attempts (docs/webhooks.md, "Throttle").
+ * How late a turn may be taken and still count from when it was due, in ms, and never more than one interval between
+ * turns: a drainer that comes a little after the turn (a timer, a round trip, the attempt before) does not lower the
+ * rate. Turns stay 1/rate_limit apart, so with a catch-up of at most one interval any second holds at most
+ * `rate_limit` + 1 attempts (docs/webhooks.md, "Throttle"); the cap in ms keeps a slow rate's turns from coming early.
  */
-export const THROTTLE_CATCH_UP = 0.2;
+export const THROTTLE_CATCH_UP_MS = 50;
 
 /**
  * How long a statement that found the endpoint's throttle row locked (another claim taking the turn at this instant)
@@ -62,13 +63,15 @@ export function throttleTurn(sql: SqlOrTransaction): postgres.Fragment {
 /**
  * Takes the turn of each throttled endpoint that leased a record in this statement (`leased_records` of `fillSlots`):
  * its next turn comes 1/rate_limit seconds after this one was due, or after now when this one is later than
- * `THROTTLE_CATCH_UP` of an interval. Under the row's lock taken by `throttleTurn`.
+ * `THROTTLE_CATCH_UP_MS` (or one interval). Under the row's lock taken by `throttleTurn`.
  */
 export function throttleTaken(sql: SqlOrTransaction): postgres.Fragment {
   return sql`throttle_taken as (
       update webhook_endpoint_throttles t set next_send_at =
-        greatest(t.next_send_at, now() - ${THROTTLE_CATCH_UP}::float8 * interval '1 second' / w.rate_limit)
-          + interval '1 second' / w.rate_limit
+        greatest(
+          t.next_send_at,
+          now() - least(interval '1 second' / w.rate_limit, ${THROTTLE_CATCH_UP_MS}::int * interval '1 millisecond')
+        ) + interval '1 second' / w.rate_limit
       from per_endpoint w
       where t.endpoint_id = w.endpoint_id and w.rate_limit is not null and w.k > 0
         and t.endpoint_id in (select endpoint_id from throttle_turn)
