@@ -1,8 +1,8 @@
 /**
- * `deno task reseal-secrets`: after SECRET_ENCRYPTION_KEY was rotated, re-seals every stored webhook signing secret
- * and every stored answer of an idempotent request with it, so that SECRET_ENCRYPTION_KEY_PREVIOUS can then be
- * removed at once (docs/production.md). Run it with the same environment as the service; running it again finds
- * nothing to do.
+ * `deno task reseal-secrets`: after SECRET_ENCRYPTION_KEY was rotated, re-seals every stored webhook signing secret,
+ * every secret custom header, every endpoint's mTLS client key and every stored answer of an idempotent request with
+ * it, so that SECRET_ENCRYPTION_KEY_PREVIOUS can then be removed at once (docs/production.md). Run it with the same
+ * environment as the service; running it again finds nothing to do.
  */
 
 import { loadConfigWithLocalSecrets } from "../domain/infra/local_secrets.ts";
@@ -10,6 +10,8 @@ import { connect } from "../domain/infra/db.ts";
 import { sealStoredAnswers } from "../domain/requests/idempotency.ts";
 import { secretBoxFor } from "../domain/infra/secret_box.ts";
 import { sealStoredSecrets } from "../domain/webhooks/endpoints/credentials.ts";
+import { resealCustomHeaders } from "../domain/webhooks/endpoints/custom_headers.ts";
+import { resealClientKeys } from "../domain/webhooks/endpoints/mtls.ts";
 
 const config = await loadConfigWithLocalSecrets();
 const sql = connect(config.databaseUrl, { max: 1 });
@@ -17,6 +19,10 @@ try {
   const box = await secretBoxFor(config);
   const count = await sealStoredSecrets(sql, box, { reseal: true });
   console.log(`${count} endpoint(s) re-sealed; every signing secret is now sealed with key ${box.keyId}`);
+  const headers = await resealCustomHeaders(sql, box);
+  console.log(`${headers} endpoint(s) with secret custom headers re-sealed`);
+  const clientKeys = await resealClientKeys(sql, box);
+  console.log(`${clientKeys} client certificate key(s) re-sealed (docs/webhooks.md, "Client certificates (mTLS)")`);
   const answers = await sealStoredAnswers(sql, box, { reseal: true });
   console.log(
     `${answers.sealed} stored idempotent answer(s) re-sealed` +

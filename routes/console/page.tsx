@@ -156,6 +156,57 @@ const Endpoints = () => (
               aria-describedby="endpoint-rate-hint"
             />
           </Field>
+          {/* custom headers (docs/webhooks.md, Custom headers): one "Name: value" a line */}
+          <Field id="endpoint-headers" label="Headers" hint="One Name: value a line, sent with every attempt" wide>
+            <textarea
+              id="endpoint-headers"
+              name="headers"
+              rows={2}
+              placeholder="X-Tenant: acme"
+              aria-describedby="endpoint-headers-hint"
+            />
+          </Field>
+          <Field
+            id="endpoint-secret-headers"
+            label="Secret headers"
+            hint="Stored sealed and shown masked: leave a masked value as it is to keep it"
+            wide
+          >
+            <textarea
+              id="endpoint-secret-headers"
+              name="secret_headers"
+              rows={2}
+              placeholder="X-Api-Key: your key"
+              aria-describedby="endpoint-secret-headers-hint"
+            />
+          </Field>
+          {/* mTLS (docs/webhooks.md, "Client certificates (mTLS)"): the key is sent, never shown back */}
+          <Field
+            id="endpoint-client-cert"
+            label="Client certificate (mTLS)"
+            hint="PEM, for receivers that require one; empty keeps the current one"
+            wide
+          >
+            <textarea
+              id="endpoint-client-cert"
+              name="client_certificate"
+              rows={3}
+              placeholder="-----BEGIN CERTIFICATE-----"
+              aria-describedby="endpoint-client-cert-hint"
+            />
+          </Field>
+          <Field id="endpoint-client-key" label="Its private key" hint="PEM, unencrypted; stored sealed" wide>
+            <textarea
+              id="endpoint-client-key"
+              name="client_key"
+              rows={3}
+              placeholder="-----BEGIN PRIVATE KEY-----"
+              aria-describedby="endpoint-client-key-hint"
+            />
+          </Field>
+          <Field id="endpoint-client-remove" label="Remove the client certificate">
+            <input id="endpoint-client-remove" name="client_remove" type="checkbox" />
+          </Field>
         </div>
         <button type="submit" id="endpoint-save" class="primary">Create endpoint</button>
         <button type="reset" id="endpoint-cancel">Clear</button>

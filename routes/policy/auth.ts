@@ -79,7 +79,7 @@ export function requireCompany(
   const verifiedOf = tokenCache(settings);
   return async (c, next) => {
     const token = await verifiedOf(c.req.header("authorization"));
-    if (isRefusal(token)) throw refuse(c, token);
+    if ("reason" in token) throw refuse(c, token); // a TokenRefusal; a Verified token has no reason
     if (!(await guard.accepts(token))) throw refuse(c, REFUSED.revoked);
     if (token.portal && !portalMayCall(c.req.path)) throw forbidden(PORTAL_FORBIDDEN);
     c.set("companyId", token.companyId);

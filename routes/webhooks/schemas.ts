@@ -9,6 +9,13 @@ import { MAX_PREVIOUS_SECRETS } from "../../domain/webhooks/endpoints/credential
 import { SIGNATURE_SCHEMES } from "../../domain/webhooks/endpoints/endpoint_row.ts";
 import { MAX_FILTER_LENGTH } from "../../domain/webhooks/outbox/filters.ts";
 import { MAX_RATE_LIMIT, MIN_RATE_LIMIT } from "../../domain/webhooks/endpoints/throttle.ts";
+import {
+  MAX_CUSTOM_HEADERS,
+  MAX_CUSTOM_HEADERS_CHARS,
+  MAX_HEADER_NAME_CHARS,
+  MAX_HEADER_VALUE_CHARS,
+} from "../../domain/webhooks/endpoints/custom_headers.ts";
+import { MAX_CLIENT_CERTIFICATE_CHARS, MAX_CLIENT_KEY_CHARS } from "../../domain/webhooks/endpoints/mtls.ts";
 import type { TimeBound } from "../../domain/webhooks/endpoints/deliveries.ts";
 import { REPLAY_LIMIT } from "../../domain/webhooks/outbox/replay.ts";
 import { TRANSACTION_SEARCH_EVENTS } from "../../domain/webhooks/outbox/event_search.ts";
@@ -50,14 +57,71 @@ const eventMapping = z.record(z.string(), z.string().trim().min(1, "is invalid")
  * A CEL expression over `event_type` and `data`; its rules (it parses, type-checks, gives a bool, no `matches()`, no
  * list macro nested in another) are domain/webhooks/outbox/filters.ts's, run by the routes with the URL's, so a 422 names the
  * position of the fault.
+ * The check against the subscribed types' schemas (domain/webhooks/outbox/filter_types.ts) runs in the domain, which
+ * knows the stored types on update.
  */
 const filter = z.string().nullable().openapi({
   type: ["string", "null"],
   maxLength: MAX_FILTER_LENGTH,
-  example: 'data.currency == "BRL" && double(data.value) > 1000.0',
+  example: 'data.bank_transaction.currency == "BRL" && double(data.bank_transaction.value) > 1000.0',
   description: "A CEL expression over the event (`event_type`, and `data` as the snapshot body carries it): the " +
     "endpoint gets an event only when it gives true; an error (a missing key) means not delivered. null removes " +
-    "it on update. Test events ignore it. docs/webhooks.md, Filters",
+    "it on update. Test events ignore it. Type-checked against the schemas of the subscribed event types when it " +
+    "or enabled_events changes: a field none has, or a string compared with a number, is a 422 naming line and " +
+    "column. docs/webhooks.md, Filters",
+});
+
+/**
+ * Custom headers (docs/webhooks.md, "Custom headers"): shape only here; the names that cannot be set, the value
+ * characters and the limits are domain/webhooks/endpoints/custom_headers.ts's, run by the routes with the URL's.
+ */
+const headerMap = (description: string, example: Record<string, string>) =>
+  z.record(z.string(), z.string()).nullish().openapi({
+    type: ["object", "null"],
+    additionalProperties: { type: "string", minLength: 1, maxLength: MAX_HEADER_VALUE_CHARS },
+    maxProperties: MAX_CUSTOM_HEADERS,
+    example,
+    description,
+  });
+const HEADER_RULES = `At most ${MAX_CUSTOM_HEADERS} headers, \`headers\` and \`secret_headers\` together, ` +
+  `${MAX_CUSTOM_HEADERS_CHARS} characters of names and values; names are HTTP tokens of at most ` +
+  `${MAX_HEADER_NAME_CHARS} characters, values visible ASCII (no line breaks); a name once, whatever its case. These names cannot ` +
+  "be set (422 naming the header): webhook-*, service-signature, content-type, content-length, content-encoding, " +
+  "host, authorization, traceparent, tracestate, and hop-by-hop ones (connection, keep-alive, transfer-encoding, " +
+  "te, trailer, upgrade, expect, proxy-*). Absent leaves the map as it is on update; a map replaces it; null or {} " +
+  "removes every header of the map";
+const customHeaders = {
+  headers: headerMap(
+    `Headers sent with every attempt to the endpoint, shown as they are. ${HEADER_RULES}`,
+    { "X-Tenant": "acme" },
+  ),
+  secret_headers: headerMap(
+    "Headers whose values are secret: sent with every attempt, stored sealed, and shown masked after create " +
+      "(`****` then the last 4 characters of a value of 16 or more). A value sent back exactly as shown keeps the " +
+      `stored one. ${HEADER_RULES}`,
+    { "X-Api-Key": "k_live_0123456789abcdef" },
+  ),
+};
+/**
+ * The mTLS client certificate and key, as PEM text. Only the shape here: whether they parse, match and are valid now
+ * is domain/webhooks/endpoints/mtls.ts's, run by the routes with the URL's rule, so a 422 names the
+ * field, and so is the size bound (named in its message), as the filter's is.
+ */
+const clientCertificate = z.object({
+  certificate: z.string().openapi({
+    maxLength: MAX_CLIENT_CERTIFICATE_CHARS,
+    description: "PEM: the client certificate first, then any intermediates the receiver needs; each valid now",
+    example: "-----BEGIN CERTIFICATE-----\nMIIB...\n-----END CERTIFICATE-----\n",
+  }),
+  private_key: z.string().openapi({
+    maxLength: MAX_CLIENT_KEY_CHARS,
+    description: "PEM, unencrypted (`-----BEGIN PRIVATE KEY-----`, or the RSA/EC forms), matching the certificate. " +
+      "Stored sealed; never shown again",
+    example: "-----BEGIN PRIVATE KEY-----\nMIGH...\n-----END PRIVATE KEY-----\n",
+  }),
+}).nullable().openapi("WebhookClientCertificateInput", {
+  description: "A client certificate presented to the receiver on every https attempt (mutual TLS); null removes " +
+    "it on update, absent leaves it. docs/webhooks.md, Client certificates (mTLS)",
 });
 
 /** Deliveries per second (domain/webhooks/endpoints/throttle.ts holds the same bounds for every caller). */
@@ -90,6 +154,7 @@ const settings = {
   }),
   filter: filter.optional(),
   rate_limit: rateLimit.optional(),
+  client_certificate: clientCertificate.optional(),
 };
 
 /**
@@ -98,8 +163,9 @@ const settings = {
  */
 const url = requiredText(2048).openapi({ example: "https://example.com/webhooks" });
 
-export const EndpointCreateBody = z.object({ url, ...settings }).openapi("WebhookEndpointCreate");
-export const EndpointUpdateBody = z.object({ url: url.optional(), ...settings }).openapi("WebhookEndpointUpdate");
+export const EndpointCreateBody = z.object({ url, ...settings, ...customHeaders }).openapi("WebhookEndpointCreate");
+export const EndpointUpdateBody = z.object({ url: url.optional(), ...settings, ...customHeaders })
+  .openapi("WebhookEndpointUpdate");
 
 export const ENDPOINT_CREATE_EXAMPLE: z.input<typeof EndpointCreateBody> = {
   url: "https://example.com/webhooks",
@@ -157,7 +223,7 @@ export const Endpoint = z.object({
   event_mapping: z.record(z.string(), z.string()).nullable(),
   filter: z.string().nullable().openapi({
     description: "The endpoint's CEL filter; null when it gets every event it enables",
-    example: 'data.currency == "BRL" && double(data.value) > 1000.0',
+    example: 'data.bank_transaction.currency == "BRL" && double(data.bank_transaction.value) > 1000.0',
   }),
   rate_limit: rateLimitAnswer,
   secret: z.string().nullable().openapi({
@@ -172,6 +238,25 @@ export const Endpoint = z.object({
       `Every secret rotated away that still signs (as v0) and verifies, newest first; at most ${MAX_PREVIOUS_SECRETS}`,
   }),
   ...publicKeys,
+  headers: z.record(z.string(), z.string()).openapi({
+    description: "Custom headers sent with every attempt, as they are; {} for none. docs/webhooks.md, Custom headers",
+    example: { "X-Tenant": "acme" },
+  }),
+  secret_headers: z.record(z.string(), z.string()).openapi({
+    description: "Custom headers with secret values, masked: `****` then the last 4 characters (only `****` for a " +
+      "value under 16 characters); {} for none",
+    example: { "X-Api-Key": "****cdef" },
+  }),
+  client_certificate: z.object({
+    subject: z.string().openapi({ example: "O=Example Integrator, CN=payments-api client" }),
+    issuer: z.string().openapi({ example: "CN=Example Integrator client authority" }),
+    fingerprint_sha256: z.string().openapi({ example: "16:CF:C3:D4:2E:EC:C9:DA:13:ED:08:E9:B9:23:5A:9E:50:F5:..." }),
+    not_before: ts,
+    expires_at: ts.openapi({ description: "After it, receivers refuse it: save a new one before" }),
+  }).nullable().openapi("WebhookClientCertificate", {
+    description: "The client certificate presented on every https attempt (mTLS), as its certificate says; its " +
+      "private key is never shown. null without one",
+  }),
   inserted_at: ts,
   updated_at: ts,
 }).openapi("WebhookEndpoint");

@@ -101,6 +101,17 @@ const DESCRIPTIONS: Record<string, Description> = {
     meaning: "https backlog deliveries/s as a share of the http backlog's in the same run",
     target: atLeast(0.8),
   },
+  mtls_events_per_run: { meaning: "events in each backlog of the mTLS phase (BENCH_MTLS_EVENTS)" },
+  mtls_https_deliveries_per_s: {
+    meaning: "mTLS phase: deliveries/s from a full queue to a plain https receiver (connections kept)",
+  },
+  mtls_deliveries_per_s: {
+    meaning: "deliveries/s from a full queue to an https receiver that requires a client certificate (mTLS)",
+  },
+  mtls_vs_https: {
+    meaning: "mTLS deliveries/s as a share of the plain https ones in the same run: a handshake per connection",
+    target: atLeast(0.8),
+  },
   backlog_vs_noop_pct: {
     meaning: "backlog deliveries/s as a share of the no-op ceiling (%)",
     target: atLeast(50, "%"),
@@ -243,6 +254,18 @@ const DESCRIPTIONS: Record<string, Description> = {
   },
   filter_budget_overhead_pct: { meaning: "what the budget's count adds to one evaluation of that filter (%)" },
   filter_check_us: { meaning: "checking that filter at create/update: parse, type check, rules (µs)" },
+  filter_type_check_us: {
+    meaning: "checking that filter against its endpoint's event types at create/update (typed filters), the types' " +
+      "declarations kept (µs)",
+  },
+  filter_type_check_new_types_us: {
+    meaning: "the same for a set of subscribed types seen for the first time, declared then (µs)",
+  },
+  filter_worst_eval_ms: {
+    meaning: "the slowest of the heaviest accepted filters on an event as large as the save-time estimate assumes, " +
+      "median of 20 (ms): what the 20 ms time budget must cover",
+    target: below(20, " ms"),
+  },
   fanout_5_filters_cpu_us: {
     meaning:
       "what fan-out adds in process per event for 5 endpoints with that filter: the data's JSON round trip and " +
@@ -304,6 +327,15 @@ const DESCRIPTIONS: Record<string, Description> = {
     meaning: "one Ed25519 signature with Web Crypto (asynchronous), the alternative to node:crypto's sign (µs)",
   },
   verify_ed25519_us: { meaning: "a receiver's node:crypto verify of one v1a signature with the public key (µs)" },
+  headers_events_per_round: { meaning: "events in each backlog of the custom headers phase" },
+  headers_none_deliveries_per_s: {
+    meaning: "deliveries/s from a full queue to an endpoint without custom headers (median of alternating rounds)",
+  },
+  headers_five_deliveries_per_s: {
+    meaning: "the same to an endpoint with five custom headers (four plain, one secret opened per attempt)",
+  },
+  headers_five_vs_none: { meaning: "deliveries/s with five custom headers as a share of none, same run" },
+  headers_deliveries_not_succeeded: { meaning: "records of the custom headers phase that did not succeed" },
 };
 
 export type Verdict = { name: string; value: number | string; target: string; met: boolean };

@@ -4,11 +4,16 @@
  * with one on each, in alternating rounds so that a pause of the machine falls on both. Every fanned-out event passes
  * the filter, so both write the same records: the difference is what evaluating the filters costs. The evaluation is
  * also timed as it was before the budget (domain/webhooks/outbox/filter_budget.ts): the same filter through a plain
- * `@marcbachmann/cel-js` environment, uncounted, in alternating runs beside the counted one.
+ * `@marcbachmann/cel-js` environment, uncounted, in alternating runs beside the counted one. And the typed check a
+ * save adds (domain/webhooks/outbox/filter_types.ts): with the subscribed types' declarations kept, and with a set of
+ * types seen for the first time, declared then.
  */
 import { Environment } from "@marcbachmann/cel-js";
 import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
-import { filterProblem, passesFilter } from "../../domain/webhooks/outbox/filters.ts";
+import { evaluateFilter, filterProblem, passesFilter } from "../../domain/webhooks/outbox/filters.ts";
+import { EVENT_DATA_BOUND } from "../../domain/webhooks/outbox/filter_budget.ts";
+import { filterTypeProblem } from "../../domain/webhooks/outbox/filter_types.ts";
+import { EVENT_TYPES } from "../../domain/webhooks/outbox/events.ts";
 import { newCompany, setup } from "../support/helpers.ts";
 import { bankTransactionData } from "../support/rails.ts";
 import { type Figures, round } from "./figures.ts";
@@ -30,6 +35,32 @@ function microsPerCall(n: number, f: (i: number) => unknown): number {
   const start = performance.now();
   for (let i = 0; i < n; i++) f(i);
   return ((performance.now() - start) * 1000) / n;
+}
+
+/**
+ * The longest of the accepted filters that do the most work, each on an event as large as the estimate at save assumes
+ * (EVENT_DATA_BOUND characters in one list): the median of 20 evaluations each, after a warm-up, without the time
+ * budget, so that what is measured is what the budget's MAX_EVAL_MS must cover.
+ */
+function worstEvaluationMs(): number {
+  const items = [];
+  while (JSON.stringify(items).length < EVENT_DATA_BOUND - 40) items.push({ a: items.length % 7, c: "BRL" });
+  const data = JSON.parse(JSON.stringify({ items, text: "x".repeat(EVENT_DATA_BOUND - 20) }));
+  const heaviest = [
+    'data.items.exists(i, i.a > 100 && i.c == "MXN")',
+    'data.items.map(i, i.c).filter(c, c != "BRL").size() == 0',
+    'data.text.upperAscii().contains("Y") || data.text + data.text == "x"',
+  ];
+  return Math.max(...heaviest.map((text) => {
+    if (filterProblem(text) !== null) throw new Error(`${text} is refused at save: the figure measures nothing`);
+    const times = Array.from({ length: 22 }, () => {
+      const start = performance.now();
+      const { error } = evaluateFilter(text, "identified", data, { maxMs: Infinity });
+      if (error !== null) throw new Error(`${text}: ${error}`);
+      return performance.now() - start;
+    });
+    return median(times.slice(2));
+  }));
 }
 
 export async function benchFilters(): Promise<Figures> {
@@ -68,6 +99,8 @@ export async function benchFilters(): Promise<Figures> {
     for (let e = 0; e < ENDPOINTS; e++) passesFilter(TYPICAL, "non_identified_bank_transaction", seen);
   });
   const checkUs = microsPerCall(2_000, (i) => filterProblem(`${TYPICAL}${" ".repeat(i % 100)}`));
+  const typeCheckUs = typeCheckMicros();
+  const worstMs = worstEvaluationMs();
 
   const ctx = await setup("bench_filters");
   try {
@@ -105,7 +138,8 @@ export async function benchFilters(): Promise<Figures> {
     const filteredUs = median(perEvent.filtered);
     console.log(
       `filters: ${evalUs.toFixed(2)} µs per evaluation (${uncountedUs.toFixed(2)} µs without the budget), ` +
-        `${checkUs.toFixed(1)} µs per check, ` +
+        `${checkUs.toFixed(1)} µs per check, ${typeCheckUs.kept.toFixed(1)} µs per typed check ` +
+        `(${typeCheckUs.first.toFixed(0)} µs for types seen the first time), ` +
         `${fanoutCpuUs.toFixed(1)} µs of fan-out work per event for ${ENDPOINTS} filters; emitEvent to ` +
         `${ENDPOINTS} endpoints (median of ${ROUNDS} rounds) ${plainUs.toFixed(0)} µs without filters, ` +
         `${filteredUs.toFixed(0)} µs with ` +
@@ -117,6 +151,9 @@ export async function benchFilters(): Promise<Figures> {
       filter_budget_overhead_pct: round((100 * (evalUs - uncountedUs)) / uncountedUs),
       filter_evals_per_s: round(1e6 / evalUs, 0),
       filter_check_us: round(checkUs, 1),
+      filter_type_check_us: round(typeCheckUs.kept, 1),
+      filter_type_check_new_types_us: round(typeCheckUs.first, 0),
+      filter_worst_eval_ms: round(worstMs, 2),
       fanout_5_filters_cpu_us: round(fanoutCpuUs, 1),
       fanout_5_endpoints_no_filter_us: round(plainUs, 0),
       fanout_5_endpoints_filtered_us: round(filteredUs, 0),
@@ -125,4 +162,19 @@ export async function benchFilters(): Promise<Figures> {
   } finally {
     await ctx.close();
   }
+}
+
+/**
+ * µs per typed check of TYPICAL at save: against one type whose declarations are kept, and against sets of types not
+ * seen before (each a different subset of the catalogue with the bank transaction in it), declared at that check.
+ */
+function typeCheckMicros(): { kept: number; first: number } {
+  const bank = ["non_identified_bank_transaction"];
+  const kept = microsPerCall(2_000, (i) => {
+    if (filterTypeProblem(`${TYPICAL}${" ".repeat(i % 100)}`, bank) !== null) throw new Error("TYPICAL refused");
+  });
+  const sets = Array.from({ length: 100 }, (_, i) => [...bank, ...EVENT_TYPES.filter((_, b) => ((i + 1) >> b) & 1)]);
+  const start = performance.now();
+  for (const types of sets) filterTypeProblem(TYPICAL, types);
+  return { kept, first: ((performance.now() - start) * 1000) / sets.length };
 }

@@ -222,6 +222,16 @@ const FEATURE_PHASES: { only: string; title?: string; named?: boolean; run: () =
     title: "Throttle precision: rate_limit across two sets of drainers",
     run: async () => (await import("./throttle.ts")).benchThrottle(),
   },
+  {
+    only: "headers",
+    title: "Custom headers: deliveries/s with five against none",
+    run: async () => (await import("./custom_headers.ts")).benchCustomHeaders(),
+  },
+  {
+    only: "mtls",
+    title: "mTLS: deliveries/s to a receiver requiring a client certificate, beside plain https",
+    run: async () => (await import("./mtls.ts")).benchMtls(),
+  },
 ];
 for (const phase of FEATURE_PHASES) {
   if (only ? only !== phase.only : phase.named) continue;

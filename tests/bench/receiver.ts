@@ -5,7 +5,10 @@
  * UUIDv7, made when the event was emitted, so its first 48 bits are the emit time in ms.
  *
  * With a number as its argument it answers that many milliseconds after a delivery arrives, as a server across a
- * network would; with `--tls` as its second it speaks https, with the loopback certificate of tests/fixtures/tls.
+ * network would; with `--tls` as its second it speaks https, with the loopback certificate of tests/fixtures/tls; with
+ * `--mtls` it also requires a client certificate issued by that folder's `client_ca.pem` (the mTLS phase,
+ * tests/bench/mtls.ts), through `node:https`, since Deno.serve does not ask for one; `--node-tls` is the same server
+ * without that requirement, so that the phase compares the certificate alone.
  *
  * `GET /__count?path=P` answers the count, `GET /__latencies?path=P` the latencies, `GET /__order?path=P` how many
  * arrived after a later record (out of order) and how many arrived again (duplicates), `POST /__reset?path=P` forgets
@@ -19,9 +22,11 @@ const at = (path: string) =>
     paths.set(path, { received: 0, latencies: [], seen: new Set(), last: "", outOfOrder: 0 }).get(path)!;
 
 const fixture = (name: string) => Deno.readTextFileSync(new URL(`../fixtures/tls/${name}`, import.meta.url));
-const tls = Deno.args[1] === "--tls" ? { cert: fixture("loopback.pem"), key: fixture("loopback.key") } : {};
+const tls = ["--tls", "--mtls", "--node-tls"].includes(Deno.args[1])
+  ? { cert: fixture("loopback.pem"), key: fixture("loopback.key") }
+  : {};
 
-const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {}, ...tls }, async (req) => {
+async function handle(req: Request): Promise<Response> {
   const url = new URL(req.url);
   const path = url.searchParams.get("path") ?? "";
   if (url.pathname === "/__count") return Response.json(at(path).received);
@@ -44,9 +49,31 @@ const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {}, 
   p.seen.add(body.id);
   if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
   return new Response("ok");
-});
-Deno.addSignalListener("SIGTERM", async () => {
-  await server.shutdown();
-  Deno.exit(0);
-});
-console.log((server.addr as Deno.NetAddr).port);
+}
+
+if (Deno.args[1] === "--mtls" || Deno.args[1] === "--node-tls") {
+  const https = await import("node:https");
+  const mutual = Deno.args[1] === "--mtls";
+  const server = https.createServer(
+    mutual ? { ...tls, ca: fixture("client_ca.pem"), requestCert: true, rejectUnauthorized: true } : tls,
+    (req, res) => {
+      const chunks: Uint8Array<ArrayBuffer>[] = [];
+      req.on("data", (chunk: Uint8Array<ArrayBuffer>) => chunks.push(chunk));
+      req.on("end", async () => {
+        const body = req.method === "POST" ? new Blob(chunks) : undefined;
+        const answer = await handle(new Request(`https://127.0.0.1${req.url}`, { method: req.method, body }));
+        res.writeHead(answer.status, { "content-type": answer.headers.get("content-type") ?? "text/plain" });
+        res.end(new Uint8Array(await answer.arrayBuffer()));
+      });
+    },
+  );
+  server.listen(0, "127.0.0.1", () => console.log((server.address() as { port: number }).port));
+  Deno.addSignalListener("SIGTERM", () => server.close(() => Deno.exit(0)));
+} else {
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {}, ...tls }, handle);
+  Deno.addSignalListener("SIGTERM", async () => {
+    await server.shutdown();
+    Deno.exit(0);
+  });
+  console.log((server.addr as Deno.NetAddr).port);
+}

@@ -57,8 +57,13 @@ async function freshBenchDatabase(): Promise<string> {
 }
 
 /** The test authority that issued the https receiver's certificate. */
-const LOOPBACK_CA_PATH = new URL("../fixtures/tls/loopback_ca.pem", import.meta.url).pathname;
+export const LOOPBACK_CA_PATH = new URL("../fixtures/tls/loopback_ca.pem", import.meta.url).pathname;
 const LOOPBACK_CA = Deno.readTextFileSync(LOOPBACK_CA_PATH);
+/** The client certificate the mTLS receiver requires (tests/fixtures/tls/README.md). */
+export const CLIENT_CERTIFICATE = {
+  certificate: Deno.readTextFileSync(new URL("../fixtures/tls/client.pem", import.meta.url)),
+  private_key: Deno.readTextFileSync(new URL("../fixtures/tls/client.key", import.meta.url)),
+};
 
 export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
@@ -70,7 +75,10 @@ export function percentile(sorted: number[], p: number): number {
  * delivery's emit-to-receipt latency, so that the service's figures (its memory above all) leave the receiving end
  * out, as with a real integrator's server.
  */
-export async function startReceiver(answerAfterMs = 0, opts: { tls?: boolean } = {}) {
+export async function startReceiver(
+  answerAfterMs = 0,
+  opts: { tls?: boolean; mtls?: boolean; nodeTls?: boolean } = {},
+) {
   const child = new Deno.Command(Deno.execPath(), {
     args: [
       "run",
@@ -78,7 +86,7 @@ export async function startReceiver(answerAfterMs = 0, opts: { tls?: boolean } =
       "--allow-read",
       new URL("./receiver.ts", import.meta.url).pathname,
       String(answerAfterMs),
-      ...(opts.tls ? ["--tls"] : []),
+      ...(opts.mtls ? ["--mtls"] : opts.nodeTls ? ["--node-tls"] : opts.tls ? ["--tls"] : []),
     ],
     stdout: "piped",
     stderr: "inherit",
@@ -92,9 +100,19 @@ export async function startReceiver(answerAfterMs = 0, opts: { tls?: boolean } =
   }
   reader.releaseLock();
   child.stdout.cancel().catch(() => {});
-  const base = `${opts.tls ? "https" : "http"}://127.0.0.1:${first.trim()}`;
-  // the bench's own questions to an https receiver trust its test authority (tests/fixtures/tls/README.md)
-  const client = opts.tls ? Deno.createHttpClient({ caCerts: [LOOPBACK_CA] }) : undefined;
+  const secure = opts.tls || opts.mtls || opts.nodeTls;
+  const base = `${secure ? "https" : "http"}://127.0.0.1:${first.trim()}`;
+  // the bench's own questions to an https receiver trust its test authority (tests/fixtures/tls/README.md); an mTLS
+  // receiver asks them for the test client certificate too
+  const client = opts.mtls
+    ? Deno.createHttpClient({
+      caCerts: [LOOPBACK_CA],
+      cert: CLIENT_CERTIFICATE.certificate,
+      key: CLIENT_CERTIFICATE.private_key,
+    })
+    : secure
+    ? Deno.createHttpClient({ caCerts: [LOOPBACK_CA] })
+    : undefined;
   const ask = (what: string) => fetch(`${base}/__${what}?path=/hook`, { client }).then((r) => r.json());
   const count = (): Promise<number> => ask("count");
   return {
@@ -121,7 +139,7 @@ export async function startReceiver(answerAfterMs = 0, opts: { tls?: boolean } =
 }
 
 /** `total` events, one per transaction, from `producers` concurrent producers. */
-async function emitMany(sql: Sql, companyId: string, total: number, producers = PRODUCERS) {
+export async function emitMany(sql: Sql, companyId: string, total: number, producers = PRODUCERS) {
   let next = 0;
   await Promise.all(Array.from({ length: producers }, async () => {
     while (next < total) {
@@ -132,7 +150,7 @@ async function emitMany(sql: Sql, companyId: string, total: number, producers = 
 }
 
 /** Every record delivered and recorded: nothing pending, no drain job left. */
-async function waitForDrained(sql: Sql, timeoutMs = 300_000) {
+export async function waitForDrained(sql: Sql, timeoutMs = 300_000) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const [{ left }] = await sql<{ left: boolean }[]>`
@@ -166,7 +184,7 @@ async function waitForNoJobs(sql: Sql, task: string, timeoutMs = 300_000) {
 }
 
 /** A fresh database, migrated, with the worker's start and stop for the phases to call. */
-async function benchBase() {
+export async function benchBase() {
   setLogLevel(LOG_LEVEL);
   const url = await freshBenchDatabase();
   const config = benchConfig(url, { LOG_LEVEL });

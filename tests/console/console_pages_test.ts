@@ -190,6 +190,7 @@ Deno.test({
           assert.equal(settings["Signature scheme"], "hmac-sha256, shared secret");
           assert.equal(settings["Delivery mode"], "parallel");
           assert.equal(settings["Filter"], "none: every event of these types");
+          assert.equal(settings["Client certificate"], "none");
           assert.match(settings["Created"], /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
           assert.match(await textOf(page, "#endpoint-status"), /^active/);
           const stats = await page.$$eval("#endpoint-stats .stat", (divs) =>
@@ -326,6 +327,28 @@ Deno.test({
           return [`${key}: ${status}`, Number(n)];
         }));
         assert.deepEqual(shown, expected);
+      });
+
+      await t.step("an endpoint's page shows how often its filter could not decide, and why", async () => {
+        // a field only identified events have: a wire_created event lacks it, so the filter errs on that one
+        await call("PUT", `${ENDPOINTS}/${up.id}`, { filter: 'data.transaction_id.startsWith("0")' });
+        await ctx.sql.begin((tx) =>
+          emitEvent(tx, companyId, "wire_created", { wire_id: newId(), transaction_ids: [newId()] })
+        );
+        const notes = await eventually("the filter's error among the notes", async () => {
+          // the page reads the stats when it is opened: opened again until the count is there
+          await view(page, "#overview");
+          await view(page, `#endpoint/${up.id}`);
+          return await page.waitForFunction(
+            () => document.getElementById("endpoint-notes")!.textContent!.includes("Filter failed"),
+            { timeout: 2_000 },
+          ).then(() => textOf(page, "#endpoint-notes"), () => false);
+        });
+        assert.match(
+          String(notes),
+          /Filter failed on 1 event; last \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC: line 1, column 6: No such key: transaction_id/,
+        );
+        await call("PUT", `${ENDPOINTS}/${up.id}`, { filter: null });
       });
 
       await t.step("the overview and the catalogue read at 360 px, and nothing went wrong on the page", async () => {

@@ -297,6 +297,73 @@ Deno.test({
         assert.equal(await rateOf(), null);
       });
 
+      await t.step("custom headers set in the form show in the row, the secret masked and kept", async () => {
+        const setText = (id: string, value: string) =>
+          page.$eval(id, (el, value) => (el as HTMLTextAreaElement).value = value, value);
+        const settings = async () => (await rows(page, "endpoint-rows"))[0]?.[1] ?? "";
+        const noticeText = () => page.$eval("#notice", (el) => el.textContent ?? "");
+        const stored = async () => {
+          const [row] = await ctx.sql<{ sealed_custom_headers: Record<string, string> }[]>`
+            select sealed_custom_headers from webhook_endpoints where company_id = ${companyId}`;
+          return row.sealed_custom_headers["X-Api-Key"];
+        };
+        await click(page, "#endpoint-rows", "Edit");
+        await setText("#endpoint-headers", "X-Tenant: acme");
+        await setText("#endpoint-secret-headers", "X-Api-Key: k_live_0123456789abcdef");
+        await click(page, "#endpoint-form", "Save endpoint");
+        await eventually(
+          "the headers in the row, the secret masked",
+          async () => (await settings()).endsWith("headers: X-Tenant: acme, X-Api-Key: ****cdef"),
+        );
+        const sealed = await stored();
+        assert.match(sealed, /^enc:v1:/);
+        // edited again, the secret reads masked; saved as it is, the stored value stays
+        await click(page, "#endpoint-rows", "Edit");
+        assert.equal(
+          await page.$eval("#endpoint-headers", (el) => (el as HTMLTextAreaElement).value),
+          "X-Tenant: acme",
+        );
+        assert.equal(
+          await page.$eval("#endpoint-secret-headers", (el) => (el as HTMLTextAreaElement).value),
+          "X-Api-Key: ****cdef",
+        );
+        await page.$eval("#notice", (el) => el.textContent = "");
+        await click(page, "#endpoint-form", "Save endpoint");
+        await eventually("saved", async () => await noticeText() === "Endpoint saved");
+        assert.equal(await stored(), sealed);
+        // a name the service sets: the page names the header
+        await click(page, "#endpoint-rows", "Edit");
+        await setText("#endpoint-headers", "X-Tenant: acme\nHost: elsewhere");
+        await click(page, "#endpoint-form", "Save endpoint");
+        await eventually("the refusal", async () => (await noticeText()).startsWith("headers.Host cannot be set"));
+        // emptied, they go
+        await setText("#endpoint-headers", "");
+        await setText("#endpoint-secret-headers", "");
+        await click(page, "#endpoint-form", "Save endpoint");
+        await eventually("no headers in the row", async () => !(await settings()).includes("headers:"));
+        assert.equal(await stored(), undefined);
+      });
+
+      await t.step("a client certificate pasted in the form is saved, its key sealed; the box removes it", async () => {
+        const pem = (name: string) => Deno.readTextFileSync(new URL(`../fixtures/tls/${name}`, import.meta.url));
+        const stored = async () =>
+          (await ctx.sql<{ client_certificate: string | null; sealed_client_key: string | null }[]>`
+            select client_certificate, sealed_client_key from webhook_endpoints
+            where company_id = ${companyId} and url = ${`${rx.url}/console`}`)[0];
+        await click(page, "#endpoint-rows", "Edit");
+        await page.$eval("#endpoint-client-cert", (el, v) => (el as HTMLTextAreaElement).value = v, pem("client.pem"));
+        await page.$eval("#endpoint-client-key", (el, v) => (el as HTMLTextAreaElement).value = v, pem("client.key"));
+        await click(page, "#endpoint-form", "Save endpoint");
+        const saved = await eventually("the certificate stored", async () => (await stored()).client_certificate);
+        assert.equal(saved, pem("client.pem").trim());
+        assert.match((await stored()).sealed_client_key ?? "", /^enc:v1:/);
+        await click(page, "#endpoint-rows", "Edit");
+        assert.equal(await page.$eval("#endpoint-client-key", (el) => (el as HTMLTextAreaElement).value), "");
+        await page.click("#endpoint-client-remove");
+        await click(page, "#endpoint-form", "Save endpoint");
+        await eventually("the certificate removed", async () => (await stored()).sealed_client_key === null);
+      });
+
       await t.step(
         "an ed25519 endpoint chosen in the form shows its public key, the one the API publishes",
         async () => {

@@ -67,6 +67,17 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
   });
   if (!throttled.data) throw new Error(\`throttled endpoint: \${throttled.response.status}\`);
   const rateLimit: number | null = throttled.data.data.rate_limit;
+  const withHeaders = await client.POST("/api/v2/notifications/endpoints", {
+    body: {
+      url: "https://example.com/headers",
+      enabled_events: ["wire_created"],
+      headers: { "X-Tenant": "acme" },
+      secret_headers: { "X-Api-Key": "k_live_0123456789abcdef" },
+    },
+  });
+  if (!withHeaders.data) throw new Error(\`custom headers: \${withHeaders.response.status}\`);
+  const plainHeaders: Record<string, string> = withHeaders.data.data.headers;
+  const maskedHeaders: Record<string, string> = withHeaders.data.data.secret_headers;
 
   const payin = await client.POST("/api/sandbox/payins", {
     body: { subject_id: subjectId, value: "100.00", currency: "BRL" },
@@ -93,6 +104,14 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
   const lastFailure: string | null | undefined = stats.data.data.last_failure?.reason;
   const throttledUntil: string | null = stats.data.data.throttle.throttled_until;
 
+  // mTLS (docs/webhooks.md, "Client certificates (mTLS)"): null removes the client certificate; what is shown of one
+  const withoutCertificate = await client.PUT("/api/v2/notifications/endpoints/{id}", {
+    params: { path: { id: endpoint.data.data.id } },
+    body: { client_certificate: null },
+  });
+  if (!withoutCertificate.data) throw new Error(\`client certificate: \${withoutCertificate.response.status}\`);
+  const certificateExpiry: string | undefined = withoutCertificate.data.data.client_certificate?.expires_at;
+
   const refused = await client.POST("/api/v1/subject/people", {
     body: { person: { document_number: "123", document_type: "cpf", social_name: "Ana", fiscal_country: "BRA" } },
   });
@@ -105,11 +124,13 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
     secretLength: endpoint.data.data.secret?.length,
     asymmetric: { secret: asymmetric.data.data.secret, publicKey, scheme: asymmetric.data.data.signature_scheme },
     mapping: renamed.data.data.event_mapping,
+    customHeaders: { plain: plainHeaders, masked: maskedHeaders },
     payinValue: payin.data.data.value,
     events: events.data.data.map((e) => ({ type: e.type, endpoint: e.endpoint_id, status: e.status })),
     endpointId: endpoint.data.data.id,
     requestId: events.response.headers.get("x-request-id"),
     refused: { status: refused.response.status, errors },
+    certificateExpiry,
     recovered: { failed: recovered.data.data.failed, skipped: recovered.data.data.skipped, skippedRemaining },
     stats: {
       total: stats.data.data.attempts.total,
@@ -137,10 +158,17 @@ export function mistakes(client: ReturnType<typeof createClient<paths>>) {
     client.POST("/api/v2/notifications/endpoints", { body: { url: "https://a.test", rate_limit: "5" } }),
     // @ts-expect-error a signature scheme that does not exist
     client.POST("/api/v2/notifications/endpoints", { body: { url: "https://a.test", signature_scheme: "rsa" } }),
+    // @ts-expect-error a header value is a string
+    client.POST("/api/v2/notifications/endpoints", { body: { url: "https://a.test", headers: { "X-Count": 1 } } }),
     client.POST("/api/v2/notifications/endpoints/{id}/recover", {
       params: { path: { id: "x" } },
       // @ts-expect-error include_skipped is a boolean
       body: { since: "2026-01-01", include_skipped: "yes" },
+    }),
+    client.PUT("/api/v2/notifications/endpoints/{id}", {
+      params: { path: { id: "x" } },
+      // @ts-expect-error a client certificate comes with its private key
+      body: { client_certificate: { certificate: "-----BEGIN CERTIFICATE-----" } },
     }),
     client.GET("/api/v2/notifications/endpoints/{id}/stats", {
       // @ts-expect-error since is an instant in a string, not a number
@@ -179,11 +207,13 @@ Deno.test("a client generated from the document compiles an integrator flow and 
       assert.equal(result.asymmetric.scheme, "ed25519");
       assert.match(result.asymmetric.publicKey, /^whpk_[A-Za-z0-9+/]{43}=$/);
       assert.deepEqual(result.mapping, { identified: "paid" });
+      assert.deepEqual(result.customHeaders, { plain: { "X-Tenant": "acme" }, masked: { "X-Api-Key": "****cdef" } });
       assert.equal(result.payinValue, "100.00");
       assert.deepEqual(result.events, [{ type: "identified", endpoint: result.endpointId, status: "pending" }]);
       assert.match(result.requestId ?? "", /^[0-9a-f-]{36}$/);
       assert.equal(result.refused.status, 422);
       assert.deepEqual(result.refused.errors, { document_number: ["must have 11 digits"] });
+      assert.equal(result.certificateExpiry, undefined, "no client certificate");
       // never disabled: nothing failed, nothing skipped
       assert.deepEqual(result.recovered, { failed: 0, skipped: 0, skippedRemaining: false });
       // no worker runs here: nothing was attempted yet

@@ -320,7 +320,10 @@ Deno.test({
             // the contract step waits for the old release to be gone
             const early = await runTask(c.db, ["migrate", "--contract"]);
             assert.equal(early.code, 1, early.stdout + early.stderr);
-            assert.match(early.stderr, /instances of another release are still connected \(\d+ as payments-api\)/);
+            // named as the old release's pool names itself (application_name: payments-api/<version> from 1.1.0 on)
+            const oldName = old.version === "1.0.0" ? "payments-api" : `payments-api/${old.version}`;
+            const named = new RegExp(`still connected \\(\\d+ as ${oldName.replaceAll(".", "\\.")}\\)`);
+            assert.match(early.stderr, named);
           },
           done: async (db) => {
             const contract = await runTask(db, ["migrate", "--contract"]);

@@ -153,6 +153,31 @@ Deno.test("webhook attempts reuse connections to a receiver", async (t) => {
     }
   });
 
+  await t.step("attempts with different client certificates (or none) never share a connection", async () => {
+    const server = rawHttpServer(() => "answer", TLS);
+    const connections = new ConnectionPool();
+    // two credentials by name: the pool keys on `id` (the service's receiver tests check the certificate is sent)
+    const client = (id: string) => ({ cert: fixture("client.pem"), key: fixture("client.key"), id });
+    try {
+      for (const credential of [client("a"), client("b"), null, client("a"), client("b"), null]) {
+        const res = await sendWebhook(`https://hooks.test:${server.port}/hook`, EXAMPLE, {}, {
+          timeoutMs: 2000,
+          allowPrivateUrls: true,
+          resolve: loopback,
+          ca: [CA],
+          connections,
+          client: credential,
+        });
+        assert.equal(res.ok, true, res.responseBody);
+      }
+      assert.deepEqual([server.seen.connections, server.seen.requests.length], [3, 6]);
+      assert.equal(connections.size, 3);
+    } finally {
+      connections.close();
+      server.close();
+    }
+  });
+
   await t.step("over TLS: one handshake for many attempts, and the certificate is still checked per host", async () => {
     const server = rawHttpServer(() => "answer", TLS);
     const connections = new ConnectionPool();

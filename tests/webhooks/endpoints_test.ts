@@ -30,8 +30,12 @@ const ENDPOINT_KEYS = [
   "signature_scheme",
   "public_key",
   "previous_public_keys",
+  "client_certificate",
   "inserted_at",
   "updated_at",
+  // custom headers (docs/webhooks.md, "Custom headers")
+  "headers",
+  "secret_headers",
 ].sort();
 const ISO_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const HEX64 = /^[0-9a-f]{64}$/;

@@ -208,10 +208,9 @@ Deno.test("an accepted filter on an event as large as the estimate assumes stays
     ]
   ) {
     assert.equal(filterProblem(text), null, text);
-    // once first, unchecked: the first evaluation also compiles the evaluator's code, which a loaded machine can make
-    // take longer than the evaluation itself; the budget bounds the evaluation, which the second call is
-    evaluateFilter(text, "identified", data);
-    assert.equal(evaluateFilter(text, "identified", data).error, null, text);
+    // the steps and characters the estimate at save assumes; the time, which depends on the machine, is the bench's
+    // figure (BENCH_ONLY=filters, filter_worst_eval_ms against MAX_EVAL_MS)
+    assert.equal(evaluateFilter(text, "identified", data, { maxMs: Infinity }).error, null, text);
   }
 });
 

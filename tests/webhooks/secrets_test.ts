@@ -276,6 +276,11 @@ Deno.test("secrets stored before sealing are sealed at start; the encryption key
         assert.ok(Math.abs(left - 3 * 3600 * 1000) < 60_000, "the previous secret keeps its expiry");
         const other = await show(service.base, expiredId);
         assert.deepEqual([other.secret, other.previous_secrets], [plain.other, []]);
+        // a secret custom header, sealed with this key, for the re-seal below (docs/webhooks.md, "Custom headers")
+        const withHeader = await company.call(service.base, "PUT", `${ENDPOINTS}/${endpointId}`, {
+          secret_headers: { "X-Api-Key": "k_live_0123456789abcdef" },
+        });
+        assert.equal(withHeader.status, 200, JSON.stringify(withHeader.body));
       } finally {
         await service.stop();
       }
@@ -294,6 +299,7 @@ Deno.test("secrets stored before sealing are sealed at start; the encryption key
         const command = await runTask(url, ["reseal-secrets"], { LOG_LEVEL: "silent", JWT_SECRET: undefined, ...keys });
         assert.equal(command.code, 0, command.stderr);
         assert.match(command.stdout, /^2 endpoint\(s\) re-sealed/);
+        assert.match(command.stdout, /\n1 endpoint\(s\) with secret custom headers re-sealed\n/);
         const box = await createSecretBox(Uint8Array.fromHex(secondKey));
         const [{ sealed }] = await sql<{ sealed: string[] }[]>`
         select array_agg(sealed_secret) || array_agg(p->>'secret') filter (where p is not null) as sealed
@@ -308,6 +314,7 @@ Deno.test("secrets stored before sealing are sealed at start; the encryption key
       try {
         const shown = await show(service.base, endpointId);
         assert.deepEqual([shown.secret, shown.previous_secret], [plain.secret, plain.previous]);
+        assert.deepEqual(shown.secret_headers, { "X-Api-Key": "****cdef" }, "the new key alone opens it");
       } finally {
         await service.stop();
       }

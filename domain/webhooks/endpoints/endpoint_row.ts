@@ -56,6 +56,14 @@ export type EndpointRow = {
   public_key: string | null;
   /** Ed25519 keys rotated away (or left by a switch to hmac-sha256), newest first, as the secrets above. */
   previous_signing_keys: StoredPreviousSigningKey[];
+  /** Custom headers sent in clear with every attempt (custom_headers.ts); `{}` for none. */
+  custom_headers?: Record<string, string>;
+  /** Custom headers whose values are secret, each sealed for the endpoint and its name; `{}` for none. */
+  sealed_custom_headers?: Record<string, string>;
+  /** The mTLS client certificate (PEM, leaf first), as sent; null without one (mtls.ts). */
+  client_certificate?: string | null;
+  /** Its private key, sealed for this endpoint; null without one. */
+  sealed_client_key?: string | null;
   inserted_at: Date;
   updated_at: Date;
 };

@@ -13,9 +13,24 @@ import { isIpLiteral, isLocalHostname, isNeverReachable, isPrivateAddress, loopb
 import { checkEndpointQuota, type EndpointQuota, fitSlots } from "./quotas.ts";
 import { emitEndpointDisabled } from "../outbox/operational.ts";
 import { checkFilter } from "../outbox/filters.ts";
+import { checkNewEndpointFilter, checkUpdatedEndpointFilter } from "./typed_filter.ts";
 import { newCredential, newCredentialSet, openSecrets, previousPublicKeys, retiringCurrent } from "./credentials.ts";
 import { disabling, type EndpointRow, type SignatureScheme } from "./endpoint_row.ts";
 import { checkRateLimit, fitThrottle } from "./throttle.ts";
+import {
+  checkCustomHeaders,
+  type CustomHeadersInput,
+  customHeadersSet,
+  newCustomHeaders,
+  presentCustomHeaders,
+} from "./custom_headers.ts";
+import {
+  checkClientCertificate,
+  type ClientCertificateInput,
+  clientCertificateSet,
+  presentClientCertificate,
+  storedClientCertificate,
+} from "./mtls.ts";
 
 /** Endpoint settings as a client sends them; `null` or absent means the default on create, unchanged on update. */
 export type EndpointSettings = {
@@ -31,9 +46,11 @@ export type EndpointSettings = {
   signature_scheme?: SignatureScheme | null;
   /** Deliveries per second at most (throttle.ts); `null` removes the throttle on update, absent leaves it. */
   rate_limit?: number | null;
+  /** The mTLS client certificate and key (mtls.ts); `null` removes it on update, absent leaves it. */
+  client_certificate?: ClientCertificateInput | null;
 };
-export type EndpointCreateInput = EndpointSettings & { url: string };
-export type EndpointUpdateInput = EndpointSettings & { url?: string };
+export type EndpointCreateInput = EndpointSettings & CustomHeadersInput & { url: string };
+export type EndpointUpdateInput = EndpointSettings & CustomHeadersInput & { url?: string };
 
 /** Slot rows 0..99 can exist per endpoint: the ceiling of max_concurrency. */
 export const MAX_CONCURRENCY = 100;
@@ -68,6 +85,8 @@ export async function presentEndpoint(box: SecretBox, e: EndpointRow) {
     signature_scheme: e.signature_scheme,
     public_key: e.public_key,
     previous_public_keys: previousPublicKeys(e),
+    ...await presentCustomHeaders(box, e),
+    client_certificate: presentClientCertificate(e),
     inserted_at: isoUtc(e.inserted_at),
     updated_at: isoUtc(e.updated_at),
   };
@@ -169,6 +188,9 @@ export function validateEndpointInput(
     inject_secret_in_body?: boolean | null;
     filter?: unknown;
     rate_limit?: number | null;
+    headers?: unknown;
+    secret_headers?: unknown;
+    client_certificate?: Partial<ClientCertificateInput> | null;
   },
   opts: { allowPrivateUrls: boolean },
 ) {
@@ -176,6 +198,8 @@ export function validateEndpointInput(
   if (typeof input.url === "string") checkEndpointUrl(errors, input.url, opts.allowPrivateUrls);
   checkFilter(errors, input.filter);
   checkRateLimit(errors, input.rate_limit);
+  checkCustomHeaders(errors, input);
+  if (input.client_certificate) checkClientCertificate(errors, input.client_certificate);
   checkSchemeSettings(errors, input.signature_scheme ?? "hmac-sha256", input.inject_secret_in_body ?? false);
   errors.throwIfAny(422);
 }
@@ -187,10 +211,13 @@ export async function createEndpoint(
   opts: { allowPrivateUrls: boolean; quota: EndpointQuota; box: SecretBox },
 ): Promise<EndpointRow> {
   validateEndpointInput(input, opts);
+  checkNewEndpointFilter(input);
   const id = newId();
   const maxConcurrency = input.max_concurrency ?? 10;
   const scheme = input.signature_scheme ?? "hmac-sha256";
   const credential = await newCredential(opts.box, id, scheme);
+  const custom = await newCustomHeaders(opts.box, id, input);
+  const client = await storedClientCertificate(opts.box, id, input.client_certificate ?? null);
   return await sql.begin(async (tx) => {
     await checkEndpointQuota(tx, companyId, opts.quota, { maxConcurrency });
     await refuseSecondAtUrl(tx, companyId, input.url);
@@ -198,14 +225,15 @@ export async function createEndpoint(
       insert into webhook_endpoints (
         id, company_id, url, filter, enabled_events, delivery_mode, event_payload_type, inject_secret_in_body,
         wrap_in_notification, max_concurrency, event_mapping, signature_scheme, sealed_secret, sealed_signing_key,
-        public_key
+        public_key, custom_headers, sealed_custom_headers, client_certificate, sealed_client_key
       ) values (
         ${id}, ${companyId}, ${input.url}, ${input.filter ?? null}, ${input.enabled_events ?? ["*"]},
         ${input.delivery_mode ?? "parallel"},
         ${input.event_payload_type ?? "snapshot"}, ${input.inject_secret_in_body ?? false},
         ${input.wrap_in_notification ?? false}, ${maxConcurrency},
         ${input.event_mapping ? tx.json(input.event_mapping) : null}, ${scheme}, ${credential.sealed_secret},
-        ${credential.sealed_signing_key}, ${credential.public_key}
+        ${credential.sealed_signing_key}, ${credential.public_key}, ${tx.json(custom.custom_headers)},
+        ${tx.json(custom.sealed_custom_headers)}, ${client.client_certificate}, ${client.sealed_client_key}
       ) returning *`;
     await fitSlots(tx, [id]);
     if (input.rate_limit != null) return await setRateLimit(tx, id, input.rate_limit);
@@ -259,7 +287,13 @@ export async function updateEndpoint(
         select status from webhook_endpoints where company_id = ${companyId} and id = ${id}`;
       if (self?.status === "active") await refuseSecondAtUrl(tx, companyId, input.url, id);
     }
+    await checkUpdatedEndpointFilter(tx, companyId, id, input);
     const { set: switching } = await schemeSwitch(tx, companyId, id, input, opts.box);
+    const { set: headers } = await customHeadersSet(tx, opts.box, companyId, id, input);
+    // absent leaves the client certificate as it is; null removes it (docs/webhooks.md, "Client certificates (mTLS)")
+    const client = input.client_certificate === undefined
+      ? tx``
+      : clientCertificateSet(tx, await storedClientCertificate(opts.box, id, input.client_certificate));
     const mapping = input.event_mapping === undefined
       ? tx`event_mapping`
       : input.event_mapping === null
@@ -267,10 +301,12 @@ export async function updateEndpoint(
       : tx`${tx.json(input.event_mapping)}`;
     const [row] = Object.keys(changes).length
       ? await tx<EndpointRow[]>`
-          update webhook_endpoints set ${tx(changes)}, event_mapping = ${mapping}${switching}, updated_at = now()
+          update webhook_endpoints set ${
+        tx(changes)
+      }, event_mapping = ${mapping}${switching}${headers}${client}, updated_at = now()
           where company_id = ${companyId} and id = ${id} returning *`
       : await tx<EndpointRow[]>`
-          update webhook_endpoints set event_mapping = ${mapping}${switching}, updated_at = now()
+          update webhook_endpoints set event_mapping = ${mapping}${switching}${headers}${client}, updated_at = now()
           where company_id = ${companyId} and id = ${id} returning *`;
     if (!row) throw notFound();
     await fitSlots(tx, [id]);

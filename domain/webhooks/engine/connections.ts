@@ -16,6 +16,11 @@ export type Destination = {
   addresses: string[];
   /** Certificate authorities trusted instead of the default ones (tests with their own TLS receivers). */
   ca?: string[];
+  /**
+   * The endpoint's client certificate and key, presented in the handshake (docs/webhooks.md, "Client certificates
+   * (mTLS)"); `id` names the pair, so that a connection opened with one credential never carries another's attempts.
+   */
+  client?: { cert: string; key: string; id: string } | null;
 };
 
 export type ConnectionPoolOptions = {
@@ -39,9 +44,10 @@ export const DEFAULT_POOL: ConnectionPoolOptions = { idleMs: 4_000, idlePerDesti
  * Keep-alive connections to webhook receivers, one HTTP agent per destination (docs/webhooks.md, "Connections"):
  * a delivery to an https receiver then costs one TLS handshake per connection, not one per attempt.
  *
- * The key holds the host name, the port, the scheme, the trusted authorities and the addresses the URL guard checked,
- * so a connection is never used for another host (another company's endpoint on the same address included), and a
- * host that now resolves elsewhere gets connections of its own to the new, checked, addresses: the DNS pinning holds.
+ * The key holds the host name, the port, the scheme, the trusted authorities, the client certificate presented (if
+ * any) and the addresses the URL guard checked, so a connection is never used for another host (another company's
+ * endpoint on the same address included) or with another client certificate, and a host that now resolves elsewhere
+ * gets connections of its own to the new, checked, addresses: the DNS pinning holds.
  * A connection the receiver closed while it sat idle fails the attempt that finds it (Node's client never sends a
  * POST twice), which is recorded and retried on the schedule like any failed attempt.
  */
@@ -56,7 +62,14 @@ export class ConnectionPool {
 
   /** The agent for `to`, made on first use. */
   agentFor(to: Destination): http.Agent {
-    const key = JSON.stringify([to.secure, to.host, to.port, [...to.addresses].sort(), to.ca ?? null]);
+    const key = JSON.stringify([
+      to.secure,
+      to.host,
+      to.port,
+      [...to.addresses].sort(),
+      to.ca ?? null,
+      to.client?.id ?? null,
+    ]);
     const now = performance.now();
     const known = this.#agents.get(key);
     if (known) {
@@ -80,7 +93,9 @@ export class ConnectionPool {
       maxFreeSockets: this.#options.idlePerDestination,
       timeout: this.#options.idleMs,
     };
-    const agent = to.secure ? new https.Agent(options) : new http.Agent(options);
+    const agent = to.secure
+      ? new https.Agent(to.client ? { ...options, cert: to.client.cert, key: to.client.key } : options)
+      : new http.Agent(options);
     this.#agents.set(key, { agent, usedAt: now });
     this.#sweep();
     return agent;

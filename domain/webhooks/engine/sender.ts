@@ -12,6 +12,8 @@ import { honoursRetryAfter } from "../endpoints/decisions.ts";
 import type { ConnectionPool } from "./connections.ts";
 import type { EndpointRow } from "../endpoints/endpoint_row.ts";
 import { openSecrets, openSigningKeys } from "../endpoints/credentials.ts";
+import { headersToSend } from "../endpoints/custom_headers.ts";
+import { type ClientCredential, openClientCredential } from "../endpoints/mtls.ts";
 import { signPayload, standardWebhookHeaders } from "../endpoints/signature.ts";
 import {
   BlockedDestination,
@@ -101,6 +103,8 @@ export type SendOptions = {
   ca?: string[];
   /** Keep-alive connections to reuse (docs/webhooks.md, "Connections"); without it each attempt opens its own. */
   connections?: ConnectionPool;
+  /** The endpoint's client certificate, presented to an https receiver (docs/webhooks.md, "Client certificates (mTLS)"). */
+  client?: ClientCredential | null;
 };
 
 /**
@@ -120,6 +124,7 @@ export async function sendDelivery(
 ): Promise<SendResult> {
   const { secret, previous } = await openSecrets(box, endpoint);
   const signingKeys = await openSigningKeys(box, endpoint);
+  const client = await openClientCredential(box, endpoint);
   // an ed25519 endpoint cannot inject a secret (checkSchemeSettings): its body never reads this one
   const body = renderBody({ ...endpoint, secret: secret ?? "" }, delivery);
   const secrets = [...(secret === null ? [] : [secret]), ...previous.map((p) => p.secret)];
@@ -134,11 +139,14 @@ export async function sendDelivery(
       ...standard,
     }
     : standard;
+  // the endpoint's own headers first: none of their names is one of ours (docs/webhooks.md, "Custom headers")
+  const custom = await headersToSend(box, endpoint);
   // a span of its own, continuing the trace of the request that emitted the event (docs/webhooks.md, "Tracing")
   return await tracedAttempt(
     endpoint,
     delivery,
-    (trace) => sendWebhook(endpoint.url, body, { ...headers, ...trace }, opts),
+    (trace) =>
+      sendWebhook(endpoint.url, body, { ...custom, ...headers, ...trace }, client ? { ...opts, client } : opts),
   );
 }
 
@@ -190,7 +198,7 @@ export async function sendWebhook(
       "content-type": "application/json",
       "user-agent": USER_AGENT,
       ...headers,
-    }, { signal, ca: opts.ca, connections: opts.connections });
+    }, { signal, ca: opts.ca, connections: opts.connections, client: opts.client });
     return result(answer.status, decodePrefix(answer.bytes, answer.truncated), answer.headers);
   } catch (err) {
     if (err instanceof BlockedDestination) return result(0, err.message);
@@ -218,7 +226,7 @@ function post(
   addresses: string[],
   body: string,
   headers: Record<string, string>,
-  opts: { signal: AbortSignal; ca?: string[]; connections?: ConnectionPool },
+  opts: { signal: AbortSignal; ca?: string[]; connections?: ConnectionPool; client?: ClientCredential | null },
 ): Promise<Answer> {
   const host = target.hostname.replace(/^\[|\]$/g, "");
   const pinned: LookupFunction = (_name, options, callback) => {
@@ -230,7 +238,8 @@ function post(
   const secure = target.protocol === "https:";
   const port = target.port ? Number(target.port) : secure ? 443 : 80;
   const pool = opts.connections;
-  const agent = pool ? pool.agentFor({ secure, host, port, addresses, ca: opts.ca }) : false;
+  const client = secure ? opts.client ?? null : null;
+  const agent = pool ? pool.agentFor({ secure, host, port, addresses, ca: opts.ca, client }) : false;
   return new Promise<Answer>((resolve, reject) => {
     let settled = false;
     const settle = (outcome: () => void, keep = false) => {
@@ -252,6 +261,8 @@ function post(
       lookup: pinned,
       // the certificate must name the host (an IP literal is matched as an IP address)
       ...(secure ? { servername: isIpLiteral(host) ? undefined : host, ca: opts.ca, rejectUnauthorized: true } : {}),
+      // the endpoint's client certificate, for a receiver that asks for one (mTLS); the pooled agent has it too
+      ...(client ? { cert: client.cert, key: client.key } : {}),
     }, (response) => {
       const chunks: Uint8Array[] = [];
       let size = 0;
@@ -311,6 +322,13 @@ const FAILURES: [RegExp, string][] = [
   [/^(ECONNRESET|EPIPE)$/, "connection reset"],
   [/^(EHOSTUNREACH|ENETUNREACH|EADDRNOTAVAIL)$/, "host unreachable"],
   [/^ETIMEDOUT$/, "connection timed out"],
+  // an alert is the receiver's verdict on our side of the handshake: the client certificate (docs/webhooks.md,
+  // "Client certificates (mTLS)"); listed first, since its codes also read CERTIFICATE or EXPIRED
+  [/_ALERT_CERTIFICATE_REQUIRED$/, "TLS: the receiver requires a client certificate"],
+  [
+    /_ALERT_(BAD_CERTIFICATE|UNKNOWN_CA|CERTIFICATE_\w+|UNSUPPORTED_CERTIFICATE|ACCESS_DENIED)$/,
+    "TLS: the receiver refused the client certificate",
+  ],
   [/ALTNAME|HOSTNAME/i, "TLS: the certificate does not match the host name"],
   [/EXPIRED/i, "TLS: the certificate has expired"],
   [/CERT|VERIFY|SIGNATURE|ISSUER/i, "TLS: the certificate is not trusted"],

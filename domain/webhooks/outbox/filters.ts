@@ -172,12 +172,17 @@ export type FilterOutcome = { passes: boolean; error: string | null };
  * value means no delivery: a filter is a condition the integrator asked to see true (docs/webhooks.md, "Filters").
  * Errors are counted in `webhook_filter_errors_total`.
  */
-export function evaluateFilter(text: string, eventType: string, data: Record<string, unknown>): FilterOutcome {
+export function evaluateFilter(
+  text: string,
+  eventType: string,
+  data: Record<string, unknown>,
+  budget: { maxMs?: number } = {},
+): FilterOutcome {
   const filter = compiled(text);
   let error: string;
   if (filter.problem !== null) error = filter.problem;
   else {
-    const meter = new Meter(text, position);
+    const meter = new Meter(text, position, budget.maxMs);
     try {
       return { passes: metered(meter, () => filter.evaluate({ event_type: eventType, data })) === true, error: null };
     } catch (err) {

@@ -64,10 +64,15 @@ async function api(method, path, body) {
   return payload;
 }
 
-function describeErrors(errors) {
+/** Field errors as one line; nested ones (a custom header's, under its name) as `headers.X-Name message`. */
+function describeErrors(errors, prefix = "") {
   if (!errors) return "";
-  if (errors.detail) return errors.detail;
-  return Object.entries(errors).map(([field, messages]) => `${field} ${[].concat(messages).join(", ")}`).join("; ");
+  if (errors.detail && !prefix) return errors.detail;
+  return Object.entries(errors).map(([field, messages]) =>
+    Array.isArray(messages) || typeof messages !== "object"
+      ? `${prefix}${field} ${[].concat(messages).join(", ")}`
+      : describeErrors(messages, `${prefix}${field}.`)
+  ).join("; ");
 }
 
 function notice(message, isError = false) {
@@ -344,7 +349,21 @@ const eventTypesOf = (e) =>
     : e.enabled_events.flatMap((t, i) => [i ? " " : "", text("code", t)]);
 /** The signature scheme and what the receiver verifies it with. */
 const SCHEMES = { "hmac-sha256": "hmac-sha256, shared secret", ed25519: "ed25519, public key" };
+/** The endpoint's mTLS client certificate as its subject and expiry (never the key, which the API never shows). */
+const clientCertificateOf = (e) => {
+  const c = e.client_certificate;
+  if (!c) return ["none"];
+  return [text("code", c.subject), ` issued by ${c.issuer}, expires ${utc(c.expires_at)} UTC`];
+};
 const schemeOf = (e) => SCHEMES[e.signature_scheme] ?? e.signature_scheme ?? "hmac-sha256, shared secret";
+
+/** An endpoint's custom headers as one line, secret values masked as the API shows them; null when it has none. */
+function headersOf(e) {
+  const all = [...Object.entries(e.headers ?? {}), ...Object.entries(e.secret_headers ?? {})];
+  return all.length
+    ? text("span", `headers: ${all.map(([name, value]) => `${name}: ${value}`).join(", ")}`, "note")
+    : null;
+}
 
 /** The "Settings" cell of an endpoint: its delivery mode, its signature scheme and the event types it receives. */
 function settingsCell(e) {
@@ -352,6 +371,7 @@ function settingsCell(e) {
     text("span", e.delivery_mode),
     text("span", schemeOf(e), "note"),
     el("span", ...eventTypesOf(e)),
+    ...[headersOf(e)].filter(Boolean),
   );
   td.className = "settings";
   return td;
@@ -523,10 +543,28 @@ function editEndpoint(e) {
   $("endpoint-events").value = e.enabled_events.join(",");
   $("endpoint-filter").value = e.filter ?? "";
   $("endpoint-rate").value = e.rate_limit ?? "";
+  $("endpoint-headers").value = headerLines(e.headers);
+  // masked as the API shows them: sent back unchanged, they keep the stored values (docs/webhooks.md)
+  $("endpoint-secret-headers").value = headerLines(e.secret_headers);
   $("endpoint-save").textContent = "Save endpoint";
   $("endpoint-form-title").textContent = "Edit an endpoint";
   $("endpoint-form-panel").open = true;
   $("endpoint-url").focus();
+}
+
+/** A map of headers as the form's text: one "Name: value" a line. */
+const headerLines = (map) => Object.entries(map ?? {}).map(([name, value]) => `${name}: ${value}`).join("\n");
+
+/** The form's text as a map of headers: a line's name ends at its first colon; blank lines are skipped. */
+function headerMap(lines) {
+  const map = {};
+  for (const line of lines.split("\n").map((l) => l.trim()).filter(Boolean)) {
+    const colon = line.indexOf(":");
+    // a line without a colon is a name without a value: the API's 422 names it
+    if (colon < 0) map[line] = "";
+    else map[line.slice(0, colon).trim()] = line.slice(colon + 1).trim();
+  }
+  return map;
 }
 
 $("endpoint-form").addEventListener("reset", () => {
@@ -548,7 +586,14 @@ $("endpoint-form").addEventListener(
       signature_scheme: $("endpoint-scheme").value,
       // empty: no throttle (null removes one on a save; docs/webhooks.md, Throttle)
       rate_limit: $("endpoint-rate").value.trim() === "" ? null : Number($("endpoint-rate").value),
+      headers: headerMap($("endpoint-headers").value),
+      secret_headers: headerMap($("endpoint-secret-headers").value),
     };
+    // mTLS: both PEMs set (or replace) it, the box removes it, nothing typed leaves it (docs/webhooks.md)
+    const certificate = $("endpoint-client-cert").value.trim();
+    const privateKey = $("endpoint-client-key").value.trim();
+    if (certificate || privateKey) body.client_certificate = { certificate, private_key: privateKey };
+    else if ($("endpoint-client-remove").checked) body.client_certificate = null;
     const { data } = id ? await api("PUT", `${ENDPOINTS}/${id}`, body) : await api("POST", ENDPOINTS, body);
     if (!id || body.signature_scheme !== editedScheme) showSecret(data);
     notice(id ? "Endpoint saved" : "Endpoint created");
@@ -899,6 +944,7 @@ async function showEndpoint(id, more = false, focus = false) {
     ...fact("Body", `${e.event_payload_type}${e.wrap_in_notification ? ", wrapped in a notification" : ""}`),
     ...fact("Concurrency", `up to ${e.max_concurrency} at once`),
     ...fact("Rate limit", e.rate_limit ? `at most ${e.rate_limit} per second` : "none"),
+    ...fact("Client certificate", ...clientCertificateOf(e)),
     ...fact("Created", `${utc(e.inserted_at)} UTC`),
     ...fact("Updated", `${utc(e.updated_at)} UTC`),
   );
@@ -932,6 +978,12 @@ async function showEndpoint(id, more = false, focus = false) {
   const throttle = stats.throttle;
   if (throttle?.throttled_until) {
     notes.push(text("span", `Throttled until ${utc(throttle.throttled_until)} UTC, ${throttle.pending} waiting`));
+  }
+  // the events the filter could not decide on, which it did not deliver (docs/webhooks.md, Filters, "When it fails")
+  const fe = stats.filter_errors;
+  if (fe?.total) {
+    const last = fe.last ? `; last ${utc(fe.last.at)} UTC: ${fe.last.message}` : "";
+    notes.push(text("span", `Filter failed on ${fe.total} event${fe.total === 1 ? "" : "s"}${last}`));
   }
   $("endpoint-notes").replaceChildren(...notes);
   $("endpoint-notes").hidden = !notes.length;
