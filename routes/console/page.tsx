@@ -141,6 +141,22 @@ const Endpoints = () => (
               aria-describedby="endpoint-filter-hint"
             />
           </Field>
+          <Field
+            id="endpoint-rate"
+            label="Rate limit (per second)"
+            hint="Deliveries per second at most; empty for none"
+          >
+            <input
+              id="endpoint-rate"
+              name="rate_limit"
+              type="number"
+              min="0.01"
+              max="1000"
+              step="any"
+              placeholder="none"
+              aria-describedby="endpoint-rate-hint"
+            />
+          </Field>
           {/* custom headers (docs/webhooks.md, Custom headers): one "Name: value" a line */}
           <Field id="endpoint-headers" label="Headers" hint="One Name: value a line, sent with every attempt" wide>
             <textarea

@@ -6,6 +6,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { endpointStats } from "../../domain/webhooks/endpoints/stats.ts";
 import { filterErrorsOf } from "../../domain/webhooks/outbox/filter_errors.ts";
+import { throttleOf } from "../../domain/webhooks/endpoints/throttle.ts";
 import type { Deps } from "../../domain/infra/deps.ts";
 import { newRouter } from "../openapi/router.ts";
 import { capConcurrency } from "../policy/concurrency_cap.ts";
@@ -18,7 +19,7 @@ const stats = createRoute({
   path: "/api/v2/notifications/endpoints/{id}/stats",
   tags: ["Webhook endpoints"],
   summary: "The endpoint's health since an instant: attempts by outcome, success rate, p50/p95 duration, its " +
-    "last success and failure, and its filter's errors",
+    "last success and failure, its filter's errors, and its throttle and backlog",
   request: { params: IdParam, query: EndpointStatsQuery },
   responses: { 200: jsonResponse("The endpoint's stats", z.object({ data: EndpointStats })), ...errorResponses },
 });
@@ -38,6 +39,7 @@ export function webhookEndpointStatsRoutes({ sql, config }: Deps) {
     const data = await endpointStats(sql, c.get("companyId"), c.req.valid("param").id, since?.at);
     // after the stats, which answer 404 for an endpoint of another company
     const filterErrors = await filterErrorsOf(sql, c.get("companyId"), data.endpoint_id);
-    return c.json({ data: { ...data, filter_errors: filterErrors } }, 200);
+    const throttle = await throttleOf(sql, c.get("companyId"), data.endpoint_id);
+    return c.json({ data: { ...data, filter_errors: filterErrors, throttle } }, 200);
   });
 }

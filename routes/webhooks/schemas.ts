@@ -8,6 +8,7 @@ import { EVENT_TYPES, OPERATIONAL_EVENT_TYPES } from "../../domain/webhooks/outb
 import { MAX_PREVIOUS_SECRETS } from "../../domain/webhooks/endpoints/credentials.ts";
 import { SIGNATURE_SCHEMES } from "../../domain/webhooks/endpoints/endpoint_row.ts";
 import { MAX_FILTER_LENGTH } from "../../domain/webhooks/outbox/filters.ts";
+import { MAX_RATE_LIMIT, MIN_RATE_LIMIT } from "../../domain/webhooks/endpoints/throttle.ts";
 import {
   MAX_CUSTOM_HEADERS,
   MAX_CUSTOM_HEADERS_CHARS,
@@ -153,6 +154,18 @@ const oauth2 = z.object({
 });
 /** A payload version's name (domain/webhooks/outbox/payload_versions.ts). */
 const payloadVersion = z.enum(VERSION_NAMES).openapi({ example: LATEST_PAYLOAD_VERSION });
+/** Deliveries per second (domain/webhooks/endpoints/throttle.ts holds the same bounds for every caller). */
+const rateLimit = z.number().min(MIN_RATE_LIMIT).max(MAX_RATE_LIMIT).nullable().openapi({
+  type: ["number", "null"],
+  example: 5,
+  description: `At most this many deliveries per second to the endpoint, across every instance; fractional allowed ` +
+    `(0.5: one every two seconds), from ${MIN_RATE_LIMIT} to ${MAX_RATE_LIMIT}. null removes the throttle on ` +
+    "update; absent: none on create, unchanged on update. docs/webhooks.md, Throttle",
+});
+const rateLimitAnswer = z.number().nullable().openapi({
+  description: "Deliveries per second at most (docs/webhooks.md, Throttle); null: no throttle",
+  example: 5,
+});
 
 /** `null` counts as absent for fields that always have a value (defaults on create, unchanged on update). */
 const settings = {
@@ -170,6 +183,7 @@ const settings = {
       "current one keeps signing for 24 hours. docs/webhooks.md, Ed25519 signatures",
   }),
   filter: filter.optional(),
+  rate_limit: rateLimit.optional(),
   client_certificate: clientCertificate.optional(),
   oauth2: oauth2.optional(),
   payload_version: payloadVersion.nullish().openapi({
@@ -248,6 +262,7 @@ export const Endpoint = z.object({
     description: "The endpoint's CEL filter; null when it gets every event it enables",
     example: 'data.bank_transaction.currency == "BRL" && double(data.bank_transaction.value) > 1000.0',
   }),
+  rate_limit: rateLimitAnswer,
   secret: z.string().nullable().openapi({
     description: "64 lowercase hex characters; null for an ed25519 endpoint, which has no shared secret",
   }),
@@ -541,4 +556,12 @@ export const EndpointStats = z.object({
     description: "Errors of the endpoint's filter (docs/webhooks.md, Filters): a key the event lacks, a value of " +
       "another type, the filter's budget, a filter stored before a rule that now refuses it",
   }),
+  throttle: z.object({
+    rate_limit: rateLimitAnswer,
+    throttled_until: ts.nullable().openapi({
+      description: "While the endpoint waits for its next turn (its rate_limit's interval, or a 429's Retry-After): " +
+        "when it comes; null when an attempt may start now",
+    }),
+    pending: z.number().int().openapi({ description: "Deliveries waiting to be made to the endpoint (its backlog)" }),
+  }).openapi({ description: "The endpoint's throttle and backlog (docs/webhooks.md, Throttle)" }),
 }).openapi("WebhookEndpointStats");

@@ -285,6 +285,16 @@ const DESCRIPTIONS: Record<string, Description> = {
   },
   fanout_5_endpoints_filtered_us: { meaning: "the same, each endpoint with the typical filter, which passes (µs)" },
   fanout_filter_overhead_pct: { meaning: "what the 5 filters add to that fan-out, as a share of it without (%)" },
+  ...Object.fromEntries([5, 50].flatMap((rate) => [
+    [`throttle_${rate}ps_precision_pct`, {
+      meaning: `deliveries/s achieved over rate_limit ${rate}, two sets of drainers sharing the database (%)`,
+      target: { text: "95% to 101%", met: (v: number) => v >= 95 && v <= 101 },
+    }],
+    [`throttle_${rate}ps_max_in_1s`, {
+      meaning: `the most deliveries any one second held at rate_limit ${rate}`,
+      target: { text: `<= ${rate + 1}`, met: (v: number) => v <= rate + 1 },
+    }],
+  ])),
   replay_10k_queue_ms: {
     meaning: "one recover with include_skipped queuing 10,000 events missed while disabled, among 30,000 (ms)",
   },

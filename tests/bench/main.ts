@@ -218,6 +218,11 @@ const FEATURE_PHASES: { only: string; title?: string; named?: boolean; run: () =
   },
   { only: "stats", run: async () => (await import("./endpoint_stats.ts")).benchEndpointStats() },
   {
+    only: "throttle",
+    title: "Throttle precision: rate_limit across two sets of drainers",
+    run: async () => (await import("./throttle.ts")).benchThrottle(),
+  },
+  {
     only: "headers",
     title: "Custom headers: deliveries/s with five against none",
     run: async () => (await import("./custom_headers.ts")).benchCustomHeaders(),

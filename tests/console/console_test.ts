@@ -276,6 +276,27 @@ Deno.test({
         await eventually("the URL alone again", async () => await url() === `${rx.url}/console`);
       });
 
+      await t.step("a rate limit set in the endpoint's form shows under its URL; emptied, it goes", async () => {
+        const rateOf = async () =>
+          (await ctx.sql<{ rate_limit: number | null }[]>`
+            select rate_limit from webhook_endpoints where company_id = ${companyId} and url = ${`${rx.url}/console`}`)[
+            0
+          ]
+            .rate_limit;
+        const url = async () => (await rows(page, "endpoint-rows"))[0]?.[0];
+        await click(page, "#endpoint-rows", "Edit");
+        await page.type("#endpoint-rate", "2.5");
+        await click(page, "#endpoint-form", "Save endpoint");
+        await eventually("the rate under the URL", async () => await url() === `${rx.url}/consolethrottle 2.5/s`);
+        assert.equal(await rateOf(), 2.5);
+        await click(page, "#endpoint-rows", "Edit");
+        assert.equal(await page.$eval("#endpoint-rate", (el) => (el as HTMLInputElement).value), "2.5");
+        await page.$eval("#endpoint-rate", (el) => (el as HTMLInputElement).value = "");
+        await click(page, "#endpoint-form", "Save endpoint");
+        await eventually("the URL alone again", async () => await url() === `${rx.url}/console`);
+        assert.equal(await rateOf(), null);
+      });
+
       await t.step("custom headers set in the form show in the row, the secret masked and kept", async () => {
         const setText = (id: string, value: string) =>
           page.$eval(id, (el, value) => (el as HTMLTextAreaElement).value = value, value);

@@ -69,6 +69,11 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
   if (!catalogue.data) throw new Error(\`catalogue: \${catalogue.response.status}\`);
   const versions: string[] = catalogue.data.versions.map((v) => v.version);
   const publicKey: string | null = asymmetric.data.data.public_key;
+  const throttled = await client.POST("/api/v2/notifications/endpoints", {
+    body: { url: "https://example.com/throttled", rate_limit: 0.5, enabled_events: ["wire_created"] },
+  });
+  if (!throttled.data) throw new Error(\`throttled endpoint: \${throttled.response.status}\`);
+  const rateLimit: number | null = throttled.data.data.rate_limit;
   const withHeaders = await client.POST("/api/v2/notifications/endpoints", {
     body: {
       url: "https://example.com/headers",
@@ -115,6 +120,7 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
   if (!stats.data) throw new Error(\`stats: \${stats.response.status}\`);
   const successRate: number | null = stats.data.data.success_rate;
   const lastFailure: string | null | undefined = stats.data.data.last_failure?.reason;
+  const throttledUntil: string | null = stats.data.data.throttle.throttled_until;
 
   // mTLS (docs/webhooks.md, "Client certificates (mTLS)"): null removes the client certificate; what is shown of one
   const withoutCertificate = await client.PUT("/api/v2/notifications/endpoints/{id}", {
@@ -152,6 +158,7 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
       successRate,
       lastFailure,
     },
+    throttle: { rateLimit, throttledUntil, pending: stats.data.data.throttle.pending },
   };
 }
 
@@ -171,6 +178,8 @@ export function mistakes(client: ReturnType<typeof createClient<paths>>) {
       // @ts-expect-error client_auth is client_secret_basic or client_secret_post
       body: { url: "https://a.test", oauth2: { token_url: "https://a.test/t", client_id: "c", client_auth: "jwt" } },
     }),
+    // @ts-expect-error rate_limit is a number of deliveries per second
+    client.POST("/api/v2/notifications/endpoints", { body: { url: "https://a.test", rate_limit: "5" } }),
     // @ts-expect-error a signature scheme that does not exist
     client.POST("/api/v2/notifications/endpoints", { body: { url: "https://a.test", signature_scheme: "rsa" } }),
     // @ts-expect-error a header value is a string
@@ -241,6 +250,8 @@ Deno.test("a client generated from the document compiles an integrator flow and 
       assert.deepEqual(result.recovered, { failed: 0, skipped: 0, skippedRemaining: false });
       // no worker runs here: nothing was attempted yet
       assert.deepEqual(result.stats, { total: 0, http5xx: 0, successRate: null, lastFailure: undefined });
+      // the first endpoint has no rate_limit; its one event waits for a worker, not for a throttle
+      assert.deepEqual(result.throttle, { rateLimit: 0.5, throttledUntil: null, pending: 1 });
     });
   } finally {
     await Deno.remove(dir, { recursive: true });

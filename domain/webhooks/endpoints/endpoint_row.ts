@@ -59,6 +59,8 @@ export type EndpointRow = {
   event_mapping: Record<string, string> | null;
   /** Which events it gets, beyond enabled_events (docs/webhooks.md, Filters); null: all of them. */
   filter: string | null;
+  /** Deliveries per second at most (docs/webhooks.md, Throttle); null: no throttle. Absent in fakes of older tests. */
+  rate_limit?: number | null;
   /** The signing secret, sealed (domain/infra/secret_box.ts): `openSecrets` reads it. Null for ed25519. */
   sealed_secret: string | null;
   /** Secrets rotated away, sealed, newest first; expired ones are ignored, and dropped at the next rotation. */

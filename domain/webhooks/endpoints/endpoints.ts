@@ -16,6 +16,7 @@ import { checkFilter } from "../outbox/filters.ts";
 import { checkNewEndpointFilter, checkUpdatedEndpointFilter } from "./typed_filter.ts";
 import { newCredential, newCredentialSet, openSecrets, previousPublicKeys, retiringCurrent } from "./credentials.ts";
 import { disabling, type EndpointRow, type SignatureScheme } from "./endpoint_row.ts";
+import { checkRateLimit, fitThrottle } from "./throttle.ts";
 import {
   checkCustomHeaders,
   type CustomHeadersInput,
@@ -45,6 +46,8 @@ export type EndpointSettings = {
   /** A CEL expression (filters.ts); `null` removes it on update, absent leaves it. */
   filter?: string | null;
   signature_scheme?: SignatureScheme | null;
+  /** Deliveries per second at most (throttle.ts); `null` removes the throttle on update, absent leaves it. */
+  rate_limit?: number | null;
   /** The mTLS client certificate and key (mtls.ts); `null` removes it on update, absent leaves it. */
   client_certificate?: ClientCertificateInput | null;
   /** OAuth2 client credentials (oauth2.ts); `null` removes them on update, absent leaves them. */
@@ -80,6 +83,7 @@ export async function presentEndpoint(box: SecretBox, e: EndpointRow) {
     max_concurrency: e.max_concurrency,
     event_mapping: e.event_mapping,
     filter: e.filter,
+    rate_limit: e.rate_limit ?? null,
     secret,
     previous_secret: previous[0]?.secret ?? null,
     previous_secret_expires_at: isoUtcOrNull(previous[0]?.expiresAt ?? null),
@@ -191,6 +195,7 @@ export function validateEndpointInput(
     signature_scheme?: SignatureScheme | null;
     inject_secret_in_body?: boolean | null;
     filter?: unknown;
+    rate_limit?: number | null;
     headers?: unknown;
     secret_headers?: unknown;
     client_certificate?: Partial<ClientCertificateInput> | null;
@@ -202,6 +207,7 @@ export function validateEndpointInput(
   if (typeof input.url === "string") checkEndpointUrl(errors, input.url, opts.allowPrivateUrls);
   checkOAuth2(errors, input.oauth2, (bag, raw) => checkEndpointUrl(bag, raw, opts.allowPrivateUrls));
   checkFilter(errors, input.filter);
+  checkRateLimit(errors, input.rate_limit);
   checkCustomHeaders(errors, input);
   if (input.client_certificate) checkClientCertificate(errors, input.client_certificate);
   checkSchemeSettings(errors, input.signature_scheme ?? "hmac-sha256", input.inject_secret_in_body ?? false);
@@ -244,6 +250,7 @@ export async function createEndpoint(
         ${input.payload_version ?? null}
       ) returning *`;
     await fitSlots(tx, [id]);
+    if (input.rate_limit != null) return await setRateLimit(tx, id, input.rate_limit);
     return row;
   });
 }
@@ -321,8 +328,21 @@ export async function updateEndpoint(
           where company_id = ${companyId} and id = ${id} returning *`;
     if (!row) throw notFound();
     await fitSlots(tx, [id]);
+    if (input.rate_limit !== undefined) return await setRateLimit(tx, id, input.rate_limit);
     return row;
   });
+}
+
+/**
+ * Sets (or with null removes) the endpoint's rate_limit and keeps its throttle row in step (throttle.ts), in the
+ * transaction that created or updated it: a statement of its own, so the create and update statements stay as they
+ * were.
+ */
+async function setRateLimit(tx: SqlOrTransaction, id: string, rate: number | null): Promise<EndpointRow> {
+  const [row] = await tx<EndpointRow[]>`
+    update webhook_endpoints set rate_limit = ${rate} where id = ${id} returning *`;
+  await fitThrottle(tx, id);
+  return row;
 }
 
 /**

@@ -153,6 +153,7 @@ export class Drainers {
           signal: this.#stopping.signal,
           // past its budget a run goes on until an endpoint with fewer runs waits (wake_queue.ts)
           othersWaiting: () => yielded ||= this.#queue.yieldTurn(id),
+          throttledFor: (ms) => this.dueAt(new Date(Date.now() + ms)),
         });
       } catch (err) {
         // What it held went back (`drainEndpoint`); the recovery sweep wakes the endpoint again.
@@ -306,10 +307,17 @@ export type DrainSteps = {
 export type DrainBudget = { ms: number; deliveries: number };
 export const RUN_BUDGET: DrainBudget = { ms: 2_000, deliveries: 200 };
 
+/**
+ * A throttled endpoint's next turn this close (docs/webhooks.md, "Throttle"): its run waits for it and claims again,
+ * as it would wait for a slow receiver's answer; further off, the run ends and the retry timer wakes the endpoint
+ * when the turn comes, so a slow rate never holds a drainer.
+ */
+export const THROTTLE_NAP_MS = 250;
+
 /** Why a run ended. */
 export type DrainEnd =
   | "gone" // the endpoint does not exist
-  | "idle" // nothing may start now: nothing due, or every slot taken by other runs
+  | "idle" // nothing may start now: nothing due, every slot taken by other runs, or its throttle's turn to come
   | "inactive" // the endpoint is disabled: what was pending is failed
   | "handed_over"; // budget spent with others waiting, or shutting down: the slot was released and the endpoint woken
 
@@ -321,7 +329,14 @@ export type DrainEnd =
  */
 export async function drainEndpoint(
   steps: DrainSteps,
-  opts: { budget: DrainBudget; now: () => number; signal?: AbortSignal; othersWaiting?: () => boolean },
+  opts: {
+    budget: DrainBudget;
+    now: () => number;
+    signal?: AbortSignal;
+    othersWaiting?: () => boolean;
+    /** The endpoint's throttle holds its next record this many ms: wake it then (the retry timer). */
+    throttledFor?: (ms: number) => void;
+  },
 ): Promise<DrainEnd> {
   const { budget, now, signal, othersWaiting = () => true } = opts;
   const started = now();
@@ -333,7 +348,18 @@ export async function drainEndpoint(
       await steps.failPending(endpoint);
       return "inactive";
     }
-    if (!delivery) return "idle";
+    if (!delivery) {
+      const waitMs = claim.throttleWaitMs;
+      if (waitMs == null) return "idle";
+      // past its budget a throttled run gives its drainer back rather than wait, as any run does
+      if (waitMs > THROTTLE_NAP_MS || signal?.aborted || (now() - started > budget.ms && othersWaiting())) {
+        opts.throttledFor?.(waitMs);
+        return "idle";
+      }
+      await nap(waitMs, signal);
+      claim = await steps.claim();
+      continue;
+    }
     const spent = attempts >= budget.deliveries || now() - started > budget.ms;
     if (signal?.aborted || (spent && othersWaiting())) {
       await steps.release(delivery);
@@ -352,9 +378,23 @@ export async function drainEndpoint(
       throw err;
     }
     observeAttempt(endpoint.id, delivery, result, recorded);
-    claim = recorded.next?.delivery ? recorded.next : await steps.claim();
+    // a hand-over its throttle held back says when the turn comes: the loop waits for it, then claims
+    claim = recorded.next?.delivery || recorded.next?.throttleWaitMs != null ? recorded.next : await steps.claim();
   }
   return "gone";
+}
+
+/** Waits `ms` (at least 1), or less when `signal` aborts. */
+function nap(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, Math.max(1, ms));
+    signal?.addEventListener("abort", done, { once: true });
+  });
 }
 
 /** Delivery record ids are UUIDv7, made when the event was emitted: their first 48 bits are that instant in ms. */

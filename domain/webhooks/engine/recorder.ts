@@ -19,6 +19,7 @@ import {
   retryPlan,
 } from "../endpoints/decisions.ts";
 import type { ClaimRow } from "./statements/fill_slots.ts";
+import { endpointHoldSeconds } from "../endpoints/throttle.ts";
 import { type Lease, LEASE_SLACK_MS } from "./statements/lease.ts";
 import { type EndpointVerdict, recordAttempts, type RecordItem, type RecordRow } from "./statements/record.ts";
 import { type AttemptTransitions, emitAttemptEvents } from "../outbox/operational.ts";
@@ -73,6 +74,7 @@ export function attemptRecorder(sql: Sql, opts: RecorderOptions) {
         result,
         attemptId: newId(),
         plan: retryPlan(opts.retrySchedule, result.retryAfterSeconds),
+        holdSeconds: endpointHoldSeconds(result),
         seen: endpoint,
       });
     },

@@ -325,6 +325,8 @@ function urlCell(e, s) {
   const td = cell(link(e.url, `#endpoint/${e.id}`));
   td.className = "url";
   if (e.filter) td.append(el("span", "filter ", text("code", e.filter)));
+  // its throttle (docs/webhooks.md, Throttle)
+  if (e.rate_limit) td.append(el("span", "throttle ", text("code", `${e.rate_limit}/s`)));
   const errors = s?.filter_errors;
   if (errors?.total) {
     const last = errors.last ? `; last ${utc(errors.last.at)} UTC: ${errors.last.message}` : "";
@@ -547,6 +549,7 @@ function editEndpoint(e) {
   $("endpoint-mode").value = e.delivery_mode;
   $("endpoint-events").value = e.enabled_events.join(",");
   $("endpoint-filter").value = e.filter ?? "";
+  $("endpoint-rate").value = e.rate_limit ?? "";
   $("endpoint-headers").value = headerLines(e.headers);
   // masked as the API shows them: sent back unchanged, they keep the stored values (docs/webhooks.md)
   $("endpoint-secret-headers").value = headerLines(e.secret_headers);
@@ -595,6 +598,8 @@ $("endpoint-form").addEventListener(
       // empty: no filter (null removes one on a save)
       filter: $("endpoint-filter").value.trim() || null,
       signature_scheme: $("endpoint-scheme").value,
+      // empty: no throttle (null removes one on a save; docs/webhooks.md, Throttle)
+      rate_limit: $("endpoint-rate").value.trim() === "" ? null : Number($("endpoint-rate").value),
       headers: headerMap($("endpoint-headers").value),
       secret_headers: headerMap($("endpoint-secret-headers").value),
       // no token URL: no OAuth2 (null removes it); no secret: the stored one is kept for the same token URL
@@ -975,6 +980,7 @@ async function showEndpoint(id, more = false, focus = false) {
     ),
     ...fact("Body", `${e.event_payload_type}${e.wrap_in_notification ? ", wrapped in a notification" : ""}`),
     ...fact("Concurrency", `up to ${e.max_concurrency} at once`),
+    ...fact("Rate limit", e.rate_limit ? `at most ${e.rate_limit} per second` : "none"),
     ...fact("Client certificate", ...clientCertificateOf(e)),
     ...fact("Payload version", text("code", e.payload_version)),
     ...fact("Created", `${utc(e.inserted_at)} UTC`),
@@ -1007,6 +1013,10 @@ async function showEndpoint(id, more = false, focus = false) {
     notes.push(text("span", `Last failure ${utc(stats.last_failure.at)} UTC: ${stats.last_failure.reason}`));
   }
   if (stats.last_success_at) notes.push(text("span", `Last success ${utc(stats.last_success_at)} UTC`));
+  const throttle = stats.throttle;
+  if (throttle?.throttled_until) {
+    notes.push(text("span", `Throttled until ${utc(throttle.throttled_until)} UTC, ${throttle.pending} waiting`));
+  }
   // the events the filter could not decide on, which it did not deliver (docs/webhooks.md, Filters, "When it fails")
   const fe = stats.filter_errors;
   if (fe?.total) {

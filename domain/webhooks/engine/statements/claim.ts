@@ -6,6 +6,7 @@
 import type { Sql } from "../../../infra/db.ts";
 import { type Claim, toClaims } from "./claim_data.ts";
 import { claimedColumns, type ClaimRow, fillSlots } from "./fill_slots.ts";
+import { throttleWait } from "./throttle_turn.ts";
 import type { Lease } from "./lease.ts";
 import { notifyWake } from "../../outbox/wake.ts";
 
@@ -15,7 +16,8 @@ import { notifyWake } from "../../outbox/wake.ts";
  * exist; `delivery` null when nothing is due or no slot is free.
  *
  * When more is due than this slot carries and the endpoint has slots beyond it, it wakes the endpoint again
- * (wake.ts), so a backlog fans out over the slots one drainer at a time, whoever woke the endpoint.
+ * (wake.ts), so a backlog fans out over the slots one drainer at a time, whoever woke the endpoint; not a throttled
+ * endpoint's, which goes at its rate (`throttle_wait_ms` says when its next turn comes: throttle_turn.ts).
  *
  * It commits synchronously, as every lease statement does (lease.ts): the attempt it starts holds a lease that a
  * failover to the synchronous replica keeps.
@@ -43,7 +45,9 @@ export async function claimNext(sql: Sql, endpointId: string, opts: Lease): Prom
     ), fan_out as (
       select ${endpointId}::uuid
       from slot_leased ts cross join ep
-      where ts.slot + 1 < endpoint_slot_limit(ep.status, ep.delivery_mode, ep.max_concurrency) and exists (
+      where ts.slot + 1 < endpoint_slot_limit(ep.status, ep.delivery_mode, ep.max_concurrency)
+        -- a throttled endpoint: its rate, not its slots, bounds it (throttle_turn.ts)
+        and ep.rate_limit is null and exists (
         select 1 from webhook_deliveries d
         where d.endpoint_id = ${endpointId} and d.status = 'pending' and d.next_attempt_at <= now()
           and lease_is_free(d.leased_until) and d.id not in (select id from leased_records)
@@ -51,7 +55,8 @@ export async function claimNext(sql: Sql, endpointId: string, opts: Lease): Prom
     ), woken as (
       select ${notifyWake(sql, sql`select * from fan_out`)} as woken
     )
-    select ep.*, ${claimedColumns(sql)}, slot_leased.slot, (select woken from woken) as woken
+    select ep.*, ${claimedColumns(sql)}, slot_leased.slot, (select woken from woken) as woken,
+      ${throttleWait(sql, sql`ep.id`)}
     from ep
     left join leased_records on true
     left join slot_leased on true`;

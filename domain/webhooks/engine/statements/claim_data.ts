@@ -27,7 +27,15 @@ export type ClaimedDelivery = {
 };
 
 /** The endpoint as a claim saw it, and the record leased (null when nothing may start now). */
-export type Claim = { endpoint: EndpointRow; delivery: ClaimedDelivery | null };
+export type Claim = {
+  endpoint: EndpointRow;
+  delivery: ClaimedDelivery | null;
+  /**
+   * With no record leased: in how many milliseconds the endpoint's throttle gives its next turn, when a record waits
+   * for it (docs/webhooks.md, "Throttle"); null or absent otherwise.
+   */
+  throttleWaitMs?: number | null;
+};
 
 /**
  * The claims of `rows` with their events' data, read in one statement after the claiming one (event_data.ts says why
@@ -50,6 +58,7 @@ export async function toClaims(sql: Sql, rows: ClaimRow[], until: number): Promi
       slot,
       lease_token,
       delivery_schedule_attempts,
+      throttle_wait_ms,
       ...endpoint
     } = row;
     const event = event_id ? events.get(event_id) : undefined;
@@ -67,6 +76,7 @@ export async function toClaims(sql: Sql, rows: ClaimRow[], until: number): Promi
           scheduleAttempts: delivery_schedule_attempts ?? undefined,
         }
         : null,
+      throttleWaitMs: throttle_wait_ms ?? null,
     };
   });
 }

@@ -24,7 +24,8 @@ const OVERLAP_SECONDS = 2;
 /**
  * The retry timer's turn, one statement: wakes (wake.ts) every endpoint with a pending record that came due since
  * `since` (a failed attempt's retry, a Retry-After, and a new event's record too, should its wake-up have been missed)
- * and nobody holds, names them, and says when the next pending record comes due.
+ * and nobody holds, or whose throttle's turn came since then with a record waiting (docs/webhooks.md, "Throttle"),
+ * names them, and says when the next pending record comes due or the next throttle turn comes.
  * Both read the index of pending records by due time, so a turn costs the records that came due, not the backlog.
  * An empty wake-up goes out too: the drainers' proof that their LISTEN still hears.
  */
@@ -38,14 +39,26 @@ export async function wakeDueSince(
       where d.status = 'pending' and d.next_attempt_at <= now()
         and d.next_attempt_at > ${since}::timestamptz - ${OVERLAP_SECONDS} * interval '1 second'
         and lease_is_free(d.leased_until)
+      union
+      -- a throttled endpoint whose turn came (docs/webhooks.md, "Throttle"), with a record waiting for it
+      select t.endpoint_id from webhook_endpoint_throttles t
+      where t.next_send_at <= now()
+        and t.next_send_at > ${since}::timestamptz - ${OVERLAP_SECONDS} * interval '1 second'
+        and exists (
+          select 1 from webhook_deliveries d
+          where d.endpoint_id = t.endpoint_id and d.status = 'pending' and d.next_attempt_at <= now()
+            and lease_is_free(d.leased_until)
+        )
     ), woken as (
       select ${notifyWake(sql, sql`select endpoint_id from due`)} as woken
     )
     select now() as now, (select woken from woken) as woken, array(select endpoint_id from due) as endpoint_ids, ${
     notifyWake(sql, sql`select ''`)
   } as heartbeat, (
-      select extract(epoch from min(d.next_attempt_at) - now())::float8 * 1000 from webhook_deliveries d
-      where d.status = 'pending' and d.next_attempt_at > now()
+      select extract(epoch from least(
+        (select min(d.next_attempt_at) from webhook_deliveries d where d.status = 'pending' and d.next_attempt_at > now()),
+        (select min(t.next_send_at) from webhook_endpoint_throttles t where t.next_send_at > now())
+      ) - now())::float8 * 1000
     ) as next_in_ms`;
   return { endpointIds: row.endpoint_ids, now: row.now, nextInMs: row.next_in_ms };
 }

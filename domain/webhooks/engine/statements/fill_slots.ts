@@ -6,6 +6,7 @@
 import type postgres from "postgres";
 import type { SqlOrTransaction } from "../../../infra/db.ts";
 import type { EndpointRow } from "../../endpoints/endpoint_row.ts";
+import { throttleTaken, throttleTurn } from "./throttle_turn.ts";
 
 /**
  * Which record a slot carries next, written once for the first claim (claim.ts) and the hand-over after an attempt
@@ -13,7 +14,8 @@ import type { EndpointRow } from "../../endpoints/endpoint_row.ts";
  * still_pending): one row per slot held and to be filled, `attempted` being the record the slot just carried (null
  * on a first claim; still pending in this statement's snapshot) and `still_pending` whether it stays pending after
  * this attempt. They end in `next_for_slot` (idx, next_id) and `leased_records` (idx, id, type, event_id, company_id, lease_token,
- * inserted_at, schedule_attempts).
+ * inserted_at, schedule_attempts); `per_endpoint` (endpoint_id, ..., throttled_until) says when a throttled endpoint's
+ * next turn comes (throttle_turn.ts: a throttled endpoint fills at most one slot per statement, and only on its turn).
  *
  * - parallel: the pending records due first that nobody holds, one per slot, skipping those another drainer is
  *   locking right now;
@@ -23,11 +25,11 @@ import type { EndpointRow } from "../../endpoints/endpoint_row.ts";
  */
 export function fillSlots(sql: SqlOrTransaction, lease: postgres.Fragment, owner: string): postgres.Fragment {
   return sql`
-    per_endpoint as (
-      select endpoint_id, delivery_mode, count(*)::int as k, bool_or(still_pending) as head_held,
+    slots_per_endpoint as (
+      select endpoint_id, delivery_mode, count(*)::int as slots, bool_or(still_pending) as head_held,
         coalesce(array_agg(attempted) filter (where attempted is not null), '{}') as attempted
       from slots_to_fill group by endpoint_id, delivery_mode
-    ), candidates as (
+    ), ${throttleTurn(sql)}, candidates as (
       select w.endpoint_id, n.id, n.rn from per_endpoint w cross join lateral (
         select c.id, row_number() over (order by c.next_attempt_at, c.id) as rn from (
           select d.id, d.next_attempt_at from webhook_deliveries d
@@ -39,7 +41,7 @@ export function fillSlots(sql: SqlOrTransaction, lease: postgres.Fragment, owner
         union all
         select h.id, 1 from (
           select d.id, d.next_attempt_at, d.leased_until from webhook_deliveries d
-          where w.delivery_mode = 'sequential' and not w.head_held
+          where w.delivery_mode = 'sequential' and not w.head_held and w.k > 0
             and d.endpoint_id = w.endpoint_id and d.status = 'pending' and d.id <> all(w.attempted)
           order by d.id limit 1
         ) h
@@ -53,7 +55,7 @@ export function fillSlots(sql: SqlOrTransaction, lease: postgres.Fragment, owner
       update webhook_deliveries d set lease_token = gen_random_uuid(), leased_until = ${lease}, leased_by = ${owner}
       from next_for_slot p where d.id = p.next_id
       returning p.idx, d.id, d.type, d.event_id, d.company_id, d.lease_token, d.inserted_at, d.schedule_attempts
-    )`;
+    ), ${throttleTaken(sql)}`;
 }
 
 /** The columns of a claimed record, from the `leased_records` of `fillSlots` (joined under that name). */
@@ -73,4 +75,6 @@ export type ClaimRow = EndpointRow & {
   lease_token: string | null;
   /** The record's `schedule_attempts` when leased (claim_data.ts, `scheduleAttempts`). */
   delivery_schedule_attempts: number | null;
+  /** In how long the endpoint's next turn comes, when its throttle held a record back (throttle_turn.ts). */
+  throttle_wait_ms?: number | null;
 };

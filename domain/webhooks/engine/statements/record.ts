@@ -12,6 +12,7 @@ import type { SendResult } from "../sender.ts";
 import type { ClaimedDelivery } from "./claim_data.ts";
 import { type FailingAlert, failureReason, type Health } from "../../endpoints/decisions.ts";
 import { claimedColumns, type ClaimRow, fillSlots } from "./fill_slots.ts";
+import { endpointHolds, throttleWait } from "./throttle_turn.ts";
 import type { Lease } from "./lease.ts";
 import { DURATION_COLUMNS, tallyAttempts } from "../../endpoints/attempt_stats.ts";
 
@@ -23,6 +24,8 @@ export type RecordItem = {
   attemptId: string;
   /** Seconds to the next attempt by the record's `schedule_attempts`; past its end the record fails (`retryPlan`). */
   plan: number[];
+  /** Seconds every record of the endpoint waits (a 429 with Retry-After: `endpointHoldSeconds`); null: none. */
+  holdSeconds?: number | null;
 };
 
 /**
@@ -114,10 +117,11 @@ export async function recordAttempts(
         ${items.map((i) => i.attemptId)}::uuid[],
         ${items.map((i) => JSON.stringify(i.result.responseHeaders ?? {}))}::text[],
         ${items.map((i) => JSON.stringify(i.plan))}::text[]::jsonb[],
-        ${items.map((i) => failureReason(i.result))}::text[]
+        ${items.map((i) => failureReason(i.result))}::text[],
+        ${items.map((i) => i.holdSeconds ?? null)}::float8[]
       ) as batch(idx, endpoint_id, delivery_id, token, slot, ok, http_status, response_body, duration_ms, attempt_id,
-        response_headers, plan, last_error)
-    ), verdicts as (
+        response_headers, plan, last_error, hold_seconds)
+    ), ${endpointHolds(sql)}, verdicts as (
       select * from unnest(
         ${verdicts.map((v) => v.endpointId)}::uuid[],
         ${verdicts.map((v) => v.health.disable)}::text[],
@@ -194,6 +198,8 @@ export async function recordAttempts(
       from batch attempt join records_moved moved on moved.idx = attempt.idx join endpoint_rows endpoint on endpoint.id = attempt.endpoint_id
       where attempt.slot < endpoint_slot_limit(endpoint.status, endpoint.delivery_mode, endpoint.max_concurrency)
         and attempt.endpoint_id not in (select id from endpoints_disabled)
+        -- an endpoint told to wait by this batch hands over nothing: its hold is not in this statement's snapshot
+        and attempt.endpoint_id not in (select endpoint_id from batch where hold_seconds is not null)
     ), ${fillSlots(sql, until, lease.owner)}, slots_handed_over as (
       update webhook_slots s set
         delivery_id = handover.next_id,
@@ -206,7 +212,7 @@ export async function recordAttempts(
       moved.attempts as attempt_number, disabled.disable as endpoint_disabled, moved.exhausted, clock.alerted as endpoint_failing,
       attempt.endpoint_id in (select endpoint_id from endpoints_to_write) and attempt.endpoint_id not in (select id from endpoints_locked)
         as endpoint_deferred,
-      ${claimedColumns(sql)}, attempt.slot
+      ${claimedColumns(sql)}, attempt.slot, ${throttleWait(sql, sql`attempt.endpoint_id`)}
     from batch attempt
     left join records_moved moved on moved.idx = attempt.idx
     left join endpoint_rows endpoint on endpoint.id = attempt.endpoint_id
