@@ -5,7 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { ErrorBag } from "../../domain/basics/errors.ts";
-import { checkRateLimit, endpointHoldSeconds } from "../../domain/webhooks/endpoints/throttle.ts";
+import { checkRateLimit } from "../../domain/webhooks/endpoints/throttle.ts";
+import { endpointHoldSeconds } from "../../domain/webhooks/endpoints/decisions.ts";
 import { drainEndpoint, type DrainSteps, THROTTLE_NAP_MS } from "../../domain/webhooks/engine/engine.ts";
 import type { Claim, ClaimedDelivery } from "../../domain/webhooks/engine/statements/claim_data.ts";
 import type { EndpointRow } from "../../domain/webhooks/endpoints/endpoint_row.ts";

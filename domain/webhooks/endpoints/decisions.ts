@@ -95,3 +95,13 @@ export type FailingAlert = { failingAfterAttempts: number; failingAfterSeconds: 
 export function failuresInARow(results: { ok: boolean }[]): number {
   return results.some((r) => r.ok) ? 0 : results.length;
 }
+
+/**
+ * Seconds every record of the endpoint waits after an attempt's answer: a 429 Too Many Requests with a Retry-After
+ * speaks for the whole endpoint (it is rate limited), so its other records wait too, throttled or not. Other statuses,
+ * 503 included, hold only the record answered (its retry, `retryPlan`).
+ */
+export function endpointHoldSeconds(result: { httpStatus: number; retryAfterSeconds?: number | null }): number | null {
+  if (result.httpStatus !== 429 || !result.retryAfterSeconds || result.retryAfterSeconds <= 0) return null;
+  return result.retryAfterSeconds;
+}

@@ -1,8 +1,8 @@
 /**
- * The per-endpoint delivery throttle's rules and reads (docs/webhooks.md, "Throttle"): the bounds of `rate_limit`,
- * which answers hold a whole endpoint back, the throttle row that setting a rate keeps, and the backlog the endpoint's
- * stats show. The claiming statements take the turns (engine/statements/throttle_turn.ts); this file is what the
- * endpoint operations, the recorder and the stats route share.
+ * The per-endpoint delivery throttle's rules and reads (docs/webhooks.md, "Throttle"): the bounds of `rate_limit`, the
+ * throttle row that setting a rate keeps, and the backlog the endpoint's stats show. The claiming statements take the
+ * turns (engine/statements/throttle_turn.ts), and which answers hold a whole endpoint back is decisions.ts's
+ * (`endpointHoldSeconds`); this file is what the endpoint operations and the stats route share.
  */
 
 import type { Sql, SqlOrTransaction } from "../../infra/db.ts";
@@ -27,16 +27,6 @@ export function checkRateLimit(errors: ErrorBag, rate: number | null | undefined
       `must be a number of deliveries per second from ${MIN_RATE_LIMIT} to ${MAX_RATE_LIMIT}, or null for none`,
     );
   }
-}
-
-/**
- * Seconds every record of the endpoint waits after an attempt's answer: a 429 Too Many Requests with a Retry-After
- * speaks for the whole endpoint (it is rate limited), so its other records wait too, throttled or not. Other statuses,
- * 503 included, hold only the record answered (its retry, decisions.ts).
- */
-export function endpointHoldSeconds(result: { httpStatus: number; retryAfterSeconds?: number | null }): number | null {
-  if (result.httpStatus !== 429 || !result.retryAfterSeconds || result.retryAfterSeconds <= 0) return null;
-  return result.retryAfterSeconds;
 }
 
 /**

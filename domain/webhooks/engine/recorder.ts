@@ -13,13 +13,13 @@ import { type Claim, type ClaimedDelivery, toClaims } from "./statements/claim_d
 import {
   disablesAtOnce,
   endpointHealth,
+  endpointHoldSeconds,
   type FailingAlert,
   failureReason,
   failuresInARow,
   retryPlan,
 } from "../endpoints/decisions.ts";
 import type { ClaimRow } from "./statements/fill_slots.ts";
-import { endpointHoldSeconds } from "../endpoints/throttle.ts";
 import { type Lease, LEASE_SLACK_MS } from "./statements/lease.ts";
 import { type EndpointVerdict, recordAttempts, type RecordItem, type RecordRow } from "./statements/record.ts";
 import { type AttemptTransitions, emitAttemptEvents } from "../outbox/operational.ts";

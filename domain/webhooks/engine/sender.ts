@@ -136,7 +136,8 @@ export async function sendDelivery(
 ): Promise<SendResult> {
   const { secret, previous } = await openSecrets(box, endpoint);
   const signingKeys = await openSigningKeys(box, endpoint);
-  const client = await openClientCredential(box, endpoint);
+  // each control is opened only for an endpoint that has it, as OAuth2 is below
+  const client = endpoint.client_certificate ? await openClientCredential(box, endpoint) : null;
   // an ed25519 endpoint cannot inject a secret (checkSchemeSettings): its body never reads this one
   const body = renderBody({ ...endpoint, secret: secret ?? "" }, delivery);
   const secrets = [...(secret === null ? [] : [secret]), ...previous.map((p) => p.secret)];
@@ -152,7 +153,7 @@ export async function sendDelivery(
     }
     : standard;
   // the endpoint's own headers first: none of their names is one of ours (docs/webhooks.md, "Custom headers")
-  const custom = await headersToSend(box, endpoint);
+  const custom = hasCustomHeaders(endpoint) ? await headersToSend(box, endpoint) : {};
   // a span of its own, continuing the trace of the request that emitted the event (docs/webhooks.md, "Tracing")
   // the client certificate goes to the receiver only, never to the token URL (docs/webhooks.md, mTLS and OAuth2)
   const toReceiver = client ? { ...opts, client } : opts;
@@ -416,3 +417,7 @@ function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
     promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
   });
 }
+
+/** Whether the endpoint has custom headers, plain or secret (both `{}` without: sql/0040). */
+const hasCustomHeaders = (e: Pick<EndpointRow, "custom_headers" | "sealed_custom_headers">) =>
+  Object.keys(e.custom_headers ?? {}).length > 0 || Object.keys(e.sealed_custom_headers ?? {}).length > 0;
