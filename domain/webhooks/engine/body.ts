@@ -24,7 +24,7 @@ type BodySettings =
  * - event_mapping renames the outbound `type` only (the record keeps the real type);
  * - payload_version shapes the snapshot body (payload_versions.ts): built in the latest shape, with the instant the
  *   event happened (`occurredAt`), and stepped down to the endpoint's version. Thin and wrapped bodies are the shapes
- *   interface.md fixes, in every version.
+ *   original interface fixes (docs/webhooks.md, "Bodies"), in every version.
  */
 export function renderBody(
   endpoint: BodySettings,

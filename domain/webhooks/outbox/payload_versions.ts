@@ -27,7 +27,7 @@ const INSTANT_PATTERN = "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$";
 export const PAYLOAD_VERSIONS = [
   {
     version: "2026-11-23",
-    changes: "The first version: the bodies interface.md fixes, `{id, type, data}`. An endpoint that names no " +
+    changes: "The first version: the bodies of the original interface, `{id, type, data}`. An endpoint that names no " +
       "version gets it, so every endpoint made before versions existed receives what it always received.",
   },
   {
