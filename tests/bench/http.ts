@@ -2,7 +2,14 @@
  * HTTP load against a running service on loopback: wrk when it is installed (Debian package `wrk`),
  * otherwise a small fetch-based generator with the same shape of result.
  */
-export type LoadResult = { requestsPerSecond: number; p50Ms: number; p99Ms: number; errors: number; tool: string };
+export type LoadResult = {
+  requestsPerSecond: number;
+  p50Ms: number;
+  p95Ms: number;
+  p99Ms: number;
+  errors: number;
+  tool: string;
+};
 
 export type LoadSpec = {
   url: string;
@@ -31,19 +38,34 @@ function parseDuration(text: string): number {
   return m[2] === "us" ? n / 1000 : m[2] === "ms" ? n : m[2] === "s" ? n * 1000 : n * 60_000;
 }
 
+/**
+ * wrk prints the 50th, 75th, 90th and 99th percentiles; the 95th comes from a `done` hook, in a script that runs the
+ * phase's own script first (its `dofile` finds its neighbours by its own path, so it stays where it is).
+ */
+async function withP95(script: string | undefined): Promise<string> {
+  const path = await Deno.makeTempFile({ suffix: ".lua" });
+  await Deno.writeTextFile(
+    path,
+    `${script ? `dofile(${JSON.stringify(script)})\n` : ""}` +
+      `done = function(summary, latency, requests) io.write(string.format("P95 %d\\n", latency:percentile(95))) end\n`,
+  );
+  return path;
+}
+
 async function runWrk(spec: LoadSpec): Promise<LoadResult> {
-  const args = ["-t2", `-c${spec.connections}`, `-d${spec.seconds}s`, "--latency"];
-  if (spec.script) args.push("-s", spec.script);
-  args.push(spec.url);
-  const out = await new Deno.Command("wrk", { args, env: spec.env, stdout: "piped", stderr: "piped" }).output();
+  const script = await withP95(spec.script);
+  const args = ["-t2", `-c${spec.connections}`, `-d${spec.seconds}s`, "--latency", "-s", script, spec.url];
+  const out = await new Deno.Command("wrk", { args, env: spec.env, stdout: "piped", stderr: "piped" }).output()
+    .finally(() => Deno.remove(script));
   const text = new TextDecoder().decode(out.stdout);
+  const p95 = Number(/^P95 (\d+)$/m.exec(text)?.[1]) / 1000; // µs
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(text)?.[1]);
   const p50 = parseDuration(/\s50%\s+(\S+)/.exec(text)?.[1] ?? "");
   const p99 = parseDuration(/\s99%\s+(\S+)/.exec(text)?.[1] ?? "");
   const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(text)?.[1] ?? 0);
   const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(text);
   const errors = non2xx + (socket ? socket.slice(1).reduce((a, b) => a + Number(b), 0) : 0);
-  return { requestsPerSecond: rps, p50Ms: p50, p99Ms: p99, errors, tool: "wrk" };
+  return { requestsPerSecond: rps, p50Ms: p50, p95Ms: p95, p99Ms: p99, errors, tool: "wrk" };
 }
 
 async function runFetch(spec: LoadSpec): Promise<LoadResult> {
@@ -70,6 +92,7 @@ async function runFetch(spec: LoadSpec): Promise<LoadResult> {
   return {
     requestsPerSecond: latencies.length / spec.seconds,
     p50Ms: at(0.5),
+    p95Ms: at(0.95),
     p99Ms: at(0.99),
     errors,
     tool: "fetch",

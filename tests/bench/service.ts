@@ -4,6 +4,7 @@
  */
 import { type ServiceProcess, startService as startServiceProcess } from "../support/service_process.ts";
 import { type Config, loadConfig } from "../../domain/infra/config.ts";
+import { freePort } from "../support/free_port.ts";
 
 export const BENCH_JWT_SECRET = "bench-secret-0123456789abcdef0123456789";
 
@@ -39,4 +40,34 @@ export function startService(databaseUrl: string, env: Record<string, string> = 
     v8Flags: SERVICE_V8_FLAGS,
     stderr: "inherit",
   });
+}
+
+/**
+ * The floor server (tests/bench/floor_server.ts) on a free port against `databaseUrl`, with the service's V8 flags:
+ * resolved once it serves, with its process to measure and stop.
+ */
+export async function startFloor(databaseUrl: string): Promise<{ base: string; child: Deno.ChildProcess }> {
+  const port = freePort();
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      ...SERVICE_V8_FLAGS,
+      "--allow-all",
+      "--config",
+      `${root}deno.json`,
+      `${root}tests/bench/floor_server.ts`,
+    ],
+    env: { DATABASE_URL: databaseUrl, PORT: String(port) },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  for (let seen = ""; !seen.includes("listening");) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error("the floor server exited before it served");
+    seen += value;
+  }
+  await reader.cancel(); // it prints nothing more
+  return { base: `http://127.0.0.1:${port}`, child };
 }
