@@ -38,6 +38,99 @@ export function connect(url: string, options: { max?: number } = {}): Sql {
   });
 }
 
+/**
+ * A transaction like `sql.begin`, one round trip shorter, for the money routes (docs/performance.md, "What changed"):
+ * `sql.begin` waits for the answer to BEGIN before `work` sends anything; here BEGIN is queued on a reserved connection
+ * and goes out in the same write as the first statements `work` sends (postgres.js gathers what a connection sends in
+ * one tick), and `work` may queue COMMIT behind its last statements (`commitNow`), so the locks it took are held one
+ * round trip less. Postgres runs them in order; when one fails the transaction is rolled back. `work` must not use
+ * savepoints (a reserved connection has none of `sql.begin`'s helpers).
+ *
+ * What keeps every statement inside the transaction:
+ * - `work`'s statements pass a gate that refuses them (they fail, nothing is sent) once BEGIN has failed and once
+ *   COMMIT or ROLLBACK is queued, so none runs in a session that is no longer in the transaction. Only what went out
+ *   in BEGIN's own write could run without it, and BEGIN on an idle session fails only with the session itself (a
+ *   failover, which fails everything sent behind it: docs/database-driver.md) or a cancel landing on it, which the
+ *   service never sends; then `work` fails at its first answer, before anything else is sent.
+ * - COMMIT or ROLLBACK is always sent on a live connection, and the connection is always handed back, also when
+ *   `work` or the commit throws; a connection lost under it (a failover) is left to the pool, which reconnects it.
+ */
+export async function transaction<T>(sql: Sql, work: (tx: TransactionSql) => Promise<T>): Promise<T> {
+  const conn = await sql.reserve();
+  // null while statements may be sent; then the COMMIT or ROLLBACK that ends the transaction
+  let ending: Promise<readonly unknown[] & { command: string }> | null = null;
+  let beginFailed: unknown = null;
+  const end = (statement: "commit" | "rollback") => {
+    ending = conn.unsafe(statement).execute();
+    // answered below; a failed one must not be reported as unhandled in the meantime
+    ending.catch(() => {});
+    return ending;
+  };
+  const tx = gated(conn, () => beginFailed === null && ending === null);
+  try {
+    // its failure fails `work` at its first answer (the statements are answered in order, BEGIN's first)
+    const begun = conn.unsafe("begin").execute().then(() => {}, (err) => void (beginFailed = err));
+    commitQueues.set(tx, () => void end("commit"));
+    const result = await work(tx);
+    await begun;
+    if (beginFailed !== null) throw beginFailed;
+    const done = await (ending ?? end("commit"));
+    // a statement that failed unawaited leaves Postgres nothing to commit: it answers COMMIT with ROLLBACK
+    if (done.command !== "COMMIT") {
+      throw new Error(`the transaction ended in ${done.command}: a statement in it failed`);
+    }
+    return result;
+  } catch (err) {
+    if (ending === null) await end("rollback").catch(() => {});
+    else await Promise.resolve(ending).catch(() => {});
+    throw beginFailed ?? err;
+  } finally {
+    commitQueues.delete(tx);
+    conn.release();
+  }
+}
+
+/**
+ * Inside `transaction`: queues COMMIT behind the statements already handed to the connection, so it leaves in the same
+ * write, and refuses any statement after it. Handed means `execute()`d: a statement that is only awaited is handed a few
+ * microtasks later, and COMMIT would overtake it. The caller must have handed over everything the transaction writes
+ * (the pay-in's last batch: transactions.ts, `storeWithEvent`). Inside `sql.begin` it does nothing: that commits when
+ * its callback returns.
+ */
+export function commitNow(tx: TransactionSql): void {
+  commitQueues.get(tx)?.();
+}
+
+const commitQueues = new WeakMap<object, () => void>();
+
+/**
+ * `conn` for `work`: a statement made through it is refused (fails, unsent) when it is handed to the connection (awaited
+ * or `execute()`d) while not `open()`. Checked when handed, not when written: postgres.js writes a statement a microtask
+ * later, and a COMMIT queued behind a statement already handed must still go after it.
+ */
+function gated(conn: postgres.ReservedSql, open: () => boolean): TransactionSql {
+  type Statement = { handle: () => unknown; handler: (q: { reject: (e: unknown) => void }) => void };
+  const refuse = (q: { reject: (e: unknown) => void }) =>
+    q.reject(new Error("statement outside its transaction refused"));
+  const gate = <T>(made: T): T => {
+    const statement = made as unknown as Partial<Statement>;
+    if (!(made instanceof Promise) || typeof statement.handle !== "function") return made; // a fragment's parts
+    const handle = statement.handle;
+    statement.handle = function (this: Statement) {
+      if (!open()) this.handler = refuse;
+      return handle.call(this);
+    };
+    return made;
+  };
+  return new Proxy(conn, {
+    apply: (target, self, args) => gate(Reflect.apply(target, self, args)),
+    get: (target, name, receiver) => {
+      const value = Reflect.get(target, name, receiver);
+      return name === "unsafe" ? (...args: unknown[]) => gate(Reflect.apply(value, target, args)) : value;
+    },
+  }) as unknown as TransactionSql;
+}
+
 /** Creates the database named in `url` when the server answers but the database does not exist yet. */
 export async function ensureDatabase(url: string): Promise<void> {
   const target = new URL(url);

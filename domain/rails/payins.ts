@@ -6,7 +6,8 @@ export type PayinInput = { subject_id: string; value: string; currency: string; 
 
 /**
  * Funds for a subject arrived in the integrator's dedicated account: the transaction is identified and, when a
- * conversion was asked for and the money is cleared, it joins the subject's exchange.
+ * conversion was asked for and the money is cleared, it joins the subject's exchange. Nothing follows it in its
+ * transaction, so its COMMIT may go with its last statements (`endsTransaction`).
  */
 export async function receivePayin(tx: TransactionSql, companyId: string, input: PayinInput) {
   return await moveMoney(tx, companyId, {
@@ -17,5 +18,5 @@ export async function receivePayin(tx: TransactionSql, companyId: string, input:
     value: input.value,
     event: "identified",
     wantsExchange: input.exchange ?? false,
-  });
+  }, { endsTransaction: true });
 }

@@ -2,7 +2,7 @@
  * The one path every kind of transaction takes (`moveMoney`): valued in USD, cleared or held, stored, then settled. The
  * kinds (payins.ts, payouts.ts, pix_charges.ts...) only say what moves, so the rest is decided in one place.
  */
-import type { Sql, TransactionSql } from "../infra/db.ts";
+import { commitNow, type Sql, type TransactionSql } from "../infra/db.ts";
 import { newId } from "../basics/ids.ts";
 import { naiveUtc } from "../basics/time.ts";
 import { applyClearance, type Clearance, decideClearance, movedThisYear, TRANSACTED_STATUSES } from "./clearance.ts";
@@ -127,9 +127,16 @@ export type Movement = {
  * Two round trips hold the subject's lock before the commit, each a batch of statements sent together, pipelined
  * (docs/performance.md, "Statement by statement" and "What changed"): `decideUnderLock`, then `storeWithEvent`. Every
  * round trip made under the lock is time each other pay-in of the subject waits, so the steps hand SQL and answers on
- * instead of asking again.
+ * instead of asking again. `endsTransaction`: the caller sends nothing after this, so when settling needs nothing more
+ * (no hold, nothing that goes on to an exchange or a wire) COMMIT goes in the same write as the row and its event
+ * (`commitNow`, in a transaction of `transaction()`), and the lock is held one round trip less.
  */
-export async function moveMoney(tx: TransactionSql, companyId: string, movement: Movement): Promise<TransactionRow> {
+export async function moveMoney(
+  tx: TransactionSql,
+  companyId: string,
+  movement: Movement,
+  opts: { endsTransaction?: boolean } = {},
+): Promise<TransactionRow> {
   const id = movement.id ?? newId();
   const { usdValue, clearance, subscribers } = await decideUnderLock(tx, companyId, movement);
   // a round trip of its own only for a conversion (the transactions API); none for a pay-in
@@ -154,8 +161,9 @@ export async function moveMoney(tx: TransactionSql, companyId: string, movement:
     refund_of: movement.refundOf ?? null,
   };
   const event = movement.event && subscribers ? { type: movement.event, subscribers } : null;
-  const row = await storeWithEvent(tx, companyId, newRow, event);
-  return await settle(tx, companyId, row, clearance, null, movement.wireError);
+  const last = (opts.endsTransaction ?? false) && clearance.missing.length === 0 && !goesOn(newRow);
+  const row = await storeWithEvent(tx, companyId, newRow, event, last);
+  return last ? row : await settle(tx, companyId, row, clearance, null, movement.wireError);
 }
 
 /** What the round trip that takes the lock answers: the USD value, the clearance, the endpoints of the event. */
@@ -186,22 +194,23 @@ type NewTransaction = Omit<TransactionRow, "exchange_id" | "wire_id" | "inserted
  * The second round trip of `moveMoney`: the row and its event, pipelined. The event names the row by id, so it waits
  * for no answer of the insert; it still comes first in the receiver's order, as settle would emit it (docs/webhooks.md,
  * Ordering). The event goes to the endpoints the first round trip read, so `emitEvent` does not read them again.
+ * `last`: COMMIT follows them in the same write; every statement is handed to the connection first (`execute()`).
  */
 async function storeWithEvent(
   tx: TransactionSql,
   companyId: string,
   row: NewTransaction,
   event: { type: EventType; subscribers: Subscriber[] } | null,
+  last: boolean,
 ): Promise<TransactionRow> {
-  const inserted = tx<TransactionRow[]>`insert into transactions ${tx(row)} returning *`;
-  const [[stored]] = await Promise.all([
-    inserted,
-    event
-      ? emitEvent(tx, companyId, event.type, { transaction_id: row.id }, {
-        subscribers: event.subscribers, // read in the first round trip (decideUnderLock)
-      })
-      : null,
-  ]);
+  const inserted = tx<TransactionRow[]>`insert into transactions ${tx(row)} returning *`.execute();
+  const emitted = event
+    ? emitEvent(tx, companyId, event.type, { transaction_id: row.id }, {
+      subscribers: event.subscribers, // read in the first round trip (decideUnderLock)
+    })
+    : null;
+  if (last) commitNow(tx);
+  const [[stored]] = await Promise.all([inserted, emitted]);
   return stored;
 }
 
@@ -271,12 +280,9 @@ async function forwardCleared(
     groups.set(key, group);
   };
   for (const row of rows) {
-    if (!row.cleared || row.status !== "identified") continue;
     // a conversion first (a pay-in, or a pay-out in another currency than it is paid in), then the wire
-    if (row.wants_exchange && !row.exchange_id) join(`exchange:${row.currency}`, "exchange", row);
-    if (row.kind === "payout" && row.bank_account_id && !row.wire_id) {
-      join(`wire:${row.bank_account_id}:${row.currency}`, "wire", row);
-    }
+    if (joinsExchange(row)) join(`exchange:${row.currency}`, "exchange", row);
+    if (joinsWire(row)) join(`wire:${row.bank_account_id}:${row.currency}`, "wire", row);
   }
   const ordered = [...groups.values()].sort((a, b) => a.kind === b.kind ? 0 : a.kind === "exchange" ? -1 : 1);
   for (const { rows: group, kind } of ordered) {
@@ -297,6 +303,18 @@ async function forwardCleared(
   }
   return groups.size > 0;
 }
+
+/** What `forwardCleared` reads of a transaction (a new one has no exchange or wire yet). */
+type Forwardable = Pick<TransactionRow, "cleared" | "status" | "wants_exchange" | "kind" | "bank_account_id"> & {
+  exchange_id?: string | null;
+  wire_id?: string | null;
+};
+const joinsExchange = (row: Forwardable) =>
+  row.cleared && row.status === "identified" && row.wants_exchange && !row.exchange_id;
+const joinsWire = (row: Forwardable) =>
+  row.cleared && row.status === "identified" && row.kind === "payout" && !!row.bank_account_id && !row.wire_id;
+/** Whether a cleared transaction still goes on to an exchange or a wire (`forwardCleared`). */
+const goesOn = (row: Forwardable) => joinsExchange(row) || joinsWire(row);
 
 /** Back office approves the subject, and the money held for it moves on in the same transaction. */
 export async function approveAndRelease(tx: TransactionSql, companyId: string, subjectId: string) {

@@ -90,32 +90,39 @@ export function subscribersOf(tx: TransactionSql, companyId: string, type: Event
  * ignores filters: it was asked for by name (docs/webhooks.md, "Filters").
  *
  * `subscribers`: the endpoints as `subscribersOf` read them, when the caller asked for them already, in a round trip
- * it was making anyway (the money path's first: docs/performance.md); otherwise they are read here.
+ * it was making anyway (the money path's first: docs/performance.md); otherwise they are read here. With them, every
+ * statement of the event is handed to the connection before this returns (`execute()`), so a caller may queue COMMIT
+ * right behind it (`commitNow` in domain/infra/db.ts).
  */
-export async function emitEvent(
+export function emitEvent(
   tx: TransactionSql,
   companyId: string,
   type: EventType,
   data: Record<string, unknown>,
   opts: FanOut & { subscribers?: Subscriber[] } = {},
 ): Promise<{ id: string }> {
+  const given = opts.subscribers;
+  if (!given) {
+    return subscribersOf(tx, companyId, type, opts).then((subscribers) =>
+      emitEvent(tx, companyId, type, data, { ...opts, subscribers })
+    );
+  }
   const id = newId();
-  const selected = opts.subscribers ?? await subscribersOf(tx, companyId, type, opts);
   const { passing: endpoints, errors } = opts.onlyEndpointId
-    ? { passing: selected, errors: [] }
-    : filtered(selected, type, data);
+    ? { passing: given, errors: [] }
+    : filtered(given, type, data);
   // counted with the event, in its transaction, without waiting on another's count (filter_errors.ts)
-  if (errors.length > 0) await recordFilterErrors(tx, companyId, errors);
+  const counted = errors.length > 0 ? recordFilterErrors(tx, companyId, errors) : null;
   const json = tx.json(data as never);
   // the request's trace, which the deliveries continue (null when tracing is off: docs/webhooks.md, "Tracing")
   const trace = currentTraceparent();
-  if (endpoints.length === 0) {
-    await tx`
-      insert into events (id, company_id, type, data, traceparent) values (${id}, ${companyId}, ${type}, ${json}, ${trace})`;
-    return { id };
-  }
   const endpointIds = endpoints.map((e) => e.id);
-  await tx`
+  // the event and its delivery records in one statement (none when no endpoint takes it)
+  const inserted = endpointIds.length === 0
+    ? tx`
+      insert into events (id, company_id, type, data, traceparent) values (${id}, ${companyId}, ${type}, ${json}, ${trace})`
+      .execute()
+    : tx`
     with event as (
       insert into events (id, company_id, type, data, traceparent)
       values (${id}, ${companyId}, ${type}, ${json}, ${trace})
@@ -127,8 +134,8 @@ export async function emitEvent(
     select d.id, ${companyId}, ${id}, d.endpoint_id, ${type}, event.inserted_at, event.inserted_at
     from unnest(${endpointIds.map(() => newId())}::uuid[], ${endpointIds}::uuid[]) as d(id, endpoint_id)
     cross join event
-    cross join woken`;
-  return { id };
+    cross join woken`.execute();
+  return Promise.all([counted, inserted]).then(() => ({ id }));
 }
 
 /**

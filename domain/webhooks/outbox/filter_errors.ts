@@ -14,7 +14,8 @@ const MAX_MESSAGE = 1000;
 /**
  * Adds one error to each endpoint named (of `companyId`; the caller calls only with some), with its message as the
  * endpoint's last. One statement: each endpoint's row that no other transaction holds is updated, or a row is made when
- * every row is held, so the emitting transaction never waits for another's count (sql/0035).
+ * every row is held, so the emitting transaction never waits for another's count (sql/0035). It is handed to the
+ * connection before this returns (`execute()`), as `emitEvent` needs of its statements.
  */
 export async function recordFilterErrors(
   tx: SqlOrTransaction,
@@ -41,7 +42,7 @@ export async function recordFilterErrors(
     )
     insert into webhook_endpoint_filter_errors (id, company_id, endpoint_id, errors, last_error, last_error_at)
     select gen_random_uuid(), ${companyId}, e.endpoint_id, 1, e.message, clock_timestamp() from e
-    where e.endpoint_id not in (select endpoint_id from counted)`;
+    where e.endpoint_id not in (select endpoint_id from counted)`.execute();
 }
 
 /** An endpoint's filter errors as its stats show them: how many in all, and the last one. */
