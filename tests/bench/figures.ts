@@ -154,6 +154,7 @@ const DESCRIPTIONS: Record<string, Description> = {
   live_latency_p99_ms: { meaning: "99th percentile time from commit to receipt during the live phase (ms)" },
   steady_rate_per_s: { meaning: "events/s emitted in the steady phase, one per transaction" },
   steady_latency_p50_ms: { meaning: "median time from commit to receipt at the steady rate (ms)" },
+  steady_latency_p95_ms: { meaning: "95th percentile of the time from commit to receipt at the steady rate (ms)" },
   steady_latency_p99_ms: {
     meaning: "99th percentile time from commit to receipt at the steady rate (ms)",
     target: below(250, " ms"),

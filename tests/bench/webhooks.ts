@@ -343,6 +343,7 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
       live_latency_p99_ms: live.length ? percentile(live, 0.99) : "n/a",
       steady_rate_per_s: STEADY_RATE,
       steady_latency_p50_ms: percentile(steady, 0.5),
+      steady_latency_p95_ms: percentile(steady, 0.95),
       steady_latency_p99_ms: percentile(steady, 0.99),
       ...fairness,
       deliveries_not_succeeded: failed,
