@@ -111,14 +111,17 @@ Deno.test("a transaction with its BEGIN pipelined commits all or nothing and han
     await t.step(
       "COMMIT queued with the last statements commits them, and a statement after it is refused",
       async () => {
-        const answered = await transaction(sql, async (tx) => {
-          const inserted = tx<{ n: number }[]>`insert into moves values (11) returning n`.execute();
+        const [began, wrote] = await transaction(sql, async (tx) => {
+          const [{ xact }] = await tx<{ xact: string }[]>`select txid_current()::text as xact`;
+          const inserted = tx<{ xact: string }[]>`insert into moves values (11) returning txid_current()::text as xact`
+            .execute();
           commitNow(tx);
-          const [{ n }] = await inserted;
+          const [row] = await inserted;
           await assert.rejects(tx`insert into moves values (12)`, /outside its transaction/);
-          return n;
+          return [xact, row.xact];
         });
-        assert.equal(answered, 11);
+        // the last statement ran in the transaction, before its COMMIT
+        assert.equal(wrote, began);
         assert.deepEqual(await rows(), [1, 4, 10, 11]);
       },
     );
