@@ -577,15 +577,20 @@ function Connection(options, queues = {}, { onopen = noop, onend = noop, onclose
           return terminate()
       }
 
-      if (needsTypes) {
-        initial.reserve && (initial = null)
+      // PATCHED-RESERVE (docs/database-driver.md, "The patch", 4): a reservation the connection was opened for stays
+      // its first through the lookup of the types, as a statement does; dropped here, it was never answered
+      if (needsTypes)
         return fetchArrayTypes()
-      }
 
       initial && !initial.reserve && execute(initial)
       options.shared.retries = retries = 0
+      // PATCHED-RESERVE (docs/database-driver.md, "The patch", 4): and is handed the connection now that it is ready, or
+      // fails as one asked of an ending pool does when the pool is ending by then: handed, it kept sql.end() waiting
+      const reservation = initial.reserve && initial
       initial = null
-      return
+      return reservation && (ending
+        ? (reservation.reject(Errors.connection('CONNECTION_ENDED', options, options)), terminate())
+        : reservation.reserve(connection))
     }
 
     while (sent.length && (query = sent.shift()) && (query.active = true, query.cancelled))

@@ -210,8 +210,11 @@ function Postgres(a, b) {
       ? open.shift()
       : await new Promise((resolve, reject) => {
         const query = { reserve: resolve, reject }
-        queries.push(query)
-        closed.length && connect(closed.shift(), query)
+        // PATCHED-RESERVE (docs/database-driver.md, "The patch", 4): a connection opened for the reservation serves it
+        // once ready; it waits in the pool's queue only when there is none to open
+        closed.length
+          ? connect(closed.shift(), query)
+          : queries.push(query)
       })
 
     move(c, reserved)
