@@ -94,8 +94,9 @@ export async function transaction<T>(sql: Sql, work: (tx: TransactionSql) => Pro
  * Inside `transaction`: queues COMMIT behind the statements already handed to the connection, so it leaves in the same
  * write, and refuses any statement after it. Handed means `execute()`d: a statement that is only awaited is handed a few
  * microtasks later, and COMMIT would overtake it. The caller must have handed over everything the transaction writes
- * (the pay-in's last batch: transactions.ts, `storeWithEvent`). Inside `sql.begin` it does nothing: that commits when
- * its callback returns.
+ * (the pay-in's last batch: transactions.ts, `storeWithEvent`): a throw after it does not undo what COMMIT commits,
+ * unless a statement before it failed (then Postgres answers COMMIT with ROLLBACK). Inside `sql.begin` it does nothing:
+ * that commits when its callback returns.
  */
 export function commitNow(tx: TransactionSql): void {
   commitQueues.get(tx)?.();
