@@ -10,7 +10,7 @@ import { requireCompany } from "./policy/auth.ts";
 import { methodNotAllowed, notFound } from "../domain/basics/errors.ts";
 import { limitPerCompany } from "./policy/rate_limit.ts";
 import type { Deps } from "../domain/infra/deps.ts";
-import { newRouter } from "./openapi/router.ts";
+import { type AppEnv, newRouter } from "./openapi/router.ts";
 import { securityHeaders } from "./policy/headers.ts";
 import { limitInFlight } from "./policy/in_flight.ts";
 import { warnUntrustedForwarding } from "./policy/client_address.ts";
@@ -50,22 +50,32 @@ export function createApp(deps: Deps) {
   const { config, sql } = deps;
   const { limits } = config;
 
-  app.use("*", logRequests());
-  app.use("*", securityHeaders);
-  app.use("*", warnUntrustedForwarding(config.trustProxy));
-  app.use("*", limitInFlight(config.maxInflightRequests));
+  // What every request takes first, in one layer of Hono's chain (each layer costs every request a dispatch and a
+  // promise: docs/performance.md, "The path every request takes"): the id and the log line around the rest; the
+  // security headers on the answer, an error's too; the forwarding warning; the in-flight bound
+  const warnForwarding = warnUntrustedForwarding(config.trustProxy);
+  const inFlight = limitInFlight(config.maxInflightRequests);
+  app.use(
+    "*",
+    logRequests(async (c, next) => {
+      await answeringErrors(c, () => {
+        warnForwarding(c);
+        return inFlight(c, next);
+      });
+      securityHeaders(c);
+    }),
+  );
   // the token is checked before a byte of the body is read: an anonymous client cannot make us receive 22 MB
   // sign-in is how a token is obtained: it has no company yet, and its own throttle (routes/integrators/sign_in.ts);
   // so is a portal link's exchange, whose code is the credential (routes/webhooks/portal_links.ts)
   const guard = new TokenGuard(sql);
   const authenticate = requireCompany(config, guard);
-  const limitApi = limitPerCompany(
-    sharedRateLimiter(sql, "api", { perSecond: limits.requestsPerSecond, burst: limits.requestBurst }),
-  );
+  const apiRate = sharedRateLimiter(sql, "api", { perSecond: limits.requestsPerSecond, burst: limits.requestBurst });
+  const limitApi = limitPerCompany(apiRate);
   // one closure, not hono/combine's `except`, which builds a router match and a composed chain on every request
-  app.use("/api/*", async (c: Context, next) => {
-    if (c.req.path === SIGN_IN_PATH || c.req.path === PORTAL_SESSIONS_PATH) return await next();
-    await authenticate(c, async () => void await limitApi(c, next));
+  app.use("/api/*", (c: Context, next) => {
+    if (c.req.path === SIGN_IN_PATH || c.req.path === PORTAL_SESSIONS_PATH) return next();
+    return authenticate(c, apiRate.enabled ? async () => void await limitApi(c, next) : next);
   });
   if (config.sandbox) {
     const sandboxRate = { perSecond: limits.sandboxPerSecond, burst: limits.sandboxBurst };
@@ -73,15 +83,31 @@ export function createApp(deps: Deps) {
   }
   // a route (not middleware, whose method is ALL) matched this method and path: the router already knows
   const routed = (c: Context) => c.req.matchedRoutes.some((r) => r.method !== "ALL");
-  app.use("*", readBody({ maxBytes: MAX_BODY_BYTES, timeoutMs: config.bodyTimeoutMs, when: routed }));
-  // after the token (the key is the company's) and the body read (a replay must be the same bytes)
-  app.use("/api/*", idempotentPosts(sql, { when: routed, box: () => secretBoxFor(config) }));
+  const read = readBody({ maxBytes: MAX_BODY_BYTES, timeoutMs: config.bodyTimeoutMs, when: routed });
+  // after the token (the key is the company's, so a request without one passes by) and the body read (a replay must
+  // be the same bytes); one layer with the read
+  const idempotent = idempotentPosts(sql, { when: routed, box: () => secretBoxFor(config) });
+  app.use("*", (c: Context<AppEnv>, next) => read(c, () => idempotent(c, next)));
 
   mountRoutes(app, deps, guard);
   documentApi(app);
   answerUnroutedPaths(app); // once every route, the document's too, is registered
   app.onError(renderError);
   return app;
+}
+
+/**
+ * Runs `steps` as a layer of Hono's chain runs its middleware: an error they throw becomes the answer (`renderError`),
+ * so the steps after them in the same layer (headers, the log line) still see an answer.
+ */
+async function answeringErrors(c: Context, steps: () => Promise<unknown>) {
+  try {
+    await steps();
+  } catch (err) {
+    if (!(err instanceof Error)) throw err;
+    c.error = err;
+    c.res = await renderError(err, c as Context<AppEnv>);
+  }
 }
 
 /** Every feature's routes, mounted at the root (each router carries its full paths). */

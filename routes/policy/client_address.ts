@@ -3,7 +3,7 @@
  * "Behind a reverse proxy: the client's address"), and the warning when a forwarding header arrives untrusted.
  */
 
-import type { Context, MiddlewareHandler } from "hono";
+import type { Context } from "hono";
 import { log } from "../../domain/basics/log.ts";
 
 /** How many reverse proxies in front of the service to believe, and which header they write (docs/production.md). */
@@ -31,24 +31,23 @@ export function clientAddress(c: Context, trust: TrustedProxies): string {
  * Warns once, at the first request that carries `X-Forwarded-For` or `Forwarded` while no proxy is trusted
  * (`TRUST_PROXY_HOPS=0`): the service is then most likely behind a proxy it was not told about, and counts every
  * client as that proxy's one address, whose failed sign-ins hold back everyone's (docs/production.md, "Behind a
- * reverse proxy"). Once per app, not per request: a log line per request would drown the others.
+ * reverse proxy"). Once per app, not per request: a log line per request would drown the others. A check called on
+ * every request (app.ts), not a layer of the chain of its own: once it has warned, or with a proxy trusted, it is one
+ * comparison.
  */
-export function warnUntrustedForwarding(trust: TrustedProxies): MiddlewareHandler {
+export function warnUntrustedForwarding(trust: TrustedProxies): (c: Context) => void {
   let warned = trust.hops > 0;
-  return async (c, next) => {
-    if (!warned) {
-      const header = ["x-forwarded-for", "forwarded"].find((name) => c.req.raw.headers.has(name));
-      if (header) {
-        warned = true;
-        log.warn(
-          "a request carries a forwarding header but TRUST_PROXY_HOPS=0: behind a proxy, every client is " +
-            "counted as the proxy's address by the sign-in throttle; set TRUST_PROXY_HOPS to the number of proxies " +
-            "in front (docs/production.md, Behind a reverse proxy)",
-          { header },
-        );
-      }
-    }
-    await next();
+  return (c) => {
+    if (warned) return;
+    const header = ["x-forwarded-for", "forwarded"].find((name) => c.req.raw.headers.has(name));
+    if (!header) return;
+    warned = true;
+    log.warn(
+      "a request carries a forwarding header but TRUST_PROXY_HOPS=0: behind a proxy, every client is " +
+        "counted as the proxy's address by the sign-in throttle; set TRUST_PROXY_HOPS to the number of proxies " +
+        "in front (docs/production.md, Behind a reverse proxy)",
+      { header },
+    );
   };
 }
 

@@ -1,26 +1,36 @@
 /**
- * The headers every answer carries (`securityHeaders`) and the content security policy of the HTML pages (`HTML_CSP`):
- * app.ts mounts the first for every path, and `/docs` and `/console` both send the second.
+ * The headers every answer carries (`securityHeaders`, set in place on the answer built: `setAnswerHeader`) and the
+ * content security policy of the HTML pages (`HTML_CSP`): app.ts applies the first on every path, and `/docs` and
+ * `/console` both send the second.
  */
 
-import type { MiddlewareHandler } from "hono";
+import type { Context } from "hono";
 
 /**
  * Headers every answer carries: `nosniff`, so a browser never runs a JSON or uploaded body as a script or page; and
  * `Cache-Control: no-store` unless the route chose otherwise (static assets), so no proxy or browser keeps a copy of
- * an answer that belongs to one company or carries a signing secret.
+ * an answer that belongs to one company or carries a signing secret. Called once the answer is built (app.ts, the
+ * first layer of the chain), an error's too.
  */
-export const securityHeaders: MiddlewareHandler = async (c, next) => {
-  // Set before the handler, so the answer is built with them (a route's own Cache-Control replaces the default):
-  // set after `next`, each header would make Hono copy the whole Response again. An answer built without the
-  // context (a `Response` returned as is) gets them afterwards.
-  c.header("x-content-type-options", "nosniff");
-  c.header("cache-control", "no-store");
-  await next();
-  if (c.res.headers.has("x-content-type-options")) return;
-  c.header("x-content-type-options", "nosniff");
-  if (!c.res.headers.has("cache-control")) c.header("cache-control", "no-store");
-};
+export function securityHeaders(c: Context) {
+  const headers = c.res.headers;
+  if (!headers.has("x-content-type-options")) setAnswerHeader(c, "x-content-type-options", "nosniff");
+  if (!headers.has("cache-control")) setAnswerHeader(c, "cache-control", "no-store");
+}
+
+/**
+ * Sets a header on the answer already built, in place: `c.header` would copy the whole Response for it (Hono cannot
+ * know whether its headers may change), and setting headers before the handler made every answer copy a prepared
+ * `Headers` (docs/performance.md, "The path every request takes"). An answer whose headers are immutable (one
+ * returned as it came from `fetch`) is copied once, by `c.header`.
+ */
+export function setAnswerHeader(c: Context, name: string, value: string) {
+  try {
+    c.res.headers.set(name, value);
+  } catch {
+    c.header(name, value);
+  }
+}
 
 /**
  * The policy of the HTML pages: scripts, styles and images from this origin only, no inline script, no framing, no

@@ -3,7 +3,7 @@
  * the OpenAPI document. What is stored, and how, is domain/requests/idempotency.ts.
  */
 
-import type { Context, MiddlewareHandler } from "hono";
+import type { Context, Next } from "hono";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { ApiError, BLANK, unprocessable, validationFailed } from "../../domain/basics/errors.ts";
 import {
@@ -55,7 +55,7 @@ function checkKey(key: string) {
 export function idempotentPosts(
   sql: Sql,
   opts: { when: (c: Context) => boolean; box: () => Promise<SecretBox> },
-): MiddlewareHandler<AppEnv> {
+): (c: Context<AppEnv>, next: Next) => Promise<void> {
   return async (c, next) => {
     const key = c.req.method === "POST" ? c.req.header(HEADER) : undefined;
     const companyId = c.get("companyId");
@@ -83,10 +83,12 @@ export function idempotentPosts(
       const { status, contentType, body } = claim.response;
       const headers: Record<string, string> = { "idempotent-replayed": "true" };
       if (contentType) headers["content-type"] = contentType;
-      return new Response(status === 204 || status === 304 ? null : body as Uint8Array<ArrayBuffer>, {
+      // the answer set, not returned: the middleware is called as the body read's continuation (app.ts)
+      c.res = new Response(status === 204 || status === 304 ? null : body as Uint8Array<ArrayBuffer>, {
         status,
         headers,
       });
+      return;
     }
 
     const release = () => releaseIdempotencyKey(sql, companyId, key, claim.claimId);

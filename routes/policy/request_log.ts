@@ -8,14 +8,16 @@ import type { MiddlewareHandler } from "hono";
 import { log } from "../../domain/basics/log.ts";
 import { methodLabel, metrics, statusLabel } from "../../domain/infra/metrics.ts";
 import { nameRequestSpan } from "../../domain/infra/tracing.ts";
+import { setAnswerHeader } from "./headers.ts";
 
 /** A caller's `x-request-id` is kept when it looks like one; anything else is replaced by a UUID. */
 export const REQUEST_ID_RE = /^[A-Za-z0-9._:\-]{1,128}$/;
 
 /**
- * Gives the request its id (`c.get("requestId")` and the `x-request-id` header of the answer), then, once the answer
- * is built, names the trace span, counts it in `http_requests_total` and `http_request_duration_seconds` by method,
- * route pattern and status, and writes one `request` log line (a refused token's line says why, as its 401 did).
+ * Gives the request its id (`c.get("requestId")` and the `x-request-id` header of the answer), runs `inner` (the rest
+ * of the policy every request takes first, in this same layer of Hono's chain: app.ts), then, once the answer is
+ * built, names the trace span, counts it in `http_requests_total` and `http_request_duration_seconds` by method, route
+ * pattern and status, and writes one `request` log line (a refused token's line says why, as its 401 did).
  *
  * @example
  * ```ts
@@ -23,34 +25,36 @@ export const REQUEST_ID_RE = /^[A-Za-z0-9._:\-]{1,128}$/;
  * app.use("*", logRequests());
  * ```
  */
-export function logRequests(): MiddlewareHandler<{ Variables: { requestId: string; authFailure?: string } }> {
+export function logRequests(
+  inner: MiddlewareHandler = (_c, next) => next(),
+): MiddlewareHandler<{ Variables: { requestId: string; authFailure?: string } }> {
   return async (c, next) => {
     const started = performance.now();
     const given = c.req.header("x-request-id");
     const requestId = given && REQUEST_ID_RE.test(given) ? given : crypto.randomUUID();
     c.set("requestId", requestId);
-    // set before the handler runs, so the answer is built with it: a header set after `next` makes Hono copy the
-    // whole Response again (docs/performance.md, The path every request takes)
-    c.header("x-request-id", requestId);
-    await next();
-    if (!c.res.headers.has("x-request-id")) c.header("x-request-id", requestId);
+    await inner(c, next);
+    // set on the answer built, in place (headers.ts, setAnswerHeader)
+    setAnswerHeader(c, "x-request-id", requestId);
     const seconds = (performance.now() - started) / 1000;
-    const unmatched = (c.res.status === 404 || c.res.status === 405) && c.req.routePath.endsWith("*");
+    const status = c.res.status;
+    const routePath = c.req.routePath;
+    const unmatched = (status === 404 || status === 405) && routePath.endsWith("*");
     // labels from closed sets only: a route's pattern, never its path, and any made-up method is `other`
     // (docs/limits.md, "What an anonymous request can grow")
-    const route = unmatched ? "unmatched" : c.req.routePath;
+    const route = unmatched ? "unmatched" : routePath;
     const method = methodLabel(c.req.method);
     nameRequestSpan(method, route);
-    metrics.httpRequests.inc({ method, route, status: statusLabel(c.res.status) });
+    metrics.httpRequests.inc({ method, route, status: statusLabel(status) });
     metrics.httpDuration.observe({ method, route }, seconds);
     log.info("request", {
       request_id: requestId,
       method: c.req.method,
       path: c.req.path,
-      status: c.res.status,
+      status,
       duration_ms: Math.round(seconds * 10_000) / 10,
       // what the 401's WWW-Authenticate said (routes/policy/auth.ts); absent from any other line
-      auth_failure: c.res.status === 401 ? c.get("authFailure") : undefined,
+      auth_failure: status === 401 ? c.get("authFailure") : undefined,
     });
   };
 }
