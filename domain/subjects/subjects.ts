@@ -212,6 +212,19 @@ function editableValues<K extends Kind>(
 }
 
 /**
+ * Every column a registration writes besides the identity: both kinds' editable ones (a kind's own are null for the
+ * other), so every registration sends the same statement text, prepared once, and postgres.js builds no column list
+ * from the given fields (docs/performance.md, "What changed").
+ */
+const WRITTEN: readonly string[] = [...new Set<string>([...KINDS.person.editable, ...KINDS.company.editable])];
+const EDITABLE = { person: new Set<string>(KINDS.person.editable), company: new Set<string>(KINDS.company.editable) };
+/**
+ * A second registration of the same document pair: a given field replaces the stored one, an absent or null one
+ * stays (only PUT clears). Made of the constant column names above only; the values are the insert's parameters.
+ */
+const UPDATE_GIVEN = WRITTEN.map((c) => `${c} = coalesce(excluded.${c}, people.${c})`).join(", ");
+
+/**
  * The upsert of a registration: a new subject, or the given fields of the one with the same document pair (same
  * id), its number as the kind's rules normalised it. With `quotas`, a new subject takes its room in the company's
  * subjects quota in this same statement (`quotas.ts`), so a registration stays one round trip; an update is never
@@ -226,17 +239,16 @@ export async function saveSubject<K extends Kind>(
   documentNumber: string,
   opts: { quotas?: StoredQuotas; ask?: (tx: SqlOrTransaction) => postgres.Fragment } = {},
 ) {
-  // null fields count as absent here; only PUT clears fields
-  const fields = editableValues(kind, input, false) as Record<string, string | null>;
-  const row = {
+  const given = input as Partial<Record<string, string | null>>;
+  const editable = EDITABLE[kind];
+  const row: Record<string, string | null> = {
     id: newId(),
     company_id: companyId,
     kind,
     document_type: input.document_type,
     document_number: documentNumber,
-    ...fields,
   };
-  const updates = Object.keys(fields);
+  for (const column of WRITTEN) row[column] = editable.has(column) ? given[column] ?? null : null;
   const takeIfNew = opts.quotas
     ? tx`where case when saved.created then ${takeRoom(tx, companyId, opts.quotas, { people: 1 })} else true end`
     : tx``;
@@ -244,7 +256,7 @@ export async function saveSubject<K extends Kind>(
     with saved as (
       insert into people ${tx(row)}
       on conflict (company_id, document_type, document_number)
-      do update set ${tx(fields, updates)}, updated_at = now()
+      do update set ${tx.unsafe(UPDATE_GIVEN)}, updated_at = now()
       returning *, (xmax = 0) as created, ${opts.ask ? opts.ask(tx) : tx`false`} as asked
     )
     select * from saved ${takeIfNew}`;
