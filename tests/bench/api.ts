@@ -68,6 +68,7 @@ async function benchService(name: string, env: Record<string, string> = {}) {
     load({ url: base, connections: CONNECTIONS, seconds: SECONDS, script: `${wrkDir}${script}`, env: wrkEnv, request });
   return {
     url,
+    database: decodeURIComponent(new URL(url).pathname.slice(1)),
     base,
     auth,
     wrkDir,
@@ -154,8 +155,8 @@ export async function benchHttp(): Promise<Figures> {
     const requests = (r: LoadResult) => r.requestsPerSecond * SECONDS;
     for (let round = 0; round < ROUNDS; round++) {
       for (const [name, phase] of Object.entries(phases) as [keyof typeof phases, typeof phases.healthz][]) {
-        const service = () => cpuPerRequest(open.pid, phase.service, requests);
-        const plain = () => cpuPerRequest(floor.child.pid, phase.floor, requests);
+        const service = () => cpuPerRequest(open.pid, phase.service, requests, open.database);
+        const plain = () => cpuPerRequest(floor.child.pid, phase.floor, requests, open.database);
         const first = round % 2 === 0 ? await service() : await plain();
         const second = round % 2 === 0 ? await plain() : await service();
         const [s, f] = round % 2 === 0 ? [first, second] : [second, first];
@@ -167,7 +168,12 @@ export async function benchHttp(): Promise<Figures> {
     const getLimited = await limited.get();
     const get = pairs.get_person[pairs.get_person.length - 1].service;
     const money = { base: open.base, auth: open.auth };
-    const payins = await cpuPerRequest(open.pid, () => payinsAcrossSubjects(money, SECONDS, open.wrkDir), requests);
+    const payins = await cpuPerRequest(
+      open.pid,
+      () => payinsAcrossSubjects(money, SECONDS, open.wrkDir),
+      requests,
+      open.database,
+    );
     const at50 = await eventToReceipt(money, 50, RECEIPT_SECONDS);
     const at100 = await eventToReceipt(money, 100, RECEIPT_SECONDS);
 

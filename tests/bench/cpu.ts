@@ -1,7 +1,7 @@
 /**
- * CPU time spent per request during a load phase, by the service's process and by Postgres (every process named
- * `postgres` on the machine: the bench's server; the bench runs nothing else of Postgres meanwhile), read from
- * /proc. Throughput on a shared 2-core machine moves from run to run; what a request costs each side moves much less,
+ * CPU time spent per request during a load phase, by the service's process and by Postgres (its server processes
+ * that serve the bench's database, and those that serve no database, such as the WAL writer and the checkpointer; not
+ * the sessions of other databases, so a test run beside the bench does not land in its figure), read from /proc. Throughput on a shared 2-core machine moves from run to run; what a request costs each side moves much less,
  * and says where a ratio's missing share goes (docs/performance.md, "Where the targets stand"). Linux only: elsewhere
  * the figures are null.
  */
@@ -16,13 +16,19 @@ async function ticksOf(pid: number): Promise<number> {
   return Number(fields[11]) + Number(fields[12]);
 }
 
-async function postgresTicks(): Promise<number> {
+/** A client session's title names its database and ends with its client's address (`127.0.0.1(5432)`, `[local]`). */
+const CLIENT_SESSION = /(\(\d+\)|\[local\])( |$)/;
+
+async function postgresTicks(database: string | undefined): Promise<number> {
   let total = 0;
   for await (const entry of Deno.readDir("/proc")) {
     if (!/^\d+$/.test(entry.name)) continue;
     try {
       const comm = (await Deno.readTextFile(`/proc/${entry.name}/comm`)).trim();
-      if (comm === "postgres") total += await ticksOf(Number(entry.name));
+      if (comm !== "postgres") continue;
+      const title = (await Deno.readTextFile(`/proc/${entry.name}/cmdline`)).replaceAll("\0", " ").trim();
+      const ours = !database || !CLIENT_SESSION.test(title) || title.split(" ").includes(database);
+      if (ours) total += await ticksOf(Number(entry.name));
     } catch {
       // the process ended while it was read
     }
@@ -32,15 +38,19 @@ async function postgresTicks(): Promise<number> {
 
 export type CpuPerRequest = { serviceUs: number | null; postgresUs: number | null };
 
-/** Runs `phase` and divides the CPU both sides spent meanwhile by the requests it answered (`requests` of its result). */
+/**
+ * Runs `phase` and divides the CPU both sides spent meanwhile by the requests it answered (`requests` of its result);
+ * Postgres' side counts the sessions of `database` only (every session without it).
+ */
 export async function cpuPerRequest<T>(
   servicePid: number,
   phase: () => Promise<T>,
   requests: (result: T) => number,
+  database?: string,
 ): Promise<{ result: T; cpu: CpuPerRequest }> {
   let before: [number, number] | null = null;
   try {
-    before = [await ticksOf(servicePid), await postgresTicks()];
+    before = [await ticksOf(servicePid), await postgresTicks(database)];
   } catch {
     // no /proc
   }
@@ -52,7 +62,7 @@ export async function cpuPerRequest<T>(
     result,
     cpu: {
       serviceUs: us((await ticksOf(servicePid)) - before[0]),
-      postgresUs: us((await postgresTicks()) - before[1]),
+      postgresUs: us((await postgresTicks(database)) - before[1]),
     },
   };
 }
