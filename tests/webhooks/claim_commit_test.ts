@@ -20,6 +20,8 @@ import { sleep } from "../support/webhook_receiver.ts";
 
 /** Far longer than a claim takes on an idle server (a few ms): what "has not answered" means here. */
 const UNANSWERED_FOR_MS = 1_000;
+/** The pool's sessions, each of which must have read the standby setting before a claim is timed. */
+const POOL = 4;
 
 Deno.test("a claim answers only once the synchronous standby has it, on a sequential and a parallel endpoint", async (t) => {
   setLogLevel("silent");
@@ -37,16 +39,24 @@ Deno.test("a claim answers only once the synchronous standby has it, on a sequen
     LOG_LEVEL: "silent",
     ...HIGH_LIMITS,
   });
-  const sql = connect(config.databaseUrl, { max: 4 });
+  const sql = connect(config.databaseUrl, { max: POOL });
   const admin = connect(config.databaseUrl, { max: 1 });
   const standby = async (names: string) => {
     await admin.unsafe(`alter system set synchronous_standby_names = '${names}'`);
     await admin`select pg_reload_conf()`;
-    await eventuallyShows(names);
+    // every session reads the reload on its own, when its signal comes: the claim may go through any of the pool's,
+    // so each must show the setting (seen once on the admin's alone, a loaded machine let a claim go before it)
+    await eventuallyShows(admin, names);
+    const sessions = await Promise.all(Array.from({ length: POOL }, () => sql.reserve()));
+    try {
+      for (const session of sessions) await eventuallyShows(session, names);
+    } finally {
+      for (const session of sessions) session.release();
+    }
   };
-  const eventuallyShows = async (names: string) => {
+  const eventuallyShows = async (session: typeof admin | Awaited<ReturnType<typeof sql.reserve>>, names: string) => {
     for (let i = 0; i < 100; i++) {
-      const [{ s }] = await admin<{ s: string }[]>`select current_setting('synchronous_standby_names') as s`;
+      const [{ s }] = await session<{ s: string }[]>`select current_setting('synchronous_standby_names') as s`;
       if (s === names) return;
       await sleep(20);
     }
