@@ -196,17 +196,13 @@ export async function listSubjects<K extends Kind>(
   return rows.map((row) => ofKind<K>(row));
 }
 
-/** The editable fields of `kind` that `input` gives; `keepNull` keeps the nulls that clear a field (PUT). */
-function editableValues<K extends Kind>(
-  kind: K,
-  input: SubjectUpdateInput<K>,
-  keepNull: boolean,
-): EditableValues<K> {
+/** The editable fields of `kind` that an update gives, a `null` among them (it clears the field). */
+function editableValues<K extends Kind>(kind: K, input: SubjectUpdateInput<K>): EditableValues<K> {
   const given = input as Partial<Record<string, string | null>>;
   const out: Partial<Record<string, string | null>> = {};
   for (const key of KINDS[kind].editable) {
     const v = given[key];
-    if (v !== undefined && (keepNull || v !== null)) out[key] = v;
+    if (v !== undefined) out[key] = v;
   }
   return out as EditableValues<K>;
 }
@@ -271,7 +267,7 @@ export async function saveSubject<K extends Kind>(
  */
 export function subjectUpdates<K extends Kind>(kind: K, check: PatchCheck<K>) {
   const judge = (current: SubjectRow<K>, patch: SubjectUpdateInput<K>) => {
-    const fields = editableValues(kind, patch, true);
+    const fields = editableValues(kind, patch);
     const bag = new ErrorBag();
     check(current, fields, bag);
     bag.throwIfAny();
