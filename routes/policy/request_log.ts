@@ -22,11 +22,11 @@ export const REQUEST_ID_RE = /^[A-Za-z0-9._:\-]{1,128}$/;
  * @example
  * ```ts
  * const app = newRouter();
- * app.use("*", logRequests());
+ * app.use("*", logRequests(limitInFlight(max)));
  * ```
  */
 export function logRequests(
-  inner: MiddlewareHandler = (_c, next) => next(),
+  inner: MiddlewareHandler,
 ): MiddlewareHandler<{ Variables: { requestId: string; authFailure?: string } }> {
   return async (c, next) => {
     const started = performance.now();
