@@ -118,37 +118,33 @@ export async function benchHttp(): Promise<Figures> {
     const db = connect(open.url, { max: 1 });
     await db`insert into bench_floor_people select * from people where id = ${open.personId}`;
     await db.end();
-    const onFloor = (path: string, script?: string, request = () => new Request(`${floor.base}${path}`)) => () =>
+    // /healthz of either server: no script, the same request for wrk and the fetch generator
+    const healthz = (base: string) => () =>
       load({
-        url: `${floor.base}${script ? "" : path}`,
+        url: `${base}/healthz`,
         connections: CONNECTIONS,
         seconds: SECONDS,
-        script: script && `${open.wrkDir}${script}`,
+        request: () => new Request(`${base}/healthz`),
+      });
+    // a person phase on the floor: the service's wrk script (its paths are the floor's) or the same request
+    const onFloor = (script: string, request: () => Request) => () =>
+      load({
+        url: floor.base,
+        connections: CONNECTIONS,
+        seconds: SECONDS,
+        script: `${open.wrkDir}${script}`,
         env: open.wrkEnv,
         request,
       });
     const phases = {
-      healthz: {
-        service: () =>
-          load({
-            url: `${open.base}/healthz`,
-            connections: CONNECTIONS,
-            seconds: SECONDS,
-            request: () => new Request(`${open.base}/healthz`),
-          }),
-        floor: onFloor("/healthz"),
-      },
+      healthz: { service: healthz(open.base), floor: healthz(floor.base) },
       post_person: {
         service: open.post,
-        floor: onFloor("", "post_person.lua", newPersonRequest(floor.base, open.auth)),
+        floor: onFloor("post_person.lua", newPersonRequest(floor.base, open.auth)),
       },
       get_person: {
         service: open.get,
-        floor: onFloor(
-          "",
-          "get_person.lua",
-          () => new Request(`${floor.base}/api/v1/subject/people/${open.personId}`),
-        ),
+        floor: onFloor("get_person.lua", () => new Request(`${floor.base}/api/v1/subject/people/${open.personId}`)),
       },
     };
     const pairs: Record<keyof typeof phases, Pair[]> = { healthz: [], post_person: [], get_person: [] };

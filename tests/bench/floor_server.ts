@@ -15,6 +15,9 @@ import { connect } from "../../domain/infra/db.ts";
 const sql = connect(Deno.env.get("DATABASE_URL")!, { max: 10 });
 await sql`create table if not exists bench_floor_people (like people including defaults including constraints including indexes)`;
 
+/** One company for every row, as the service's bench runs with one company's token. */
+const COMPANY = Deno.env.get("FLOOR_COMPANY_ID") ?? crypto.randomUUID();
+
 type PersonBody = { person?: Record<string, string | null | undefined> };
 
 const app = new Hono();
@@ -42,9 +45,6 @@ app.get("/api/v1/subject/people/:id", async (c) => {
   const [row] = await sql`select * from bench_floor_people where id = ${c.req.param("id")}`;
   return row ? c.json({ data: row }) : c.json({ errors: { id: ["not found"] } }, 404);
 });
-
-/** One company for every row, as the service's bench runs with one company's token. */
-const COMPANY = Deno.env.get("FLOOR_COMPANY_ID") ?? crypto.randomUUID();
 
 Deno.serve(
   { port: Number(Deno.env.get("PORT")), hostname: "127.0.0.1", onListen: () => console.log("listening") },
