@@ -17,6 +17,9 @@ import { pruneHistory } from "../domain/webhooks/endpoints/retention.ts";
 import { log } from "../domain/basics/log.ts";
 import { webhookDrainers } from "./drain_webhooks.ts";
 import { retryWireTask } from "./retry_wire.ts";
+import { decideFiltersTask } from "./decide_filters.ts";
+import { companiesWithStaleDeferrals } from "../domain/webhooks/engine/deferred_filters.ts";
+import { askDecision } from "../domain/webhooks/outbox/filter_deferrals.ts";
 
 /** Every graphile-worker task of the service, by task name. */
 export function taskList(deps: Deps): TaskList {
@@ -25,6 +28,7 @@ export function taskList(deps: Deps): TaskList {
     // A drain job an earlier version queued: its records are claimed by the drainers (sql/0023).
     [TASKS.deliverWebhook]: async () => {},
     [TASKS.retryWire]: retryWireTask(deps),
+    [TASKS.decideFilters]: decideFiltersTask(deps),
   };
 }
 
@@ -34,6 +38,14 @@ export function companions(deps: Deps) {
 }
 
 const HOUR_MS = 3_600_000;
+
+/**
+ * Deferred filter verdicts nobody has taken up for a while (a job lost, or failed on a previous release's worker,
+ * which knows no such task): asked for again (docs/webhooks.md, "What a company's filters may spend").
+ */
+async function askStaleDecisions(sql: Deps["sql"]) {
+  for (const companyId of await companiesWithStaleDeferrals(sql)) await askDecision(sql, companyId);
+}
 
 /**
  * `work` started at most once per `everyMs`, never twice at once, in the background: the sweep that calls it does not
@@ -82,7 +94,12 @@ export function upkeep(deps: Deps) {
     onSweep: () => {
       pruneOld();
       pruneAuth();
-      return Promise.all([wakeStalledEndpoints(sql), identifyRegisteredPayers(sql), pruneIdempotencyKeys(sql)]);
+      return Promise.all([
+        wakeStalledEndpoints(sql),
+        identifyRegisteredPayers(sql),
+        pruneIdempotencyKeys(sql),
+        askStaleDecisions(sql),
+      ]);
     },
   };
 }

@@ -39,6 +39,7 @@ import { paymentRoutes } from "./rails/payments.ts";
 import { SIGN_IN_PATH, signInRoutes } from "./integrators/sign_in.ts";
 import { PORTAL_SESSIONS_PATH, portalLinkRoutes } from "./webhooks/portal_links.ts";
 import { portalPageRoutes } from "./console/portal.ts";
+import { configureFilterTime } from "../domain/webhooks/outbox/filter_time.ts";
 
 export const MAX_BODY_BYTES = 22 * 1024 * 1024;
 
@@ -49,6 +50,8 @@ export function createApp(deps: Deps) {
   const app = newRouter();
   const { config, sql } = deps;
   const { limits } = config;
+  // every filter evaluation of this process, by a request or the worker, draws on its company's filter time
+  configureFilterTime({ perSecondMs: limits.filterTimePerSecondMs, burstMs: limits.filterTimeBurstMs });
 
   // What every request takes first, in one layer of Hono's chain (each layer costs every request a dispatch and a
   // promise: docs/performance.md, "The path every request takes"): the id and the log line around the rest; the

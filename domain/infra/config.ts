@@ -79,6 +79,8 @@ const LIMIT_VARS = {
   WEBHOOK_ENDPOINTS_PER_COMPANY: count(50),
   WEBHOOK_CONCURRENCY_PER_COMPANY: count(500),
   WEBHOOK_RECOVER_SCAN_EVENTS: count(20_000),
+  FILTER_TIME_MS_PER_SECOND: rate(50),
+  FILTER_TIME_BURST_MS: count(250),
   WEBHOOK_STATS_READS_PER_COMPANY: count(2),
   WEBHOOK_STATS_READS_PER_INSTANCE: count(4),
   QUOTA_PEOPLE_PER_COMPANY: quota(1_000_000),
@@ -105,6 +107,12 @@ export type Limits = {
   concurrencyPerCompany: number;
   /** Events one recover reads at most while looking for the skipped ones (domain/webhooks/outbox/replay.ts). */
   recoverScanEvents: number;
+  /**
+   * A company's filter time in each instance (domain/webhooks/outbox/filter_time.ts): milliseconds of filter
+   * evaluation a second (0: unbounded) and the most it may save up.
+   */
+  filterTimePerSecondMs: number;
+  filterTimeBurstMs: number;
   /** Endpoint stats reads one company may have running at once in an instance, and all companies together. */
   statsReadsPerCompany: number;
   statsReadsPerInstance: number;
@@ -139,6 +147,8 @@ function limitsFrom(e: { [K in keyof typeof LIMIT_VARS]: number }): Limits {
     endpointsPerCompany: e.WEBHOOK_ENDPOINTS_PER_COMPANY,
     concurrencyPerCompany: e.WEBHOOK_CONCURRENCY_PER_COMPANY,
     recoverScanEvents: e.WEBHOOK_RECOVER_SCAN_EVENTS,
+    filterTimePerSecondMs: e.FILTER_TIME_MS_PER_SECOND,
+    filterTimeBurstMs: e.FILTER_TIME_BURST_MS,
     statsReadsPerCompany: e.WEBHOOK_STATS_READS_PER_COMPANY,
     statsReadsPerInstance: e.WEBHOOK_STATS_READS_PER_INSTANCE,
     peoplePerCompany: e.QUOTA_PEOPLE_PER_COMPANY,

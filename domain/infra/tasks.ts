@@ -4,6 +4,8 @@
  */
 export const TASKS = {
   retryWire: "retry_wire",
+  /** Decides a company's delivery records whose filter its filter time deferred (docs/webhooks.md). */
+  decideFilters: "decide_filters",
   /** Does nothing: the ceiling `deno task bench` measures deliveries against. */
   noop: "noop",
   /**

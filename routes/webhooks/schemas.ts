@@ -345,7 +345,13 @@ export const Delivery = z.object({
   status: z.enum(["pending", "succeeded", "failed"]),
   attempts_count: z.number().int().openapi({ description: "Attempts made so far, manual retries included" }),
   next_attempt_at: ts.nullable().openapi({
-    description: "When the next attempt is due while the record is pending; null once it succeeded or failed",
+    description: "When the next attempt is due while the record is pending; null once it succeeded or failed, and " +
+      "while its filter's verdict is deferred",
+  }),
+  filter_deferred: z.literal(true).optional().openapi({
+    description: "Present while the record waits for its endpoint's filter, which the company's filter time could " +
+      'not pay for when the event came (docs/webhooks.md, "What a company\'s filters may spend"): decided before ' +
+      "its first attempt; a refused record is removed",
   }),
   last_error: z.string().nullable().openapi({
     description: "What went wrong with the last attempt: `HTTP <status>`, or why no answer came (`timeout after " +
@@ -464,6 +470,10 @@ export const RecoverResult = z.object({
     description: "The event this call's replay stopped after, while more remain (pass it back as `skipped_after`); " +
       "null once the range is done",
   }),
+  skipped_deferred: z.number().int().openapi({
+    description: "Of the skipped events queued, those whose filter the company's filter time could not pay for now: " +
+      'queued waiting, decided before their first attempt (docs/webhooks.md, "What a company\'s filters may spend")',
+  }),
 }).openapi("WebhookRecoverResult");
 
 export const TestEventBody = z.object({
@@ -552,6 +562,15 @@ export const EndpointStats = z.object({
         example: "line 1, column 1: No such key: bank_transaction",
       }),
     }).nullable().openapi({ description: "The last such error; null if none" }),
+    deferred: outcomeCount(
+      "Records written before the filter was evaluated, the company's filter time being spent (docs/webhooks.md, " +
+        '"What a company\'s filters may spend"): each waits, and is decided before its first attempt',
+    ),
+    refused_after_deferral: outcomeCount(
+      "Of the deferred records, those the filter then refused: removed, as a record the filter refuses at once is " +
+        "never written",
+    ),
+    deferred_waiting: outcomeCount("Deferred records still waiting for their filter's verdict"),
   }).openapi({
     description: "Errors of the endpoint's filter (docs/webhooks.md, Filters): a key the event lacks, a value of " +
       "another type, the filter's budget, a filter stored before a rule that now refuses it",

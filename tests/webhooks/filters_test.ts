@@ -182,7 +182,13 @@ Deno.test("a hostile filter is refused when saved, and one stored before the rul
         assert.match(errors.last.message, /^not evaluated: line 1, column \d+: .*64 KiB a filter may build$/);
         assert.ok(Date.parse(errors.last.at) > Date.now() - 60_000);
       }
-      assert.deepEqual(await stats(attacker, plain.id), { total: 0, last: null });
+      assert.deepEqual(await stats(attacker, plain.id), {
+        total: 0,
+        last: null,
+        deferred: 0,
+        refused_after_deferral: 0,
+        deferred_waiting: 0,
+      });
     });
 
     await t.step("operational events go through the same budget: endpoint.failing to a hostile filter", async () => {

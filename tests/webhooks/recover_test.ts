@@ -54,6 +54,7 @@ Deno.test("recover and enable: failed deliveries sent again, in order, once each
           skipped: 0,
           skipped_remaining: false,
           skipped_after: null,
+          skipped_deferred: 0,
         },
       });
       await emit(company, 4);

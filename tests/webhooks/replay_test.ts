@@ -64,6 +64,7 @@ Deno.test("replay after disable: the events missed while disabled are sent once,
           skipped: 3,
           skipped_remaining: false,
           skipped_after: null,
+          skipped_deferred: 0,
         },
       });
       await identified(company, 5); // after the recover: a sequential endpoint takes it after the replayed ones
@@ -88,6 +89,7 @@ Deno.test("replay after disable: the events missed while disabled are sent once,
         skipped: 0,
         skipped_remaining: false,
         skipped_after: null,
+        skipped_deferred: 0,
       });
       await sleep(200);
       assert.deepEqual(seqsAt("/story", seen), [2, 3, 4, 5], "nothing sent twice");

@@ -55,7 +55,13 @@ Deno.test("typed filters: refused where they cannot work, delivering once fixed"
       assert.equal(got.body.data.bank_transaction.value, "5000.00");
       assert.equal(rx.at("/fixed").length, 1);
       const stats = (await company.get(`${ENDPOINTS}/${endpoint.id}/stats`)).body.data;
-      assert.deepEqual(stats.filter_errors, { total: 0, last: null });
+      assert.deepEqual(stats.filter_errors, {
+        total: 0,
+        last: null,
+        deferred: 0,
+        refused_after_deferral: 0,
+        deferred_waiting: 0,
+      });
     });
 
     await t.step("changing the types so that the filter no longer type-checks is a 422; the filter stays", async () => {

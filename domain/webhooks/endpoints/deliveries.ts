@@ -11,6 +11,7 @@ import { catalogueEntry } from "../outbox/catalogue.ts";
 import { eventData } from "../outbox/event_data.ts";
 import { emitEvent, enables, EVENT_TYPES, type EventType } from "../outbox/events.ts";
 import { findEvent, findTransactionEvents, type FoundEvent } from "../outbox/event_search.ts";
+import { isDeferred } from "../outbox/filter_deferrals.ts";
 import { REPLAY_LIMIT, type ReplayEndpoint, replaySkipped } from "../outbox/replay.ts";
 
 export const DEFAULT_PER_PAGE = 20;
@@ -50,7 +51,9 @@ export function presentDelivery(d: DeliveryRow, attempts?: AttemptRow[]) {
     type: d.type,
     status: d.status,
     attempts_count: d.attempts,
-    next_attempt_at: isoUtcOrNull(d.next_attempt_at),
+    // a deferred record waits for its filter's verdict, not for a time (filter_deferrals.ts)
+    next_attempt_at: isDeferred(d.next_attempt_at) ? null : isoUtcOrNull(d.next_attempt_at),
+    ...(isDeferred(d.next_attempt_at) && d.status === "pending" ? { filter_deferred: true as const } : {}),
     last_error: d.last_error,
     payload: d.payload,
     event_created_at: isoUtc(d.event_created_at),
@@ -248,6 +251,8 @@ export type RecoverResult = {
   skipped_remaining: boolean;
   /** Where the next call's `skipped_after` goes on (replay.ts); null once the range's skipped events are done. */
   skipped_after: string | null;
+  /** Of `skipped`, the records queued waiting for their filter's verdict (filter_deferrals.ts). */
+  skipped_deferred: number;
 };
 
 /** What bounds one recover (docs/limits.md, "Recover"). */
@@ -326,6 +331,7 @@ export async function recoverDeliveries(
         skipped: replay.skipped,
         skipped_remaining: replay.remaining,
         skipped_after: replay.after,
+        skipped_deferred: replay.deferred ?? 0,
       };
     });
   } catch (err) {

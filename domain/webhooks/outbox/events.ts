@@ -8,7 +8,8 @@ import { newId } from "../../basics/ids.ts";
 import { notifyWake } from "./wake.ts";
 import { currentTraceparent } from "../../infra/tracing.ts";
 import { decideFilters } from "./filters.ts";
-import { recordFilterErrors } from "./filter_errors.ts";
+import { type FilterCount, recordFilterCounts } from "./filter_errors.ts";
+import { writeDeferred } from "./filter_deferrals.ts";
 
 /** Every event type (docs/webhooks.md, Bodies). */
 export const EVENT_TYPES = [
@@ -86,7 +87,9 @@ export function subscribersOf(tx: TransactionSql, companyId: string, type: Event
  *
  * An endpoint with a `filter` gets a record only when its filter gives true for this event (filters.ts), evaluated
  * here, once, from the row the same select reads, within the filter's budget (filter_budget.ts): nothing more for
- * endpoints without one, and a statement more only when a filter errs (its count, filter_errors.ts). A test event
+ * endpoints without one, and a statement more only when a filter errs (its count, filter_errors.ts). An endpoint
+ * whose filter the company's filter time could not pay for now (filter_time.ts) gets its record all the same, waiting
+ * for the engine to decide it (filter_deferrals.ts), with its count and the job that decides it. A test event
  * ignores filters: it was asked for by name (docs/webhooks.md, "Filters").
  *
  * `subscribers`: the endpoints as `subscribersOf` read them, when the caller asked for them already, in a round trip
@@ -108,11 +111,19 @@ export function emitEvent(
     );
   }
   const id = newId();
-  const { passing: endpoints, errors } = opts.onlyEndpointId
-    ? { passing: given, errors: [] }
-    : filtered(given, type, data);
+  const { passing: endpoints, errors, deferred } = opts.onlyEndpointId
+    ? { passing: given, errors: [], deferred: [] }
+    : filtered(companyId, given, type, data);
   // counted with the event, in its transaction, without waiting on another's count (filter_errors.ts)
-  const counted = errors.length > 0 ? recordFilterErrors(tx, companyId, errors) : null;
+  const counts: FilterCount[] = [
+    ...errors.map((e) => ({ endpointId: e.endpointId, message: e.message })),
+    ...deferred.map((e) => ({ endpointId: e.id, deferred: 1 })),
+  ];
+  const counted = counts.length > 0 ? recordFilterCounts(tx, companyId, counts) : null;
+  // the company's filter time was spent: their records are written waiting for the engine's verdict
+  const waiting = deferred.length > 0
+    ? writeDeferred(tx, companyId, id, type, deferred.map((e) => ({ id: newId(), endpointId: e.id })))
+    : null;
   const json = tx.json(data as never);
   // the request's trace, which the deliveries continue (null when tracing is off: docs/webhooks.md, "Tracing")
   const trace = currentTraceparent();
@@ -135,19 +146,20 @@ export function emitEvent(
     from unnest(${endpointIds.map(() => newId())}::uuid[], ${endpointIds}::uuid[]) as d(id, endpoint_id)
     cross join event
     cross join woken`.execute();
-  return Promise.all([counted, inserted]).then(() => ({ id }));
+  return Promise.all([counted, inserted, waiting]).then(() => ({ id }));
 }
 
 /**
  * The endpoints whose filter passes, or that have none, and the errors of the filters that could not say, within
- * their budget (filters.ts, `decideFilters`). The filters see the data as stored and as the snapshot body carries it
+ * their budget (filters.ts, `decideFilters`), and those deferred for want of the company's filter time. The filters see the data as stored and as the snapshot body carries it
  * (a JSON round trip, made only when some endpoint has a filter): the same values the receiver reads.
  */
 function filtered<E extends { id: string; filter: string | null }>(
+  companyId: string,
   endpoints: E[],
   type: EventType,
   data: Record<string, unknown>,
 ) {
-  if (!endpoints.some((e) => e.filter !== null)) return { passing: endpoints, errors: [] };
-  return decideFilters(endpoints, type, JSON.parse(JSON.stringify(data)));
+  if (!endpoints.some((e) => e.filter !== null)) return { passing: endpoints, errors: [], deferred: [] };
+  return decideFilters(companyId, endpoints, type, JSON.parse(JSON.stringify(data)));
 }

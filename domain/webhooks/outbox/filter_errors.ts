@@ -1,6 +1,7 @@
 /**
- * The errors of endpoints' filters, per endpoint (sql/0035, docs/webhooks.md "Filters"): counted by the transaction
- * that emits the event (`recordFilterErrors`, from events.ts), read into the endpoint's stats (`filterErrorsOf`). Kept
+ * The errors of endpoints' filters, per endpoint (sql/0035, docs/webhooks.md "Filters"), and what the company's filter
+ * time deferred (sql/0044): counted by the transaction that emits the event or decides a deferred record
+ * (`recordFilterCounts`), read into the endpoint's stats (`filterErrorsOf`). Kept
  * apart from filters.ts, which evaluates and knows no database, and from endpoint_stats.ts, whose attempts' aggregate
  * the delivery recorder keeps: a filter's error happens before any delivery exists.
  */
@@ -11,22 +12,27 @@ import { isoUtc } from "../../basics/time.ts";
 /** The longest last-error message kept (the filter's own text is at most 1000 characters). */
 const MAX_MESSAGE = 1000;
 
+/** What one transaction adds to an endpoint's counts: an error (with its message), records deferred, records refused. */
+export type FilterCount = { endpointId: string; message?: string | null; deferred?: number; refused?: number };
+
 /**
- * Adds one error to each endpoint named (of `companyId`; the caller calls only with some), with its message as the
- * endpoint's last. One statement: each endpoint's row that no other transaction holds is updated, or a row is made when
- * every row is held, so the emitting transaction never waits for another's count (sql/0035). It is handed to the
+ * Adds to each endpoint named (of `companyId`; the caller calls only with some): one error with its message as the
+ * endpoint's last when `message` is given, and the records written deferred or refused after deferral
+ * (filter_time.ts). One statement: each endpoint's row that no other transaction holds is updated, or a row is made
+ * when every row is held, so the emitting transaction never waits for another's count (sql/0035). It is handed to the
  * connection before this returns (`execute()`), as `emitEvent` needs of its statements.
  */
-export async function recordFilterErrors(
+export async function recordFilterCounts(
   tx: SqlOrTransaction,
   companyId: string,
-  errors: readonly { endpointId: string; message: string }[],
+  counts: readonly FilterCount[],
 ): Promise<void> {
   await tx`
     with e as (
-      select * from unnest(${errors.map((e) => e.endpointId)}::uuid[], ${
-    errors.map((e) => e.message.slice(0, MAX_MESSAGE))
-  }::text[]) as e(endpoint_id, message)
+      select * from unnest(${counts.map((e) => e.endpointId)}::uuid[], ${
+    counts.map((e) => e.message?.slice(0, MAX_MESSAGE) ?? null)
+  }::text[], ${counts.map((e) => e.deferred ?? 0)}::int[], ${counts.map((e) => e.refused ?? 0)}::int[])
+        as e(endpoint_id, message, deferred, refused)
     ), free as (
       select e.endpoint_id, f.id from e cross join lateral (
         select f.id from webhook_endpoint_filter_errors f
@@ -35,18 +41,31 @@ export async function recordFilterErrors(
       ) f
     ), counted as (
       update webhook_endpoint_filter_errors f
-      set errors = f.errors + 1, last_error = e.message, last_error_at = clock_timestamp()
+      set errors = f.errors + (e.message is not null)::int, last_error = coalesce(e.message, f.last_error),
+        last_error_at = case when e.message is null then f.last_error_at else clock_timestamp() end,
+        deferred = f.deferred + e.deferred, refused_after_deferral = f.refused_after_deferral + e.refused
       from free join e using (endpoint_id)
       where f.id = free.id
       returning f.endpoint_id
     )
-    insert into webhook_endpoint_filter_errors (id, company_id, endpoint_id, errors, last_error, last_error_at)
-    select gen_random_uuid(), ${companyId}, e.endpoint_id, 1, e.message, clock_timestamp() from e
+    insert into webhook_endpoint_filter_errors
+      (id, company_id, endpoint_id, errors, last_error, last_error_at, deferred, refused_after_deferral)
+    select gen_random_uuid(), ${companyId}, e.endpoint_id, (e.message is not null)::int, e.message,
+      case when e.message is null then null else clock_timestamp() end, e.deferred, e.refused from e
     where e.endpoint_id not in (select endpoint_id from counted)`.execute();
 }
 
 /** An endpoint's filter errors as its stats show them: how many in all, and the last one. */
-export type FilterErrors = { total: number; last: { at: string; message: string } | null };
+export type FilterErrors = {
+  total: number;
+  last: { at: string; message: string } | null;
+  /** Records written before their filter was evaluated, for want of the company's filter time (filter_time.ts). */
+  deferred: number;
+  /** Of those, the ones the filter then refused: deleted, as the fan-out would have written none. */
+  refused_after_deferral: number;
+  /** Deferred records still waiting for their filter's verdict. */
+  deferred_waiting: number;
+};
 
 /** The filter errors of one endpoint of `companyId` (0 and null when it has had none). */
 export async function filterErrorsOf(
@@ -54,10 +73,28 @@ export async function filterErrorsOf(
   companyId: string,
   endpointId: string,
 ): Promise<FilterErrors> {
-  const [row] = await sql<{ total: string; last_at: Date | null; last_error: string | null }[]>`
+  const [row] = await sql<
+    {
+      total: string;
+      last_at: Date | null;
+      last_error: string | null;
+      deferred: string;
+      refused: string;
+      waiting: number;
+    }[]
+  >`
     select coalesce(sum(errors), 0)::text as total, max(last_error_at) as last_at,
+      coalesce(sum(deferred), 0)::text as deferred, coalesce(sum(refused_after_deferral), 0)::text as refused,
+      (select count(*)::int from webhook_filter_deferrals
+        where company_id = ${companyId} and endpoint_id = ${endpointId}) as waiting,
       (array_agg(last_error order by last_error_at desc nulls last))[1] as last_error
     from webhook_endpoint_filter_errors where company_id = ${companyId} and endpoint_id = ${endpointId}`;
   const last = row?.last_at ? { at: isoUtc(row.last_at), message: row.last_error ?? "" } : null;
-  return { total: Number(row?.total ?? 0), last };
+  return {
+    total: Number(row?.total ?? 0),
+    last,
+    deferred: Number(row?.deferred ?? 0),
+    refused_after_deferral: Number(row?.refused ?? 0),
+    deferred_waiting: row?.waiting ?? 0,
+  };
 }

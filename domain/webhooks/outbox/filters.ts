@@ -22,6 +22,7 @@ import {
   metered,
   meterEvaluations,
 } from "./filter_budget.ts";
+import { charged, FILTER_SLICE_MS, hasFilterTime } from "./filter_time.ts";
 
 /** Longest filter accepted, in characters; with MAX_AST_NODES, what bounds an evaluation's work. */
 export const MAX_FILTER_LENGTH = 1000;
@@ -210,40 +211,38 @@ export function passesFilter(text: string, eventType: string, data: Record<strin
   return evaluateFilter(text, eventType, data).passes;
 }
 
-/** Time all of one event's filters may take together; past it, the rest are not evaluated (an error each). */
-export const MAX_EVENT_FILTERS_MS = 50;
-
 /**
- * The fan-out's decision for one event (events.ts): the endpoints whose filter passes or that have none, and the
- * errors of those whose filter could not say, by endpoint. One tenant's filters together take at most
- * `MAX_EVENT_FILTERS_MS` of an event: the company's remaining filters are then not evaluated, each an error.
+ * The fan-out's decision for one event (events.ts): the endpoints whose filter passes or that have none, the errors of
+ * those whose filter could not say, by endpoint, and the endpoints whose filter was not evaluated for want of time:
+ * the company's filter time was spent (filter_time.ts), or this event's filters took their slice (`FILTER_SLICE_MS`)
+ * already. Those `deferred` still get their records, decided before their first attempt (docs/webhooks.md, "What a
+ * company's filters may spend").
  */
 export function decideFilters<E extends { id: string; filter: string | null }>(
+  companyId: string,
   endpoints: E[],
   eventType: string,
   data: Record<string, unknown>,
-): { passing: E[]; errors: { endpointId: string; message: string }[] } {
+): { passing: E[]; errors: { endpointId: string; message: string }[]; deferred: E[] } {
   const passing: E[] = [];
+  const deferred: E[] = [];
   const errors: { endpointId: string; message: string }[] = [];
-  const deadline = performance.now() + MAX_EVENT_FILTERS_MS;
+  const deadline = performance.now() + FILTER_SLICE_MS;
   for (const e of endpoints) {
     if (e.filter === null) {
       passing.push(e);
       continue;
     }
-    if (performance.now() > deadline) {
-      metrics.filterErrors.inc();
-      errors.push({
-        endpointId: e.id,
-        message: `not evaluated: this event's filters took more than the ${MAX_EVENT_FILTERS_MS} ms they may together`,
-      });
+    if (performance.now() > deadline || !hasFilterTime(companyId)) {
+      deferred.push(e);
       continue;
     }
-    const outcome = evaluateFilter(e.filter, eventType, data);
+    const filter = e.filter;
+    const outcome = charged(companyId, () => evaluateFilter(filter, eventType, data));
     if (outcome.passes) passing.push(e);
     else if (outcome.error !== null) errors.push({ endpointId: e.id, message: outcome.error });
   }
-  return { passing, errors };
+  return { passing, errors, deferred };
 }
 
 /** How many compiled filters are cached (tests check the bound). */

@@ -15,6 +15,9 @@
 import type { TransactionSql } from "../../infra/db.ts";
 import { pgTimestamptz } from "../../basics/time.ts";
 import { passesFilter } from "./filters.ts";
+import { charged, FILTER_SLICE_MS, hasFilterTime, yieldToEventLoop } from "./filter_time.ts";
+import { askDecision, DEFERRED_UNTIL } from "./filter_deferrals.ts";
+import { recordFilterCounts } from "./filter_errors.ts";
 import { OPERATIONAL_EVENT_TYPES } from "./events.ts";
 
 /** At most this many skipped events are queued by one recover; the answer says whether more remain. */
@@ -45,6 +48,8 @@ export type Replayed = {
   remaining: boolean;
   /** The last event this call dealt with, while more of the range remain; null once the range is done. */
   after: string | null;
+  /** Of the records queued, those whose filter waits for the company's filter time (filter_time.ts). */
+  deferred?: number;
 };
 
 const NO_EVENT = "00000000-0000-0000-0000-000000000000";
@@ -120,33 +125,58 @@ export async function replaySkipped(
   const { read, last } = rows[0];
   let after = read === scan ? last : null;
   const chosen: string[] = [];
+  const deferred: string[] = [];
+  // Evaluated in slices, between which other requests are answered, each evaluation charged to the company; once its
+  // filter time is spent, the rest are queued deferred, for the engine to decide (filter_time.ts).
+  let sliceEnd = performance.now() + FILTER_SLICE_MS;
   for (const r of rows) {
     if (r.id === null) continue;
-    // as emitEvent decides (events.ts): the stored data are what the fan-out's filter saw
-    if (filter !== null && !passesFilter(filter, r.type, (r.data ?? {}) as Record<string, unknown>)) continue;
+    let defer = false;
+    if (filter !== null) {
+      if (performance.now() > sliceEnd) {
+        await yieldToEventLoop();
+        sliceEnd = performance.now() + FILTER_SLICE_MS;
+      }
+      const data = (r.data ?? {}) as Record<string, unknown>;
+      // as emitEvent decides (events.ts): the stored data are what the fan-out's filter saw
+      if (!hasFilterTime(companyId)) defer = true;
+      else if (!charged(companyId, () => passesFilter(filter, r.type, data))) continue;
+    }
     if (chosen.length === limit) {
       after = chosen[chosen.length - 1]; // the next call starts at this one's first event left over
       break;
     }
     chosen.push(r.id);
+    if (defer) deferred.push(r.id);
   }
   if (chosen.length === 0) return { skipped: 0, remaining: after !== null, after };
 
   // Set-based, each record at its event's instant. Its id keeps the first 11 bytes of the event's (the UUIDv7's
   // milliseconds and the whole counter that orders ids made in the same millisecond: its last 6 bits are in the 11th
   // byte) and takes the rest at random: the replayed records sort among the endpoint's others by event, which is the
-  // order both delivery modes take records due at the same instant in.
+  // order both delivery modes take records due at the same instant in. A deferred one waits (filter_deferrals.ts).
   const [{ queued }] = await tx<{ queued: number }[]>`
     with queued as (
       insert into webhook_deliveries (id, company_id, event_id, endpoint_id, type, next_attempt_at, inserted_at)
       select encode(overlay(uuid_send(gen_random_uuid()) placing substring(uuid_send(e.id) from 1 for 11) from 1 for 11),
           'hex')::uuid,
-        ${companyId}, e.id, ${endpoint.id}, e.type, now(), e.inserted_at
+        ${companyId}, e.id, ${endpoint.id}, e.type,
+        case when e.id = any(${deferred}::uuid[]) then ${DEFERRED_UNTIL}::timestamptz else now() end, e.inserted_at
       from events e
       where e.company_id = ${companyId} and e.inserted_at >= ${lo} and e.inserted_at < ${hi}
         and e.id = any(${chosen}::uuid[])
-      returning 1
+      returning id, event_id, inserted_at, next_attempt_at
+    ), waiting as (
+      insert into webhook_filter_deferrals (delivery_id, company_id, endpoint_id, event_id, event_inserted_at)
+      select id, ${companyId}, ${endpoint.id}, event_id, inserted_at from queued
+      where next_attempt_at = ${DEFERRED_UNTIL}::timestamptz
     )
     select count(*)::int as queued from queued`;
-  return { skipped: queued, remaining: after !== null, after };
+  if (deferred.length > 0) {
+    await Promise.all([
+      recordFilterCounts(tx, companyId, [{ endpointId: endpoint.id, deferred: deferred.length }]),
+      askDecision(tx, companyId),
+    ]);
+  }
+  return { skipped: queued, remaining: after !== null, after, deferred: deferred.length };
 }
