@@ -104,6 +104,10 @@ export const metrics = {
     "webhook_filter_errors_total",
     "Evaluations of an endpoint's filter that failed (a key the event lacks, a value of another type): no delivery",
   ),
+  filterDeferred: new Counter(
+    "webhook_filter_deferred_total",
+    "Delivery records written before their filter was evaluated, the company's filter time being spent",
+  ),
   deliveryLatency: new Histogram(
     "webhook_event_to_delivery_seconds",
     "Time from the event to its successful delivery",

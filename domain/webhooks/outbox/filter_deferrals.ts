@@ -9,6 +9,7 @@
 import type postgres from "postgres";
 import type { TransactionSql } from "../../infra/db.ts";
 import { TASKS } from "../../infra/tasks.ts";
+import { metrics } from "../../infra/metrics.ts";
 
 /**
  * When a deferred record is due: never, as far as a drainer of any release can tell (a sequential endpoint's lane
@@ -47,6 +48,7 @@ export function writeDeferred(
   type: string,
   deliveries: { id: string; endpointId: string }[],
 ): Promise<unknown> {
+  metrics.filterDeferred.inc({}, deliveries.length);
   return Promise.all([
     tx`
       with recs as (

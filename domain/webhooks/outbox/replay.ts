@@ -18,6 +18,7 @@ import { passesFilter } from "./filters.ts";
 import { charged, FILTER_SLICE_MS, hasFilterTime, yieldToEventLoop } from "./filter_time.ts";
 import { askDecision, DEFERRED_UNTIL } from "./filter_deferrals.ts";
 import { recordFilterCounts } from "./filter_errors.ts";
+import { metrics } from "../../infra/metrics.ts";
 import { OPERATIONAL_EVENT_TYPES } from "./events.ts";
 
 /** At most this many skipped events are queued by one recover; the answer says whether more remain. */
@@ -173,6 +174,7 @@ export async function replaySkipped(
     )
     select count(*)::int as queued from queued`;
   if (deferred.length > 0) {
+    metrics.filterDeferred.inc({}, deferred.length);
     await Promise.all([
       recordFilterCounts(tx, companyId, [{ endpointId: endpoint.id, deferred: deferred.length }]),
       askDecision(tx, companyId),

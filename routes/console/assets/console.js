@@ -332,7 +332,18 @@ function urlCell(e, s) {
     const last = errors.last ? `; last ${utc(errors.last.at)} UTC: ${errors.last.message}` : "";
     td.append(text("span", `filter failed on ${errors.total} event${errors.total === 1 ? "" : "s"}${last}`, "note"));
   }
+  if (errors?.deferred) td.append(text("span", deferredNote(errors), "note"));
   return td;
+}
+
+/**
+ * What the company's filter time deferred for an endpoint: records written before their filter said yes, those it
+ * then refused, and those still waiting (docs/webhooks.md, "What a company's filters may spend").
+ */
+function deferredNote(fe) {
+  const waiting = fe.deferred_waiting ? `, ${fe.deferred_waiting} waiting for their filter` : "";
+  return `Filter deferred on ${fe.deferred} event${fe.deferred === 1 ? "" : "s"} (filter time spent): ` +
+    `${fe.refused_after_deferral} refused then${waiting}`;
 }
 
 /** A link to a view of the console (`#endpoint/<id>`): the address says where it goes, Back comes back. */
@@ -1023,6 +1034,7 @@ async function showEndpoint(id, more = false, focus = false) {
     const last = fe.last ? `; last ${utc(fe.last.at)} UTC: ${fe.last.message}` : "";
     notes.push(text("span", `Filter failed on ${fe.total} event${fe.total === 1 ? "" : "s"}${last}`));
   }
+  if (fe?.deferred) notes.push(text("span", deferredNote(fe)));
   $("endpoint-notes").replaceChildren(...notes);
   $("endpoint-notes").hidden = !notes.length;
   const rows = list.map((d) => {
