@@ -95,7 +95,10 @@ const UTF16 = new TextDecoder("utf-16le");
 
 /** A form to look for, as the decoded text holds it. */
 function asBytes(form: string): string {
-  return UTF16.decode(Uint16Array.from(encoder.encode(form), (b) => b === PLUS ? SPACE : b));
+  const bytes = encoder.encode(form);
+  const units = new Uint16Array(bytes.length);
+  for (let i = 0; i < bytes.length; i++) units[i] = bytes[i] === PLUS ? SPACE : bytes[i];
+  return UTF16.decode(units);
 }
 
 /** Where the longest start of `form` (MIN_TAIL_CHARS or more, shorter than all of it) ends `bytes`, or -1. */
