@@ -1,7 +1,8 @@
 /**
- * One delivery attempt over HTTP: render, sign, add the endpoint's OAuth2 bearer token when it has one, and POST
- * (`sendDelivery`), and the POST itself (`sendWebhook`), which never throws and connects only to the addresses the URL
- * guard checked (docs/webhooks.md, "Where requests go"); the token request is such a POST too.
+ * One delivery attempt over HTTP: render, sign, add the endpoint's OAuth2 bearer token when it has one, POST, and
+ * clear the answer of the secrets it was sent (`sendDelivery`), and the POST itself (`sendWebhook`), which never
+ * throws and connects only to the addresses the URL guard checked (docs/webhooks.md, "Where requests go"); the token
+ * request is such a POST too.
  */
 
 import http from "node:http";
