@@ -170,7 +170,7 @@ const Endpoints = () => (
           <Field
             id="endpoint-secret-headers"
             label="Secret headers"
-            hint="Stored sealed and shown masked: leave a masked value as it is to keep it"
+            hint="Stored sealed and shown masked: leave a masked value as it is to keep it, unless the URL moves to another origin"
             wide
           >
             <textarea
@@ -185,7 +185,7 @@ const Endpoints = () => (
           <Field
             id="endpoint-client-cert"
             label="Client certificate (mTLS)"
-            hint="PEM, for receivers that require one; empty keeps the current one"
+            hint="PEM, for receivers that require one; empty keeps the current one, unless the URL moves to another origin"
             wide
           >
             <textarea
@@ -224,7 +224,7 @@ const Endpoints = () => (
           <Field
             id="endpoint-oauth2-secret"
             label="OAuth2 client secret"
-            hint="Empty on a save: the stored one is kept"
+            hint="Empty on a save: the stored one is kept, unless the URL or token URL moves to another origin"
           >
             <input
               id="endpoint-oauth2-secret"

@@ -92,7 +92,8 @@ const update = createRoute({
   method: "put",
   path: `${base}/{id}`,
   tags,
-  summary: "Update an endpoint; omitted fields are left unchanged",
+  summary: "Update an endpoint; omitted fields are left unchanged, but a url moved to another origin needs the " +
+    "endpoint's secrets again",
   request: { params: IdParam, body: jsonBody(EndpointUpdateBody, ENDPOINT_UPDATE_EXAMPLE) },
   responses: { 200: jsonResponse("Endpoint updated", EndpointEnvelope), ...bodyErrorResponses, ...urlTakenResponse },
 });

@@ -105,7 +105,8 @@ const customHeaders = {
   secret_headers: headerMap(
     "Headers whose values are secret: sent with every attempt, stored sealed, and shown masked after create " +
       "(`****` then the last 4 characters of a value of 16 or more). A value sent back exactly as shown keeps the " +
-      `stored one. ${HEADER_RULES}`,
+      "stored one, except in an update moving url to another origin, which must give the values again (422 " +
+      `otherwise). ${HEADER_RULES}`,
     { "X-Api-Key": "k_live_0123456789abcdef" },
   ),
 };
@@ -128,7 +129,8 @@ const clientCertificate = z.object({
   }),
 }).nullable().openapi("WebhookClientCertificateInput", {
   description: "A client certificate presented to the receiver on every https attempt (mutual TLS); null removes " +
-    "it on update, absent leaves it. docs/webhooks.md, Client certificates (mTLS)",
+    "it on update, absent leaves it, except in an update moving url to another origin, which must give it again. " +
+    "docs/webhooks.md, Client certificates (mTLS)",
 });
 
 /**
@@ -139,8 +141,9 @@ const oauth2 = z.object({
   token_url: requiredText(2048).openapi({ example: "https://auth.example.com/oauth2/token" }),
   client_id: requiredText(MAX_CLIENT_ID_LENGTH).openapi({ example: "payments-webhooks" }),
   client_secret: z.string().min(1).max(MAX_CLIENT_SECRET_LENGTH).nullish().openapi({
-    description: "Required on create, and on an update that changes token_url; left out, an update keeps the stored " +
-      "one. Stored sealed and never shown again",
+    description: "Required on create, and on an update that moves token_url or the endpoint's url to another origin " +
+      "(scheme, host or port) or changes client_auth; left out otherwise, an update keeps the stored one. Stored " +
+      "sealed and never shown again. docs/webhooks.md, Secrets stay with their URL",
   }),
   scope: optionalText(MAX_SCOPE_LENGTH).openapi({ example: "webhooks:write" }),
   audience: optionalText(2048).openapi({ description: "Sent as `audience` when set (Auth0 and others ask for it)" }),

@@ -154,39 +154,70 @@ export async function presentCustomHeaders(
   };
 }
 
-/** Every custom header an attempt sends, secrets opened. */
+/**
+ * Every custom header an attempt sends, secrets opened (`headers`), and the secret ones alone (`secret`): what the
+ * answers to the attempt are cleared of (docs/webhooks.md, "Secrets never echoed").
+ */
 export async function headersToSend(
   box: SecretBox,
   e: Pick<EndpointRow, "id" | "custom_headers" | "sealed_custom_headers">,
-): Promise<Record<string, string>> {
-  return { ...(e.custom_headers ?? {}), ...await openSecretHeaders(box, e) };
+): Promise<{ headers: Record<string, string>; secret: Record<string, string> }> {
+  const secret = await openSecretHeaders(box, e);
+  return { headers: { ...(e.custom_headers ?? {}), ...secret }, secret };
 }
 
 /**
- * The secret headers of a body, sealed for the endpoint. A value equal to what the API shows for the stored value
- * of the same name (its masked form, `maskSecret`) keeps the stored value, so an endpoint object read and sent back
- * as it is changes no secret (docs/webhooks.md, "Custom headers").
+ * The stored sealed value that a given one keeps, if any: the stored value of the same name when the given value is
+ * what the API shows of it (its masked form, `maskSecret`), so an endpoint object read and sent back as it is changes
+ * no secret (docs/webhooks.md, "Custom headers").
  */
+async function keptByMask(
+  box: SecretBox,
+  endpointId: string,
+  name: string,
+  value: string,
+  storedByName: Map<string, string>,
+): Promise<string | undefined> {
+  const kept = storedByName.get(name.toLowerCase());
+  if (kept === undefined || !value.startsWith(MASK)) return undefined;
+  return maskSecret(await box.open(kept, sealContext(endpointId, name))) === value ? kept : undefined;
+}
+
+const byName = (stored: Record<string, string>) =>
+  new Map(Object.entries(stored).map(([name, sealed]) => [name.toLowerCase(), sealed]));
+
+/** The secret headers of a body, sealed for the endpoint; a value sent back masked keeps the stored one (`keptByMask`). */
 async function sealSecretHeaders(
   box: SecretBox,
   endpointId: string,
   given: Record<string, string>,
   stored: Record<string, string> = {},
 ): Promise<Record<string, string>> {
-  const storedByName = new Map(Object.entries(stored).map(([name, sealed]) => [name.toLowerCase(), sealed]));
+  const storedByName = byName(stored);
   const sealed: Record<string, string> = {};
   for (const [name, value] of Object.entries(given)) {
-    const kept = storedByName.get(name.toLowerCase());
-    if (kept !== undefined && value.startsWith(MASK)) {
-      const current = await box.open(kept, sealContext(endpointId, name));
-      if (maskSecret(current) === value) {
-        sealed[name] = kept;
-        continue;
-      }
-    }
-    sealed[name] = await box.seal(value, sealContext(endpointId, name));
+    sealed[name] = await keptByMask(box, endpointId, name, value, storedByName) ??
+      await box.seal(value, sealContext(endpointId, name));
   }
   return sealed;
+}
+
+/**
+ * The names of a body's secret headers sent back masked, which would keep their stored values: a URL moving to another
+ * origin takes none of them along (domain/webhooks/endpoints/bound_secrets.ts).
+ */
+export async function maskedKept(
+  box: SecretBox,
+  endpointId: string,
+  given: Record<string, string>,
+  stored: Record<string, string> = {},
+): Promise<string[]> {
+  const storedByName = byName(stored);
+  const names: string[] = [];
+  for (const [name, value] of Object.entries(given)) {
+    if (await keptByMask(box, endpointId, name, value, storedByName) !== undefined) names.push(name);
+  }
+  return names;
 }
 
 /** The columns of a new endpoint's custom headers (`checkCustomHeaders` has passed). */

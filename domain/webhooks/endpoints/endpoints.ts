@@ -32,6 +32,7 @@ import {
   storedClientCertificate,
 } from "./mtls.ts";
 import { checkOAuth2, oauth2Column, type OAuth2Input, presentOAuth2, storedOAuth2 } from "./oauth2.ts";
+import { refuseSecretsLeftBehind } from "./bound_secrets.ts";
 import { payloadVersionOf } from "../outbox/payload_versions.ts";
 
 /** Endpoint settings as a client sends them; `null` or absent means the default on create, unchanged on update. */
@@ -303,6 +304,8 @@ export async function updateEndpoint(
         select status from webhook_endpoints where company_id = ${companyId} and id = ${id}`;
       if (self?.status === "active") await refuseSecondAtUrl(tx, companyId, input.url, id);
     }
+    // after the company's lock, as every update takes its locks: the company, then the endpoint's row
+    await refuseSecretsLeftBehind(tx, opts.box, companyId, id, input);
     await checkUpdatedEndpointFilter(tx, companyId, id, input);
     const { set: schemeSet } = await schemeSwitch(tx, companyId, id, input, opts.box);
     const { set: oauth2Set } = await oauth2Change(tx, companyId, id, input, opts.box);
@@ -374,7 +377,8 @@ async function schemeSwitch(
 /**
  * What an update does to the endpoint's OAuth2 client credentials (oauth2.ts): nothing (an empty fragment, wrapped as
  * in `schemeSwitch`) when `oauth2` is absent; null removes them; an object replaces them, keeping the stored client
- * secret when none is given and the token URL stays (read under the row's lock).
+ * secret when none is given, which `refuseSecretsLeftBehind` (bound_secrets.ts) allowed before (read under the row's
+ * lock).
  */
 async function oauth2Change(
   tx: SqlOrTransaction,

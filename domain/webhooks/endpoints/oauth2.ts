@@ -11,7 +11,10 @@ import { ErrorBag, type FieldErrors, validationFailed } from "../../basics/error
 import { isSealed, type SecretBox } from "../../infra/secret_box.ts";
 import { OAUTH2_CLIENT_AUTH, type StoredOAuth2 } from "./endpoint_row.ts";
 
-/** The credentials as a client sends them; `client_secret` may be left out of an update that keeps the token URL. */
+/**
+ * The credentials as a client sends them; `client_secret` may be left out of an update that keeps where and how it is
+ * sent (domain/webhooks/endpoints/bound_secrets.ts).
+ */
 export type OAuth2Input = {
   token_url: string;
   client_id: string;
@@ -52,8 +55,10 @@ export function checkOAuth2(
 
 /**
  * The column's value after a create (`current` null) or an update: null removes the credentials; a new client
- * secret is sealed; without one, the stored secret is kept only when the token URL stays the same, so an update
- * cannot send the stored secret to another server (docs/webhooks.md, "OAuth2 client credentials").
+ * secret is sealed; without one, the stored secret is kept. An update reaches this only once the rule of
+ * bound_secrets.ts let it keep the stored secret (the same token URL origin, the same `client_auth`, the same endpoint
+ * URL origin), so an update cannot send the stored secret to another server (docs/webhooks.md, "Secrets stay with
+ * their URL").
  */
 export async function oauth2Column(
   box: SecretBox,
@@ -64,17 +69,8 @@ export async function oauth2Column(
   if (input === null) return null;
   let sealed: string;
   if (input.client_secret != null) sealed = await box.seal(input.client_secret, oauth2SealContext(endpointId));
-  else if (current && current.token_url === input.token_url) sealed = current.sealed_client_secret;
-  else {
-    const errors: FieldErrors = {
-      oauth2: {
-        client_secret: [
-          current ? "is required when token_url changes (the stored one is never sent elsewhere)" : "is required",
-        ],
-      },
-    };
-    throw validationFailed(errors, 422);
-  }
+  else if (current) sealed = current.sealed_client_secret;
+  else throw validationFailed({ oauth2: { client_secret: ["is required"] } } satisfies FieldErrors, 422);
   return {
     token_url: input.token_url,
     client_id: input.client_id,

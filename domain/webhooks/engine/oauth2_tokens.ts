@@ -7,6 +7,8 @@
  */
 
 import type { StoredOAuth2 } from "../endpoints/endpoint_row.ts";
+import { urlOrigin } from "../endpoints/bound_secrets.ts";
+import { redactSecrets, type Secret } from "./redaction.ts";
 
 /** A token is dropped this long before the server said it expires, or a fifth of its life when that is shorter. */
 export const TOKEN_EXPIRY_MARGIN_SECONDS = 30;
@@ -29,10 +31,15 @@ export type TokenPost = (
 /** A token to send, or why there is none: the attempt's `last_error` (it never holds the client secret). */
 export type TokenOutcome = { token: string; expiresAt: number } | { failure: string };
 
-/** What makes one token: a change of any of them (a new secret included) is another credential, another token. */
-export function credentialKey(endpointId: string, c: StoredOAuth2): string {
+/**
+ * What makes one token: a change of any of them (a new secret included) is another credential, another token. The
+ * origin of the endpoint's URL is one of them: a token goes only to the origin it was fetched for, so a URL moved to
+ * another origin gets a token of its own (docs/webhooks.md, "Secrets stay with their URL").
+ */
+export function credentialKey(endpointId: string, endpointUrl: string, c: StoredOAuth2): string {
   return JSON.stringify([
     endpointId,
+    urlOrigin(endpointUrl),
     c.token_url,
     c.client_id,
     c.sealed_client_secret,
@@ -45,11 +52,20 @@ export function credentialKey(endpointId: string, c: StoredOAuth2): string {
 /** `application/x-www-form-urlencoded` as RFC 6749 Appendix B has it (space as `+`). */
 const formEncode = (value: string) => encodeURIComponent(value).replace(/%20/g, "+");
 
+/** What stands for the client secret wherever a token server's answer echoed it. */
+export const CLIENT_SECRET_LABEL = "[client secret]";
+
 /**
  * The token request of RFC 6749 §4.4.2: `grant_type=client_credentials`, with `scope` and `audience` when set, and
  * the client authenticated by HTTP Basic (the default; id and secret form-encoded first, §2.3.1) or in the body.
+ * `secret` is the client secret as the request sends it, for its answer to be cleared of (redaction.ts): in the body
+ * it is an encoding of the secret, in a Basic credential base64 of the form-encoded pair, and of the raw pair, which
+ * other clients send.
  */
-export function tokenRequest(c: StoredOAuth2, clientSecret: string): { body: string; headers: Record<string, string> } {
+export function tokenRequest(
+  c: StoredOAuth2,
+  clientSecret: string,
+): { body: string; headers: Record<string, string>; secret: Secret } {
   const fields: [string, string][] = [["grant_type", "client_credentials"]];
   if (c.scope) fields.push(["scope", c.scope]);
   if (c.audience) fields.push(["audience", c.audience]);
@@ -57,20 +73,24 @@ export function tokenRequest(c: StoredOAuth2, clientSecret: string): { body: str
     "content-type": "application/x-www-form-urlencoded",
     accept: "application/json",
   };
+  const secret: Secret = { value: clientSecret, label: CLIENT_SECRET_LABEL };
   if (c.client_auth === "client_secret_post") fields.push(["client_id", c.client_id], ["client_secret", clientSecret]);
   else {
     const pair = `${formEncode(c.client_id)}:${formEncode(clientSecret)}`;
     headers.authorization = `Basic ${btoa(pair)}`;
+    const raw = new TextEncoder().encode(`${c.client_id}:${clientSecret}`).toBase64();
+    secret.sentAs = [btoa(pair), raw];
   }
-  return { body: fields.map(([k, v]) => `${k}=${formEncode(v)}`).join("&"), headers };
+  return { body: fields.map(([k, v]) => `${k}=${formEncode(v)}`).join("&"), headers, secret };
 }
 
-/** Printable text cut to `max`, with the client secret, should the server echo it, blanked. */
-function shown(value: unknown, max: number, secret: string): string | null {
+/**
+ * Printable text cut to `max`, with the client secret, should the server echo it, cleared first in any of its
+ * encodings (redaction.ts): a cut could otherwise leave a part of it that no longer reads as the whole.
+ */
+function shown(value: unknown, max: number, secret: Secret): string | null {
   if (typeof value !== "string" || value === "") return null;
-  let text = value.replace(/[^\x20-\x7e]/g, "?").slice(0, max);
-  if (secret) text = text.replaceAll(secret, "[client secret]");
-  return text;
+  return redactSecrets(value, [secret]).replace(/[^\x20-\x7e]/g, "?").slice(0, max);
 }
 
 /**
@@ -79,7 +99,7 @@ function shown(value: unknown, max: number, secret: string): string | null {
  */
 export function readTokenAnswer(
   answer: { ok: boolean; httpStatus: number; responseBody: string },
-  clientSecret: string,
+  clientSecret: Secret,
   nowMs: number,
 ): TokenOutcome {
   const failed = (why: string): TokenOutcome => ({ failure: `oauth2 token: ${why}` });

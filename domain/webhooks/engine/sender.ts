@@ -1,7 +1,8 @@
 /**
- * One delivery attempt over HTTP: render, sign, add the endpoint's OAuth2 bearer token when it has one, and POST
- * (`sendDelivery`), and the POST itself (`sendWebhook`), which never throws and connects only to the addresses the URL
- * guard checked (docs/webhooks.md, "Where requests go"); the token request is such a POST too.
+ * One delivery attempt over HTTP: render, sign, add the endpoint's OAuth2 bearer token when it has one, POST, and
+ * clear the answer of the secrets it was sent (`sendDelivery`), and the POST itself (`sendWebhook`), which never
+ * throws and connects only to the addresses the URL guard checked (docs/webhooks.md, "Where requests go"); the token
+ * request is such a POST too.
  */
 
 import http from "node:http";
@@ -25,6 +26,7 @@ import {
 } from "../endpoints/url_guard.ts";
 import { tracedAttempt } from "./attempt_trace.ts";
 import { credentialKey, processTokens, readTokenAnswer, type TokenCache, tokenRequest } from "./oauth2_tokens.ts";
+import { redactSecrets, type Secret } from "./redaction.ts";
 import { openClientSecret } from "../endpoints/oauth2.ts";
 import type { StoredOAuth2 } from "../endpoints/endpoint_row.ts";
 
@@ -153,26 +155,64 @@ export async function sendDelivery(
     }
     : standard;
   // the endpoint's own headers first: none of their names is one of ours (docs/webhooks.md, "Custom headers")
-  const custom = hasCustomHeaders(endpoint) ? await headersToSend(box, endpoint) : {};
+  const opened = hasCustomHeaders(endpoint) ? await headersToSend(box, endpoint) : null;
+  const custom = opened?.headers ?? {};
   // a span of its own, continuing the trace of the request that emitted the event (docs/webhooks.md, "Tracing")
   // the client certificate goes to the receiver only, never to the token URL (docs/webhooks.md, mTLS and OAuth2)
   const toReceiver = client ? { ...opts, client } : opts;
+  const echoed = secretsAtHand(opened?.secret ?? {}, client);
   return await tracedAttempt(endpoint, delivery, async (trace) => {
-    if (!endpoint.oauth2) return await sendWebhook(endpoint.url, body, { ...custom, ...headers, ...trace }, toReceiver);
-    return await withBearer(
-      box,
-      endpoint.id,
-      endpoint.oauth2,
-      opts,
-      (bearer) =>
-        sendWebhook(
-          endpoint.url,
-          body,
-          { ...custom, ...headers, ...trace, authorization: `Bearer ${bearer}` },
-          toReceiver,
-        ),
+    if (!endpoint.oauth2) {
+      return cleared(await sendWebhook(endpoint.url, body, { ...custom, ...headers, ...trace }, toReceiver), echoed);
+    }
+    return cleared(
+      await withBearer(
+        box,
+        endpoint,
+        endpoint.oauth2,
+        opts,
+        (bearer) =>
+          sendWebhook(
+            endpoint.url,
+            body,
+            { ...custom, ...headers, ...trace, authorization: `Bearer ${bearer}` },
+            toReceiver,
+          ),
+      ),
+      echoed,
     );
   });
+}
+
+/**
+ * The secrets an attempt opened that the receiver's answer is cleared of (docs/webhooks.md, "Secrets never echoed"):
+ * the secret headers it sends, and the client certificate's key. The OAuth2 client secret never goes to the receiver;
+ * the token server's answer is cleared of it where it is read (oauth2_tokens.ts).
+ */
+function secretsAtHand(secretHeaders: Record<string, string>, client: ClientCredential | null): Secret[] {
+  const secrets: Secret[] = Object.entries(secretHeaders).map(([name, value]) => ({
+    value,
+    label: `[secret header ${name}]`,
+  }));
+  if (client) secrets.push({ value: client.key, label: "[client certificate key]" });
+  return secrets;
+}
+
+/**
+ * The answer as it is recorded, logged and shown: its text and kept headers without `secrets` in any encoding
+ * (redaction.ts). An endpoint without secrets keeps its answer as it came, at no cost.
+ */
+function cleared(result: SendResult, secrets: Secret[]): SendResult {
+  if (secrets.length === 0) return result;
+  const headers = Object.entries(result.responseHeaders ?? {}).map(([name, value]) => [
+    name,
+    redactSecrets(value, secrets),
+  ]);
+  return {
+    ...result,
+    responseBody: redactSecrets(result.responseBody, secrets),
+    responseHeaders: Object.fromEntries(headers),
+  };
 }
 
 /**
@@ -184,20 +224,21 @@ export async function sendDelivery(
  */
 async function withBearer(
   box: SecretBox,
-  endpointId: string,
+  endpoint: Pick<EndpointRow, "id" | "url">,
   credentials: StoredOAuth2,
   opts: SendOptions,
   send: (bearer: string) => Promise<SendResult>,
 ): Promise<SendResult> {
   const tokens = opts.tokens ?? processTokens;
-  const key = credentialKey(endpointId, credentials);
+  // the token is kept for the endpoint's origin too: one fetched for another origin never goes to this one
+  const key = credentialKey(endpoint.id, endpoint.url, credentials);
   const started = performance.now();
   const outcome = await tokens.bearer(key, async () => {
-    const clientSecret = await openClientSecret(box, endpointId, credentials);
+    const clientSecret = await openClientSecret(box, endpoint.id, credentials);
     const request = tokenRequest(credentials, clientSecret);
     const sentAt = Date.now();
     const answer = await sendWebhook(credentials.token_url, request.body, request.headers, opts);
-    return readTokenAnswer(answer, clientSecret, sentAt);
+    return readTokenAnswer(answer, request.secret, sentAt);
   });
   if ("failure" in outcome) {
     return {

@@ -613,7 +613,8 @@ $("endpoint-form").addEventListener(
       rate_limit: $("endpoint-rate").value.trim() === "" ? null : Number($("endpoint-rate").value),
       headers: headerMap($("endpoint-headers").value),
       secret_headers: headerMap($("endpoint-secret-headers").value),
-      // no token URL: no OAuth2 (null removes it); no secret: the stored one is kept for the same token URL
+      // no token URL: no OAuth2 (null removes it); no secret: the stored one is kept while it goes where it went
+      // (docs/webhooks.md, "Secrets stay with their URL": the API names what a move to another origin needs again)
       oauth2: $("endpoint-oauth2-url").value.trim()
         ? {
           token_url: $("endpoint-oauth2-url").value.trim(),
