@@ -51,8 +51,7 @@ export const conflict = (errors: FieldErrors) => new ApiError(409, errors);
  * 413; `bound` names the limit the body passed, after decisions' `Payload Too Large`, so a client matching the start
  * still does (docs/errors.md, Messages).
  */
-export const payloadTooLarge = (bound?: string) =>
-  new ApiError(413, { detail: bound ? `Payload Too Large: ${bound}` : "Payload Too Large" });
+export const payloadTooLarge = (bound: string) => new ApiError(413, { detail: `Payload Too Large: ${bound}` });
 export const methodNotAllowed = (allowed: string[]) =>
   new ApiError(405, { detail: "Method Not Allowed" }, { allow: allowed.join(", ") });
 export const requestTimeout = () => new ApiError(408, { detail: "Request Timeout" });

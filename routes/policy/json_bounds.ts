@@ -108,7 +108,7 @@ export class JsonBounds {
     const quote = i < end ? bytes.indexOf(QUOTE, i) : -1;
     const stop = quote < 0 ? end : quote;
     // the backslashes just before the quote (or the chunk's end): an odd run escapes it; none before `i` belongs to
-    // the run, since `i` follows the opening quote or an escaped byte
+    // the run, since `i` follows the opening quote, an escaped byte, or a chunk whose backslashes all came in pairs
     let run = 0;
     while (stop - run - 1 >= i && bytes[stop - run - 1] === BACKSLASH) run++;
     if (quote < 0) {
