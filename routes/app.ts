@@ -41,8 +41,6 @@ import { PORTAL_SESSIONS_PATH, portalLinkRoutes } from "./webhooks/portal_links.
 import { portalPageRoutes } from "./console/portal.ts";
 import { configureFilterTime } from "../domain/webhooks/outbox/filter_time.ts";
 
-export const MAX_BODY_BYTES = 22 * 1024 * 1024;
-
 type Router = ReturnType<typeof newRouter>;
 
 /** The whole HTTP API, without a server: `main.ts` serves it and tests call `app.request`. */
@@ -70,7 +68,8 @@ export function createApp(deps: Deps) {
   );
   // the token is checked before a byte of the body is read: an anonymous client cannot make us receive 22 MB
   // sign-in is how a token is obtained: it has no company yet, and its own throttle (routes/integrators/sign_in.ts);
-  // so is a portal link's exchange, whose code is the credential (routes/webhooks/portal_links.ts)
+  // so is a portal link's exchange, whose code is the credential (routes/webhooks/portal_links.ts); neither carries
+  // a file, so an anonymous body stops at 256 KiB (routes/policy/read_body.ts)
   const guard = new TokenGuard(sql);
   const authenticate = requireCompany(config, guard);
   const apiRate = sharedRateLimiter(sql, "api", { perSecond: limits.requestsPerSecond, burst: limits.requestBurst });
@@ -85,8 +84,9 @@ export function createApp(deps: Deps) {
     app.use("/api/sandbox/*", limitPerCompany(sharedRateLimiter(sql, "sandbox", sandboxRate)));
   }
   // a route (not middleware, whose method is ALL) matched this method and path: the router already knows
-  const routed = (c: Context) => c.req.matchedRoutes.some((r) => r.method !== "ALL");
-  const read = readBody({ maxBytes: MAX_BODY_BYTES, timeoutMs: config.bodyTimeoutMs, when: routed });
+  const routeOf = (c: Context) => c.req.matchedRoutes.find((r) => r.method !== "ALL");
+  const routed = (c: Context) => routeOf(c) !== undefined;
+  const read = readBody({ timeoutMs: config.bodyTimeoutMs, route: routeOf });
   // after the token (the key is the company's, so a request without one passes by) and the body read (a replay must
   // be the same bytes); one layer with the read
   const idempotent = idempotentPosts(sql, { when: routed, box: () => secretBoxFor(config) });

@@ -47,7 +47,11 @@ export const notFound = () => new ApiError(404, { detail: "Not Found" });
 export const unprocessable = (detail: string) => new ApiError(422, { detail });
 /** The request is well formed but clashes with what exists (a second active endpoint at one URL). */
 export const conflict = (errors: FieldErrors) => new ApiError(409, errors);
-export const payloadTooLarge = () => new ApiError(413, { detail: "Payload Too Large" });
+/**
+ * 413; `bound` names the limit the body passed, after decisions' `Payload Too Large`, so a client matching the start
+ * still does (docs/errors.md, Messages).
+ */
+export const payloadTooLarge = (bound: string) => new ApiError(413, { detail: `Payload Too Large: ${bound}` });
 export const methodNotAllowed = (allowed: string[]) =>
   new ApiError(405, { detail: "Method Not Allowed" }, { allow: allowed.join(", ") });
 export const requestTimeout = () => new ApiError(408, { detail: "Request Timeout" });

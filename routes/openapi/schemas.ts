@@ -7,6 +7,8 @@ import { z } from "@hono/zod-openapi";
 import "./validation.ts"; // installs the message vocabulary before any schema parses
 import { UUID_RE } from "../../domain/basics/ids.ts";
 import { DECIMAL_FORMAT } from "../../domain/basics/money.ts";
+import { MAX_BODY_BYTES, MAX_FILELESS_BODY_BYTES } from "../policy/read_body.ts";
+import { MAX_JSON_DEPTH, MAX_JSON_VALUES } from "../policy/json_bounds.ts";
 
 /** A required string: missing, null or blank answers "can't be blank". */
 export const requiredText = (max = 255) => z.string().trim().min(1).max(max);
@@ -100,10 +102,18 @@ export const recoverRunningResponse = {
   409: errorResponse("A recover of this endpoint is already running: try again once it has answered"),
 } as const;
 
-/** Every POST and PUT: whatever it sends, a body over 22 MB is refused before it is read. */
+/**
+ * Every POST and PUT: a body past its route's bounds is refused before it is parsed (docs/limits.md, "Request
+ * bodies"), with figures from routes/policy/read_body.ts and json_bounds.ts.
+ */
 export const bodyErrorResponses = {
   ...errorResponses,
-  413: errorResponse("Body over 22 MB"),
+  413: errorResponse(
+    `Body past its bounds, refused before it is parsed: over ${MAX_BODY_BYTES / 1024 / 1024} MB for a person's ` +
+      `registration or a document upload, over ${MAX_FILELESS_BODY_BYTES / 1024} KiB for any other route, or JSON ` +
+      `of more than ${MAX_JSON_VALUES.toLocaleString("en-US")} values or nested more than ${MAX_JSON_DEPTH} deep; ` +
+      "`errors.detail` names the bound",
+  ),
 } as const;
 
 /**

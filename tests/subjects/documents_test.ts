@@ -396,7 +396,7 @@ Deno.test("document upload", async (t) => {
     });
     const tooBig = await company.post(`/api/v1/subject/${personId}/documents`, huge);
     assert.equal(tooBig.status, 413);
-    assert.deepEqual(tooBig.body, { errors: { detail: "Payload Too Large" } });
+    assert.deepEqual(tooBig.body, { errors: { detail: "Payload Too Large: a body of this route is at most 22 MB" } });
   });
 
   await t.step("malformed bodies are 4xx, never 5xx", async () => {

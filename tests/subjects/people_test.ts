@@ -490,7 +490,8 @@ Deno.test("bad requests answer 4xx with the documented body, never 5xx", async (
 
   await t.step("a body over 22 MB answers 413", async () => {
     const res = await company.post("/api/v1/subject/people", JSON.stringify({ pad: "x".repeat(23 * 1024 * 1024) }));
-    assert.deepEqual([res.status, res.body], [413, { errors: { detail: "Payload Too Large" } }]);
+    const detail = "Payload Too Large: a body of this route is at most 22 MB";
+    assert.deepEqual([res.status, res.body], [413, { errors: { detail } }]);
   });
 
   await t.step("a non-UUID path id answers 400; an unknown one 404", async () => {

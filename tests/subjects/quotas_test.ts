@@ -12,6 +12,7 @@ import { migrate, migrationFiles } from "../../domain/infra/migrate.ts";
 import { cnpj, cpf } from "../support/check_digits.ts";
 import { international } from "../support/bank_accounts.ts";
 import { type Company, dropDatabase, freshDatabase, newCompany, type Reply, setup } from "../support/helpers.ts";
+import { textDocument } from "../support/subjects.ts";
 
 const PEOPLE = "/api/v1/subject/people";
 const COMPANIES = "/api/v1/subject/companies";
@@ -28,14 +29,6 @@ const person = (documentNumber: string, extra: Record<string, unknown> = {}) => 
     fiscal_country: "BRA",
     ...extra,
   },
-});
-
-/** A plain-text document of exactly `bytes` bytes. */
-const textDocument = (bytes: number) => ({
-  labels: ["address-proof"],
-  file_type: "text/plain",
-  file_name: "proof.txt",
-  file_data: new TextEncoder().encode("a".repeat(bytes)).toBase64(),
 });
 
 const pixAccount = () => ({

@@ -1,4 +1,7 @@
-/** A subject as an integrator registers one, for the tests whose story starts with a person already there. */
+/**
+ * A subject as an integrator registers one, for the tests whose story starts with a person already there, and a
+ * document of a given size to register with it or upload.
+ */
 import assert from "node:assert/strict";
 import type { Company } from "./helpers.ts";
 
@@ -10,3 +13,11 @@ export async function newPerson(company: Company, documentNumber = "52998224725"
   assert.ok(res.status === 201 || res.status === 200, JSON.stringify(res.body));
   return res.body.data.id;
 }
+
+/** A plain-text document of exactly `bytes` bytes, as sent in a person's `documents` or uploaded. */
+export const textDocument = (bytes: number) => ({
+  labels: ["address-proof"],
+  file_type: "text/plain",
+  file_name: "proof.txt",
+  file_data: new TextEncoder().encode("a".repeat(bytes)).toBase64(),
+});
