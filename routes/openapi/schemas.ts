@@ -100,6 +100,16 @@ export const recoverRunningResponse = {
   409: errorResponse("A recover of this endpoint is already running: try again once it has answered"),
 } as const;
 
+/** A route that prints the service's own address, which production needs PUBLIC_BASE_URL for (docs/errors.md). */
+export const publicBaseUrlResponse = {
+  503: errorResponse(
+    "The instance is handling as many requests as it may, or its database is unavailable: try again after " +
+      "`Retry-After`. Without `Retry-After`: in production, PUBLIC_BASE_URL is not set, and nothing is made until the " +
+      "service's operator sets it",
+    retryAfter,
+  ),
+} as const;
+
 /** Every POST and PUT: whatever it sends, a body over 22 MB is refused before it is read. */
 export const bodyErrorResponses = {
   ...errorResponses,
