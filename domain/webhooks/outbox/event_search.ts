@@ -103,12 +103,13 @@ async function writtenBefore(
   lookup: { since: string; since_ms: number },
 ): Promise<FoundEvent[]> {
   const until = new Date(lookup.since_ms + ID_INSTANT_MARGIN_MS);
+  // `since` as text: postgres.js would hand a timestamptz parameter to JavaScript's Date, which drops its microseconds
   return [
     ...await sql<FoundEvent[]>`
     select id, inserted_at::text as instant from (
       select id, inserted_at, data from events
       where company_id = ${companyId} and id >= ${lowestIdAt(from)} and id < ${lowestIdAt(until)}
-        and inserted_at >= ${from} and inserted_at < ${lookup.since}::timestamptz
+        and inserted_at >= ${from} and inserted_at < ${lookup.since}::text::timestamptz
       order by id
       limit ${TRANSACTION_SEARCH_EVENTS}
     ) e
