@@ -80,6 +80,10 @@ export async function start(config: Config) {
   if (config.appEnv === "production" && config.sandbox) {
     log.warn("SANDBOX is on in production: integrators can fabricate pay-ins and pay-outs that send real webhooks");
   }
+  // not a refusal: a rolling upgrade goes on, and only making a portal link needs it (docs/production.md)
+  if (config.appEnv === "production" && config.publicBaseUrl === null) {
+    log.warn("PUBLIC_BASE_URL is not set: portal links are refused (503) until it is");
+  }
   const { server, ready, drain } = bind(config);
 
   let embedded: EmbeddedPostgres | null = null;

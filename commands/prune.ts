@@ -19,6 +19,7 @@ try {
   );
   console.log(`delivery records deleted: ${pruned.deliveries}`);
   console.log(`endpoint stats minutes deleted: ${pruned.stats_rows}`);
+  console.log(`transaction search rows deleted: ${pruned.transaction_rows}`);
 } finally {
   await close();
 }

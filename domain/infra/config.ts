@@ -207,6 +207,35 @@ function isDatabaseUrl(text: string): boolean {
   }
 }
 
+// The address integrators reach the service at (docs/production.md, "The service's own address"): what the links it
+// hands out point at. Never quoted back: a URL may carry a password, and one that does is refused.
+const PUBLIC_BASE_URL_EXPECTED = "must be an http:// or https:// URL, with a path or none and nothing else " +
+  "(https://payments.example.com, https://example.com/payments)";
+
+/**
+ * An http(s) origin and an optional path, without user, password, query or fragment: as text, without the path's
+ * trailing slash, so a link is the base and its own path. Null for anything else.
+ */
+export function parsePublicBaseUrl(text: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return null;
+  }
+  const plain = ["http:", "https:"].includes(url.protocol) && !url.username && !url.password && !/[?#]/.test(text);
+  return plain ? url.origin + url.pathname.replace(/\/+$/, "") : null;
+}
+
+// unset or empty (a deployment template that lost its value): none, as `secret` reads its variables
+const publicBaseUrl = z.string().optional().transform((text, ctx) => {
+  if (text === undefined || text.trim() === "") return undefined;
+  const base = parsePublicBaseUrl(text.trim());
+  if (base !== null) return base;
+  ctx.addIssue({ code: "custom", message: PUBLIC_BASE_URL_EXPECTED });
+  return z.NEVER;
+});
+
 const EnvSchema = z.object({
   PORT: numeric({ min: 0, max: 65535, whole: true }).default(4000),
   HOST: z.string().default("127.0.0.1"),
@@ -243,6 +272,7 @@ const EnvSchema = z.object({
   LOG_LEVEL: oneOf(["debug", "info", "warn", "error", "silent"]).default("info"),
   TRUST_PROXY_HOPS: numeric({ min: 0, max: 10, whole: true }).default(0),
   TRUST_PROXY_HEADER: oneOf(["x-forwarded-for", "forwarded"]).default("x-forwarded-for"),
+  PUBLIC_BASE_URL: publicBaseUrl,
   ...TRACING_VARS,
   ...LIMIT_VARS,
 });
@@ -301,6 +331,12 @@ export type Config = {
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
   /** Reverse proxies in front whose forwarded-for header is believed (0: none, the connection's address counts). */
   trustProxy: { hops: number; header: "x-forwarded-for" | "forwarded" };
+  /**
+   * `PUBLIC_BASE_URL`: where integrators reach the service, an origin and an optional path without its trailing slash;
+   * what a portal link points at. Null when unset: production then refuses to make a link, development and test use
+   * the address the request came to (domain/integrators/portal_links.ts, `portalLinkBase`).
+   */
+  publicBaseUrl: string | null;
   /**
    * OpenTelemetry (`OTEL_DENO=true`, off by default): spans of requests, statements and webhook attempts exported over
    * OTLP by the runtime to `endpoint` (the runtime's default, http://localhost:4318, when null).
@@ -403,6 +439,7 @@ export function loadConfig(
     secretEncryptionKeyPrevious: e.SECRET_ENCRYPTION_KEY_PREVIOUS ?? null,
     logLevel: e.LOG_LEVEL,
     trustProxy: { hops: e.TRUST_PROXY_HOPS, header: e.TRUST_PROXY_HEADER },
+    publicBaseUrl: e.PUBLIC_BASE_URL ?? null,
     tracing: {
       enabled: e.OTEL_DENO,
       endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT ?? null,

@@ -11,7 +11,7 @@
  */
 import type { Sql } from "../infra/db.ts";
 import { newId } from "../basics/ids.ts";
-import { notFound, unprocessable } from "../basics/errors.ts";
+import { ApiError, notFound, unprocessable } from "../basics/errors.ts";
 import { signToken, type TokenSettings } from "./tokens.ts";
 
 /** How long a code may wait to be exchanged: short, as the page opens it at once (seconds). */
@@ -85,6 +85,31 @@ function newCode(): string {
 /** The code as stored: its SHA-256. 256 random bits need no slow hash; the table alone opens nothing. */
 async function hashCode(code: string): Promise<Uint8Array> {
   return new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(code)));
+}
+
+/** Why production makes no link without the service's public address (docs/errors.md, "Status codes"). */
+export const PUBLIC_BASE_URL_MISSING = "Portal links are unavailable: this service's operator has not set " +
+  "PUBLIC_BASE_URL, the address links point at";
+
+/**
+ * Where a link's url starts: the service's public address, `PUBLIC_BASE_URL` (`publicBaseUrl` of infra/config.ts),
+ * never the address a request names: its Host is the caller's to write, and a link would carry its code to whatever
+ * host that said. Without it, production refuses (503, naming the setting: the operator's to fix, and not kept by an
+ * Idempotency-Key, so the same request succeeds once it is set); development and test take `requestOrigin`, the
+ * address a laptop was reached at. Asked before the link is made, so a refusal leaves none behind.
+ */
+export function portalLinkBase(
+  settings: { publicBaseUrl: string | null; appEnv: string },
+  requestOrigin: () => string,
+): string {
+  if (settings.publicBaseUrl !== null) return settings.publicBaseUrl;
+  if (settings.appEnv === "production") throw new ApiError(503, { detail: PUBLIC_BASE_URL_MISSING });
+  return requestOrigin();
+}
+
+/** A link's url: its console page under `base`, the code after `#`, which a browser sends to no server or log. */
+export function portalLinkUrl(base: string, linkId: string, code: string): string {
+  return `${base}/console/portal/${linkId}#code=${code}`;
 }
 
 /**

@@ -102,6 +102,16 @@ export const recoverRunningResponse = {
   409: errorResponse("A recover of this endpoint is already running: try again once it has answered"),
 } as const;
 
+/** A route that prints the service's own address, which production needs PUBLIC_BASE_URL for (docs/errors.md). */
+export const publicBaseUrlResponse = {
+  503: errorResponse(
+    "The instance is handling as many requests as it may, or its database is unavailable: try again after " +
+      "`Retry-After`. Without `Retry-After`: in production, PUBLIC_BASE_URL is not set, and nothing is made until the " +
+      "service's operator sets it",
+    retryAfter,
+  ),
+} as const;
+
 /**
  * Every POST and PUT: a body past its route's bounds is refused before it is parsed (docs/limits.md, "Request
  * bodies"), with figures from routes/policy/read_body.ts and json_bounds.ts.
@@ -109,8 +119,10 @@ export const recoverRunningResponse = {
 export const bodyErrorResponses = {
   ...errorResponses,
   413: errorResponse(
-    `Body past its bounds, refused before it is parsed: over ${MAX_BODY_BYTES / 1024 / 1024} MB for a person's ` +
-      `registration or a document upload, over ${MAX_FILELESS_BODY_BYTES / 1024} KiB for any other route, or JSON ` +
+    `Body past its bounds, refused before it is parsed: over ${
+      MAX_BODY_BYTES / 1024 / 1024
+    } MB for the people and company ` +
+      `routes and a document upload, over ${MAX_FILELESS_BODY_BYTES / 1024} KiB for any other route, or JSON ` +
       `of more than ${MAX_JSON_VALUES.toLocaleString("en-US")} values or nested more than ${MAX_JSON_DEPTH} deep; ` +
       "`errors.detail` names the bound",
   ),

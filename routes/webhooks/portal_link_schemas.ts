@@ -52,7 +52,7 @@ export const PortalLink = z.object({
 export const NewPortalLink = PortalLink.extend({
   url: z.string().openapi({
     description: "The console page of this link with the code after `#`: hand it to your customer or frame it. " +
-      "Shown this once",
+      "Under the service's PUBLIC_BASE_URL, never the Host the request named. Shown this once",
     example: "https://payments.example.com/console/portal/0190f0e2-7c3b-7d4e-9a51-2f1c3b5d7e90#code=plc_…",
   }),
   code: z.string().openapi({

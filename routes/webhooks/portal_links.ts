@@ -15,7 +15,9 @@ import {
   getPortalLink,
   LINK_TTL,
   type PortalLink as Link,
+  portalLinkBase,
   portalLinkStatus,
+  portalLinkUrl,
   revokePortalLink,
   SESSION_TTL,
 } from "../../domain/integrators/portal_links.ts";
@@ -24,7 +26,14 @@ import { countSignInFailure, reserveSignIn, settleSignIn } from "../../domain/in
 import { clientAddress, type TrustedProxies } from "../policy/client_address.ts";
 import { newRouter } from "../openapi/router.ts";
 import { alsoCheck } from "../openapi/validation.ts";
-import { bodyErrorResponses, errorResponses, IdParam, jsonBody, jsonResponse } from "../openapi/schemas.ts";
+import {
+  bodyErrorResponses,
+  errorResponses,
+  IdParam,
+  jsonBody,
+  jsonResponse,
+  publicBaseUrlResponse,
+} from "../openapi/schemas.ts";
 import {
   NewPortalLink,
   PORTAL_LINK_CREATE_EXAMPLE,
@@ -61,6 +70,7 @@ const create = createRoute({
   responses: {
     201: jsonResponse("Link made; its url and code are shown this once", z.object({ data: NewPortalLink })),
     ...bodyErrorResponses,
+    ...publicBaseUrlResponse,
   },
 });
 
@@ -117,10 +127,11 @@ function presentLink(link: Link) {
 }
 
 /**
- * The origin the caller reached this service at, for the link's url: the request's own, with `https` when a trusted
- * proxy says the client came over it (a proxy that ends TLS forwards plain http).
+ * The origin the caller reached this service at, for a link's url outside production when PUBLIC_BASE_URL is unset
+ * (`portalLinkBase`): the request's own, with `https` when a trusted proxy says the client came over it (a proxy that
+ * ends TLS forwards plain http).
  */
-function publicOrigin(c: Context, trust: TrustedProxies): string {
+function requestOrigin(c: Context, trust: TrustedProxies): string {
   const url = new URL(c.req.url);
   const proto = c.req.header("x-forwarded-proto")?.split(",").at(-1)?.trim();
   if (trust.hops > 0 && proto === "https") url.protocol = "https:";
@@ -140,14 +151,13 @@ export function portalLinkRoutes(deps: Deps) {
   return newRouter()
     .openapi(create, async (c) => {
       const body = c.req.valid("json");
+      const base = portalLinkBase(config, () => requestOrigin(c, config.trustProxy));
       const { link, code } = await createPortalLink(sql, c.get("companyId"), {
         allowedOrigins: parseAllowedOrigins(body.allowed_origins ?? [], origins),
         expiresIn: body.expires_in ?? LINK_TTL.default,
         sessionSeconds: body.session_expires_in ?? SESSION_TTL.default,
       });
-      // the code is after `#`: a browser never sends it to a server, a log or a Referer
-      const url = `${publicOrigin(c, config.trustProxy)}/console/portal/${link.id}#code=${code}`;
-      return c.json({ data: { ...presentLink(link), url, code } }, 201);
+      return c.json({ data: { ...presentLink(link), url: portalLinkUrl(base, link.id, code), code } }, 201);
     }, alsoCheck(PortalLinkCreateBody, (parts) => parseAllowedOrigins(parts.allowed_origins ?? [], origins)))
     .openapi(show, async (c) => {
       const link = await getPortalLink(sql, c.get("companyId"), c.req.valid("param").id);

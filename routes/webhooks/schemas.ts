@@ -420,8 +420,7 @@ export const EventsQuery = z.object({
   event_id: queryUuid.optional().openapi({ description: "Only records of this event (one per endpoint it went to)" }),
   transaction_id: queryUuid.optional().openapi({
     description: "Only records of events whose data names this transaction (`transaction_id` or `transaction_ids`), " +
-      `among the company's first ${TRANSACTION_SEARCH_EVENTS} events from the transaction's creation on ` +
-      "(docs/webhooks.md, Search by event or transaction id)",
+      `the oldest ${TRANSACTION_SEARCH_EVENTS} such events at most (docs/webhooks.md, Search by event or transaction id)`,
   }),
   from: timeBound.optional().openapi({ description: "Inclusive, UTC; YYYY-MM-DD or a full datetime" }),
   to: timeBound.optional().openapi({ description: "Inclusive, UTC; YYYY-MM-DD (the whole day) or a full datetime" }),

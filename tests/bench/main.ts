@@ -72,6 +72,11 @@ const FEATURE_PHASES: { only: string; title?: string; named?: boolean; run: () =
     run: async () => (await import("./oauth2.ts")).benchOAuth2(),
   },
   {
+    only: "search",
+    title: "Search by transaction id: one company's 30,000 events",
+    run: async () => (await import("./transaction_search.ts")).benchTransactionSearch(),
+  },
+  {
     only: "payload_versions",
     title: "Payload versions: rendering a body, pinned to the first version and to the latest",
     run: async () => (await import("./payload_versions.ts")).benchPayloadVersions(),

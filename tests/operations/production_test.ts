@@ -258,6 +258,46 @@ Deno.test("production refuses private webhook URLs and guessable secrets; other 
   });
 });
 
+Deno.test("PUBLIC_BASE_URL: an http(s) address and an optional path, or refused naming it; production starts without", async (t) => {
+  await t.step("unset or empty is none, in every environment, production included", () => {
+    assert.equal(loadConfig({ JWT_SECRET: SECRET_32 }).publicBaseUrl, null);
+    assert.equal(loadConfig({ JWT_SECRET: SECRET_32, PUBLIC_BASE_URL: " " }).publicBaseUrl, null);
+    const production = { APP_ENV: "production", JWT_SECRET: SECRET_32, SECRET_ENCRYPTION_KEY: KEY_32 };
+    assert.equal(loadConfig(production).publicBaseUrl, null, "a start is not refused: only a new portal link is");
+  });
+
+  await t.step("an origin with an optional path is kept in one form, without the trailing slash", () => {
+    for (
+      const [given, kept] of [
+        ["https://Payments.Example.com:443/", "https://payments.example.com"],
+        ["http://127.0.0.1:4000", "http://127.0.0.1:4000"],
+        [" https://example.com/payments/ ", "https://example.com/payments"],
+      ]
+    ) assert.equal(loadConfig({ JWT_SECRET: SECRET_32, PUBLIC_BASE_URL: given }).publicBaseUrl, kept, given);
+  });
+
+  await t.step("anything else is refused, naming the variable and never quoting it (it may hold a password)", () => {
+    for (
+      const given of [
+        "svc.invalid",
+        "ftp://svc.invalid",
+        "https://user:hunter2@svc.invalid",
+        "https://svc.invalid/?next=1",
+        "https://svc.invalid/#hunter2",
+        "https://svc.invalid?",
+      ]
+    ) {
+      let message = "";
+      assert.throws(() => loadConfig({ JWT_SECRET: SECRET_32, PUBLIC_BASE_URL: given }), (e: Error) => {
+        message = e.message;
+        return true;
+      });
+      assert.match(message, /^ {2}PUBLIC_BASE_URL: must be an http:\/\/ or https:\/\/ URL/m, given);
+      assert.ok(!message.includes("hunter2") && !message.includes("svc.invalid"), message);
+    }
+  });
+});
+
 Deno.test("in production the sandbox routes do not exist unless SANDBOX=true", async () => {
   for (
     const [env, served] of [

@@ -281,3 +281,80 @@ Deno.test("portal links: a platform's customer manages the company's endpoints, 
     await ctx.close();
   }
 });
+
+Deno.test("a portal link points at PUBLIC_BASE_URL, never at the Host a request names", async (t) => {
+  /** POST portal_links as the company, to `url` (its host is what Deno.serve would take from the Host header). */
+  const makeAt = async (ctx: TestContext, url: string, headers: Record<string, string> = {}) => {
+    const token = (await newCompany(ctx)).token;
+    const res = await ctx.app.request(url, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...headers },
+      body: "{}",
+    });
+    return { status: res.status, body: await res.json(), headers: res.headers };
+  };
+  const forged = { host: "evil.example", "x-forwarded-host": "evil.example", "x-forwarded-proto": "https" };
+  const production = {
+    APP_ENV: "production",
+    JWT_SECRET: TEST_JWT_SECRET,
+    SECRET_ENCRYPTION_KEY: crypto.getRandomValues(new Uint8Array(32)).toHex(),
+    WEBHOOK_ALLOW_PRIVATE_URLS: "false",
+  };
+
+  await t.step("with PUBLIC_BASE_URL, a forged Host changes nothing: the link is under that address", async () => {
+    const ctx = await setup("portal_links_base_url", { env: { PUBLIC_BASE_URL: "https://Payments.Example.com/api/" } });
+    try {
+      const made = await makeAt(ctx, `http://evil.example${LINKS}`, forged);
+      assert.equal(made.status, 201, JSON.stringify(made.body));
+      const { id, code, url } = made.body.data;
+      assert.equal(url, `https://payments.example.com/api/console/portal/${id}#code=${code}`);
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  await t.step(
+    "in production without PUBLIC_BASE_URL the service starts, and a link is refused naming it",
+    async () => {
+      const ctx = await setup("portal_links_production_no_base", { env: production });
+      try {
+        const made = await makeAt(ctx, `http://evil.example${LINKS}`, forged);
+        assert.equal(made.status, 503, JSON.stringify(made.body));
+        assert.match(made.body.errors.detail, /\bPUBLIC_BASE_URL\b/);
+        assert.equal(made.headers.get("retry-after"), null, "the operator's to fix: waiting changes nothing");
+        const [{ n }] = await ctx.sql`select count(*)::int as n from portal_links`;
+        assert.equal(n, 0, "no link was made");
+        assert.equal((await (await newCompany(ctx)).get(ENDPOINTS)).status, 200, "everything else is served");
+      } finally {
+        await ctx.close();
+      }
+    },
+  );
+
+  await t.step("in production with PUBLIC_BASE_URL, the link is under it", async () => {
+    const env = { ...production, PUBLIC_BASE_URL: "https://payments.example.com" };
+    const ctx = await setup("portal_links_production_base", { env });
+    try {
+      const made = await makeAt(ctx, `http://evil.example${LINKS}`, forged);
+      assert.equal(made.status, 201, JSON.stringify(made.body));
+      assert.ok(made.body.data.url.startsWith("https://payments.example.com/console/portal/"), made.body.data.url);
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  await t.step(
+    "in development without PUBLIC_BASE_URL, the link is under the address the request came to",
+    async () => {
+      const ctx = await setup("portal_links_development_no_base");
+      try {
+        assert.equal(ctx.config.appEnv, "development");
+        const made = await makeAt(ctx, `http://127.0.0.1:4000${LINKS}`);
+        assert.equal(made.status, 201, JSON.stringify(made.body));
+        assert.ok(made.body.data.url.startsWith("http://127.0.0.1:4000/console/portal/"), made.body.data.url);
+      } finally {
+        await ctx.close();
+      }
+    },
+  );
+});

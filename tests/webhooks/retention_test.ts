@@ -66,7 +66,7 @@ Deno.test("retention: old webhook history goes, pending records and everything e
       await emit("identified", 5);
       await eventually("delivered", () => rx.at("/up").length === 5);
       const pruned = await pruneHistory(ctx.sql, { retentionDays: 30 });
-      assert.deepEqual(pruned, { deliveries: 0, partitions_dropped: [], stats_rows: 0 });
+      assert.deepEqual(pruned, { deliveries: 0, partitions_dropped: [], stats_rows: 0, transaction_rows: 0 });
       assert.equal((await records("&type=identified")).length, 1);
     });
 
@@ -91,7 +91,11 @@ Deno.test("retention: old webhook history goes, pending records and everything e
     await t.step("once the record is no longer pending, its day goes too", async () => {
       const [pending] = await records("&status=pending&type=payment_approved");
       assert.equal((await company.put(`${EVENTS}/${pending.id}/acknowledge`)).status, 200);
+      const named = await count("event_transactions");
+      assert.ok(named >= 1, "the events name their transactions (sql/0045)");
       const pruned = await pruneHistory(ctx.sql, { retentionDays: 1, now: new Date(Date.now() + 3 * DAY_MS) });
+      assert.equal(pruned.transaction_rows, named, "which events name which transaction goes with the events");
+      assert.equal(await count("event_transactions"), 0);
       assert.ok(
         pruned.partitions_dropped.some((p) => p.startsWith("events_p_before_")),
         pruned.partitions_dropped.join(),

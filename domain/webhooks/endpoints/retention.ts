@@ -8,6 +8,8 @@
  *   retention and no pending record needs it: that day's partition is detached (without blocking the writers and
  *   readers of the other days) and dropped, so none of their rows is deleted one by one and nothing is left for
  *   VACUUM. Until then, at most a day longer, they are unreachable: every read goes through a record.
+ * - Which events name which transaction (`event_transactions`, sql/0045) goes with the events: its rows of the days
+ *   before the first day of events kept, in bounded batches.
  */
 
 import type { Sql } from "../../infra/db.ts";
@@ -16,9 +18,9 @@ import { rollUpStats } from "./stats.ts";
 
 /**
  * `stats_rows`: the endpoints' minutes and hours of health (sql/0027, sql/0032) past the retention, deleted in
- * batches like the records.
+ * batches like the records. `transaction_rows`: rows of `event_transactions` whose events are gone.
  */
-export type Pruned = { deliveries: number; partitions_dropped: string[]; stats_rows: number };
+export type Pruned = { deliveries: number; partitions_dropped: string[]; stats_rows: number; transaction_rows: number };
 
 const LOGS = ["events", "webhook_attempts"] as const;
 const LOCK_KEY = 726_001; // one pruner at a time, whichever instance runs it
@@ -50,7 +52,7 @@ export async function pruneHistory(
 ): Promise<Pruned> {
   const cutoff = new Date((opts.now ?? new Date()).getTime() - opts.retentionDays * 86_400_000);
   const batch = opts.batch ?? BATCH;
-  const pruned: Pruned = { deliveries: 0, partitions_dropped: [], stats_rows: 0 };
+  const pruned: Pruned = { deliveries: 0, partitions_dropped: [], stats_rows: 0, transaction_rows: 0 };
   let rolling = false;
   const conn = await sql.reserve();
   try {
@@ -77,10 +79,7 @@ export async function pruneHistory(
       // a disabled period that ended before the cutoff holds nothing a replay could still send (replay.ts)
       await conn`delete from webhook_endpoint_disabled_periods where disabled_until < ${cutoff}`;
       for (const table of LOGS) {
-        const days = await conn<{ name: string }[]>`
-          select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
-          where i.inhparent = ${table}::regclass and c.relkind = 'r' order by c.relname`;
-        for (const { name } of days) {
+        for (const name of await partitionsOf(conn, table)) {
           const day = bounds(name);
           if (!day || day.to > cutoff) continue;
           if (await holdsPending(conn, table, name, day)) continue; // it goes once the record is over
@@ -89,6 +88,12 @@ export async function pruneHistory(
           await conn.unsafe(`drop table ${name}`);
           pruned.partitions_dropped.push(name);
         }
+      }
+      const keptFrom = await eventsKeptFrom(conn);
+      if (keptFrom) {
+        pruned.transaction_rows = await inBatches(() =>
+          conn`delete from event_transactions where ctid = any(array(
+                 select ctid from event_transactions where inserted_at < ${keptFrom} limit ${batch}))`, batch);
       }
     } finally {
       await conn`select pg_advisory_unlock(${LOCK_KEY})`;
@@ -106,6 +111,28 @@ export async function pruneHistory(
     log.info("webhook history pruned", { cutoff: cutoff.toISOString(), ...pruned });
   }
   return pruned;
+}
+
+/** The day partitions of `table`, by name. */
+async function partitionsOf(sql: Sql, table: typeof LOGS[number]): Promise<string[]> {
+  const days = await sql<{ name: string }[]>`
+    select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
+    where i.inhparent = ${table}::regclass and c.relkind = 'r' order by c.relname`;
+  return days.map((d) => d.name);
+}
+
+/**
+ * The first instant the events kept cover: the start of their oldest day. Null when there is nothing to go by: a
+ * partition that covers all time before a day (sql/0017's first), a name of another form, or no partition at all.
+ */
+async function eventsKeptFrom(sql: Sql): Promise<Date | null> {
+  let first: Date | null = null;
+  for (const name of await partitionsOf(sql, "events")) {
+    const from = bounds(name)?.from;
+    if (!from) return null;
+    if (!first || from < first) first = from;
+  }
+  return first;
 }
 
 /**
