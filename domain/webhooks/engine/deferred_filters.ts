@@ -6,7 +6,7 @@
  * answers others. Its own file: the one place the engine evaluates a filter, run by the `decide_filters` job.
  */
 
-import type { Sql } from "../../infra/db.ts";
+import type { Sql, TransactionSql } from "../../infra/db.ts";
 import { evaluateFilter } from "../outbox/filters.ts";
 import { charged, FILTER_SLICE_MS, filterTimeWait, hasFilterTime, yieldToEventLoop } from "../outbox/filter_time.ts";
 import { DEFERRED_UNTIL } from "../outbox/filter_deferrals.ts";
@@ -44,14 +44,14 @@ export async function decideDeferred(sql: Sql, companyId: string): Promise<Decid
     const wait = filterTimeWait(companyId);
     if (wait > 0) return { decided, againInMs: wait };
     if (performance.now() > runEnd) return { decided, againInMs: 0 };
-    const { count, more } = await sql.begin((tx) => decideBatch(tx as unknown as Sql, companyId));
+    const { count, more } = await sql.begin((tx) => decideBatch(tx, companyId));
     decided += count;
     if (!more) return { decided, againInMs: null };
     await yieldToEventLoop();
   }
 }
 
-async function decideBatch(tx: Sql, companyId: string): Promise<{ count: number; more: boolean }> {
+async function decideBatch(tx: TransactionSql, companyId: string): Promise<{ count: number; more: boolean }> {
   const rows = await tx<Waiting[]>`
     select f.delivery_id, f.endpoint_id, coalesce(d.type, '') as type, ep.filter, e.data,
       coalesce(d.status = 'pending' and d.next_attempt_at >= ${DEFERRED_UNTIL}::timestamptz, false) as waiting
