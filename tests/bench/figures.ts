@@ -354,21 +354,20 @@ const DESCRIPTIONS: Record<string, Description> = {
     meaning:
       "what a company's filter time (the token bucket) adds to the pay-in's fan-out: emitEvent of `identified` " +
       "to one endpoint whose filter passes, commit included, bucket on (default settings) less off, this process's " +
-      "CPU per event, median of 10 paired rounds (µs; within the machine's noise when near 0)",
+      "CPU per event, median of 1,500 pairs of events alternating on and off (µs; the machine's noise when near 0)",
   },
-  filter_time_payin_on_us: { meaning: "that emitEvent with the bucket on: this process's CPU per event (µs)" },
+  filter_time_payin_on_us: { meaning: "that emitEvent with the bucket on: this process's CPU per event (median, µs)" },
   filter_time_payin_off_us: {
-    meaning: "the same with the bucket off (FILTER_TIME_MS_PER_SECOND=0), rounds alternating with on (µs)",
+    meaning: "the same with the bucket off (FILTER_TIME_MS_PER_SECOND=0), events alternating with on (µs)",
   },
-  filter_time_payin_wall_us: { meaning: "the same difference, on less off, in wall time per event (µs)" },
+  filter_time_payin_wall_us: { meaning: "the same difference, on less off, in wall time per event (median, µs)" },
   filter_time_fanout_us: {
     meaning: "what the bucket adds to one filtered fan-out: emitEvent of a bank transaction to 50 endpoints whose " +
-      "typical filter passes, commit included, on less off, this process's CPU per event, median of 10 paired " +
-      "rounds (µs)",
+      "typical filter passes, commit included, on less off, this process's CPU per event, median of 400 pairs (µs)",
   },
-  filter_time_fanout_on_us: { meaning: "that fan-out with the bucket on: this process's CPU per event (µs)" },
-  filter_time_fanout_off_us: { meaning: "the same with the bucket off, rounds alternating with on (µs)" },
-  filter_time_fanout_wall_us: { meaning: "the same difference, on less off, in wall time per event (µs)" },
+  filter_time_fanout_on_us: { meaning: "that fan-out with the bucket on: this process's CPU per event (median, µs)" },
+  filter_time_fanout_off_us: { meaning: "the same with the bucket off, events alternating with on (µs)" },
+  filter_time_fanout_wall_us: { meaning: "the same difference, on less off, in wall time per event (median, µs)" },
   filter_time_fanout_deferred: {
     meaning: "records written deferred in those two measurements: 0 unless a pause of the machine outlasted an " +
       "event's 5 ms slice (the default budget never binds on typical filters)",

@@ -1,8 +1,8 @@
 /**
  * `BENCH_ONLY=filters`, a company's filter time (docs/webhooks.md, "What a company's filters may spend";
  * domain/webhooks/outbox/filter_time.ts): what the token bucket's bookkeeping costs the pay-in's fan-out and a fan-out
- * to 50 filtered endpoints, the bucket on (the default settings) against off (FILTER_TIME_MS_PER_SECOND=0) in
- * alternating rounds; and the filter time a company with 50 costly filters actually gets while it emits events as
+ * to 50 filtered endpoints, the bucket on (the default settings) against off (FILTER_TIME_MS_PER_SECOND=0), event by
+ * event; and the filter time a company with 50 costly filters actually gets while it emits events as
  * fast as it can, at its budget, with the bucket off (the 5 ms slice of one event only), and as b06cba6 let it (every
  * filter at every event, 50 ms an event at most). Its own file: filters.ts measures one filter; this measures a
  * company's filters over time, and switches the process's bucket on and off.
@@ -31,9 +31,8 @@ const TYPICAL = 'data.bank_transaction.currency == "BRL" && double(data.bank_tra
 const HEAVY = 'cel.bind(a, "0123456789abcdef", cel.bind(b, a+a+a+a+a+a+a+a, cel.bind(c, b+b+b+b+b+b+b+b, ' +
   'cel.bind(d, c+c, d.split("").exists(x, x == "#")))))';
 const FAN_OUT = 50;
-const ROUNDS = 10;
-const PAYIN_EVENTS_PER_ROUND = 300;
-const FAN_OUT_EVENTS_PER_ROUND = 80;
+const PAYIN_PAIRS = 1500;
+const FAN_OUT_PAIRS = 400;
 /** How long the company with the costly filters emits, in each of the three ways (figures.ts's allowance assumes it). */
 const COMPANY_SECONDS = 3;
 /** A bucket that never binds: the bookkeeping of the default one, without its refusals. */
@@ -88,47 +87,50 @@ async function recordsOf(ctx: TestContext, company: Company) {
   return row;
 }
 
-type Side = { wallUs: number[]; cpuUs: number[] };
-
 /**
- * `emitOne` `perRound` times in each of `ROUNDS` rounds with the bucket on (its default settings) and off, the order
- * swapped each round (ABBA), so a pause of the machine falls on both: per round and side, the wall time and this
- * process's CPU time (user and system, every thread) per event. The bucket is left at its default.
+ * `emitOne` with the bucket on (its default settings) and off, alternating event by event (on, off, off, on, ...),
+ * `pairs` of each after a warm-up: the medians of each side's wall time and of this process's CPU time (user and
+ * system, every thread) per event, and the median of the differences within each pair, with their quartiles (the
+ * machine's noise). Event by event and medians, so that the collector's pauses and the machine's, which come at their
+ * own pace, fall on both sides alike and weigh on neither (rounds of one side each were seen to catch them on one
+ * side more). The bucket is left at its default.
  */
-async function onAgainstOff(perRound: number, emitOne: () => Promise<unknown>) {
-  const sides = { on: { wallUs: [], cpuUs: [] } as Side, off: { wallUs: [], cpuUs: [] } as Side };
-  const run = async (side: keyof typeof sides) => {
+async function onAgainstOff(pairs: number, emitOne: () => Promise<unknown>) {
+  type Side = { wallUs: number[]; cpuUs: number[] };
+  const sides: Record<"on" | "off", Side> = { on: { wallUs: [], cpuUs: [] }, off: { wallUs: [], cpuUs: [] } };
+  const once = async (side: "on" | "off") => {
     configureFilterTime(side === "on" ? DEFAULT_FILTER_TIME : OFF);
     const cpu = process.cpuUsage();
     const start = performance.now();
-    for (let i = 0; i < perRound; i++) await emitOne();
+    await emitOne();
     const wall = performance.now() - start;
     const used = process.cpuUsage(cpu);
-    sides[side].wallUs.push((wall * 1000) / perRound);
-    sides[side].cpuUs.push((used.user + used.system) / perRound);
+    return { wallUs: wall * 1000, cpuUs: used.user + used.system };
   };
   try {
-    await run("on"); // warm-up: plans, connections, the compiled filter
-    await run("off");
-    sides.on = { wallUs: [], cpuUs: [] };
-    sides.off = { wallUs: [], cpuUs: [] };
-    for (let r = 0; r < ROUNDS; r++) {
-      for (const side of r % 2 ? ["off", "on"] as const : ["on", "off"] as const) await run(side);
+    for (let i = 0; i < 100; i++) await once(i % 2 ? "off" : "on"); // warm-up: plans, connections, the filter
+    for (let i = 0; i < pairs; i++) {
+      for (const side of i % 2 ? ["off", "on"] as const : ["on", "off"] as const) {
+        const { wallUs, cpuUs } = await once(side);
+        sides[side].wallUs.push(wallUs);
+        sides[side].cpuUs.push(cpuUs);
+      }
     }
   } finally {
     configureFilterTime(DEFAULT_FILTER_TIME);
   }
-  const differences = (of: keyof Side) => sides.on[of].map((on, r) => on - sides.off[of][r]).sort((a, b) => a - b);
-  const paired = (of: keyof Side) => median(differences(of));
+  const differences = (of: keyof Side) => sides.on[of].map((on, i) => on - sides.off[of][i]).sort((a, b) => a - b);
+  const cpuDifferences = differences("cpuUs");
+  const at = (share: number) => cpuDifferences[Math.floor(share * cpuDifferences.length)];
   return {
-    /** The rounds' CPU differences, smallest and largest: the machine's noise, beside their median. */
-    spread: [differences("cpuUs")[0], differences("cpuUs")[ROUNDS - 1]],
+    /** The pairs' CPU differences at their first and third quartiles: the noise around their median. */
+    spread: [at(0.25), at(0.75)],
     onCpu: median(sides.on.cpuUs),
     offCpu: median(sides.off.cpuUs),
-    cpuDiff: paired("cpuUs"),
+    cpuDiff: median(cpuDifferences),
     onWall: median(sides.on.wallUs),
     offWall: median(sides.off.wallUs),
-    wallDiff: paired("wallUs"),
+    wallDiff: median(differences("wallUs")),
   };
 }
 
@@ -255,13 +257,13 @@ export async function filterTimeFigures(ctx: TestContext): Promise<Figures> {
   // the pay-in's fan-out: its event to the company's one endpoint, whose filter passes
   const payer = await companyWith(ctx, 1, ON_PAYIN);
   const payin = await onAgainstOff(
-    PAYIN_EVENTS_PER_ROUND,
+    PAYIN_PAIRS,
     () => ctx.sql.begin((tx) => emitEvent(tx, payer.id, "identified", { transaction_id: crypto.randomUUID() })),
   );
   // one filtered fan-out: a bank transaction's event to 50 endpoints, every filter passes
   const fanner = await companyWith(ctx, FAN_OUT, TYPICAL);
   const fanout = await onAgainstOff(
-    FAN_OUT_EVENTS_PER_ROUND,
+    FAN_OUT_PAIRS,
     () => ctx.sql.begin((tx) => emitEvent(tx, fanner.id, "non_identified_bank_transaction", bankData())),
   );
   const payinRecords = await recordsOf(ctx, payer);
@@ -283,9 +285,9 @@ export async function filterTimeFigures(ctx: TestContext): Promise<Figures> {
   console.log(
     `filter time: pay-in (1 endpoint) ${payin.onCpu.toFixed(0)} µs of CPU per event with the bucket, ` +
       `${payin.offCpu.toFixed(0)} without (wall ${payin.onWall.toFixed(0)} and ${payin.offWall.toFixed(0)} µs; ` +
-      `the rounds' CPU differences from ${payin.spread.map((d) => d.toFixed(0)).join(" to ")} µs); ` +
+      `the pairs' CPU differences' quartiles ${payin.spread.map((d) => d.toFixed(0)).join(" to ")} µs); ` +
       `${FAN_OUT} endpoints ${fanout.onCpu.toFixed(0)} and ${fanout.offCpu.toFixed(0)} µs of CPU ` +
-      `(wall ${fanout.onWall.toFixed(0)} and ${fanout.offWall.toFixed(0)} µs; differences from ` +
+      `(wall ${fanout.onWall.toFixed(0)} and ${fanout.offWall.toFixed(0)} µs; differences' quartiles ` +
       `${fanout.spread.map((d) => d.toFixed(0)).join(" to ")} µs); records deferred there: ` +
       `${payinRecords.deferred} and ${fanoutRecords.deferred}; deciding ${FAN_OUT} typical filters in process ` +
       `${decide.on.toFixed(1)} µs with the bucket, ${decide.off.toFixed(1)} without, ${decide.before.toFixed(1)} ` +
