@@ -1,10 +1,11 @@
 /**
  * CPU time spent per request during a load phase, by the service's process and by Postgres (its server processes
  * that serve the bench's database, and those that serve no database, such as the WAL writer and the checkpointer; not
- * the sessions of other databases, so a test run beside the bench does not land in its figure), read from /proc. Throughput on a shared 2-core machine moves from run to run; what a request costs each side moves much less,
- * and says where a ratio's missing share goes (docs/performance.md, "Where the targets stand"). Also the CPU each side
- * used over a phase (`cpuDuring`), for phases without requests to divide by. Linux only: elsewhere the figures are
- * null.
+ * the sessions of other databases, so a test run beside the bench does not land in its figure), read from /proc.
+ * Throughput on a shared 2-core machine moves from run to run; what a request costs each side moves much less, and
+ * says where a ratio's missing share goes (docs/performance.md, "Why the goals are out of reach"). Also the CPU each
+ * side used over a phase (`cpuDuring`), for phases without requests to divide by. Linux only: elsewhere the figures
+ * are null.
  */
 
 /** Clock ticks per second of /proc's utime and stime (USER_HZ, 100 on Linux). */

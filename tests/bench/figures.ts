@@ -374,7 +374,7 @@ const DESCRIPTIONS: Record<string, Description> = {
   },
   filter_time_decide_50_us: {
     meaning: "deciding 50 endpoints' typical filters for one event in process (decideFilters), the bucket's " +
-      "bookkeeping on, every filter evaluated: median of runs alternating with the next two (µs)",
+      "bookkeeping on, every filter evaluated: median of runs taking turns first with the next two (µs)",
   },
   filter_time_decide_50_off_us: { meaning: "the same with the bucket off: the 5 ms slice's clock alone (µs)" },
   filter_time_decide_50_before_us: {

@@ -12,7 +12,8 @@
  * - fairness: a sequential endpoint's backlog drained alone, then again beside a parallel endpoint's 20,000-record
  *   backlog queued before it (each with its own receiver): its rate beside as a share of alone, once with receivers
  *   answering after 50 ms (as across a network) and once answering at once (the process then saturated by the
- *   parallel backlog, and the sequential endpoint's every step waits its turn).
+ *   parallel backlog, and the sequential endpoint's every step waits its turn), with the CPU the service, Postgres
+ *   and the receivers used over each drain (tests/bench/cpu.ts), which bounds the second.
  * Peak RSS is sampled through the whole run. Measures only; nothing here asserts a timing.
  */
 import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
