@@ -1,9 +1,11 @@
 /**
  * CPU time spent per request during a load phase, by the service's process and by Postgres (its server processes
  * that serve the bench's database, and those that serve no database, such as the WAL writer and the checkpointer; not
- * the sessions of other databases, so a test run beside the bench does not land in its figure), read from /proc. Throughput on a shared 2-core machine moves from run to run; what a request costs each side moves much less,
- * and says where a ratio's missing share goes (docs/performance.md, "Where the targets stand"). Linux only: elsewhere
- * the figures are null.
+ * the sessions of other databases, so a test run beside the bench does not land in its figure), read from /proc.
+ * Throughput on a shared 2-core machine moves from run to run; what a request costs each side moves much less, and
+ * says where a ratio's missing share goes (docs/performance.md, "Why the goals are out of reach"). Also the CPU each
+ * side used over a phase (`cpuDuring`), for phases without requests to divide by. Linux only: elsewhere the figures
+ * are null.
  */
 
 /** Clock ticks per second of /proc's utime and stime (USER_HZ, 100 on Linux). */
@@ -65,4 +67,35 @@ export async function cpuPerRequest<T>(
       postgresUs: us((await postgresTicks(database)) - before[1]),
     },
   };
+}
+
+/**
+ * Runs `phase` and measures the CPU time each of `pids` and Postgres (as `cpuPerRequest` counts it, under `postgres`)
+ * spent meanwhile, in ms, with the phase's wall time: what share of the machine each side had while it ran (a figure
+ * whose rate is bounded by the CPU all sides share, such as the fairness phase's, reads with it). `cpuMs` is null where
+ * /proc cannot say.
+ */
+export async function cpuDuring<T>(
+  pids: Record<string, number>,
+  phase: () => Promise<T>,
+  database?: string,
+): Promise<{ result: T; wallMs: number; cpuMs: Record<string, number> | null }> {
+  const sample = async () => {
+    const ticks: Record<string, number> = { postgres: await postgresTicks(database) };
+    for (const [name, pid] of Object.entries(pids)) ticks[name] = await ticksOf(pid);
+    return ticks;
+  };
+  let before: Record<string, number> | null = null;
+  try {
+    before = await sample();
+  } catch {
+    // no /proc
+  }
+  const start = performance.now();
+  const result = await phase();
+  const wallMs = performance.now() - start;
+  if (!before) return { result, wallMs, cpuMs: null };
+  const after = await sample();
+  const ms = (name: string) => ((after[name] - before![name]) * 1000) / TICKS_PER_SECOND;
+  return { result, wallMs, cpuMs: Object.fromEntries(Object.keys(after).map((name) => [name, ms(name)])) };
 }

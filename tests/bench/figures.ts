@@ -3,10 +3,18 @@
  * machine-readable line (`name value`, as scripts read it) followed by an indented line for people.
  */
 
+import { DEFAULT_FILTER_TIME } from "../../domain/webhooks/outbox/filter_time.ts";
+
 export type Figures = Record<string, number | string>;
 
 /** `n` rounded to `places` decimals, as a figure prints. */
 export const round = (n: number, places = 1) => Math.round(n * 10 ** places) / 10 ** places;
+
+/**
+ * What a company's filter time allows over the filters phase's 3 s (domain/webhooks/outbox/filter_time.ts's default
+ * refill, and its burst spread over the run): tests/bench/filter_time.ts's company should get about this.
+ */
+const COMPANY_ALLOWANCE_MS_PER_S = DEFAULT_FILTER_TIME.perSecondMs + DEFAULT_FILTER_TIME.burstMs / 3;
 
 type Description = { meaning: string; target?: { text: string; met: (value: number) => boolean } };
 
@@ -42,6 +50,40 @@ function againstFloor(phases: Record<string, string>): Record<string, Descriptio
       [`http_floor_${name}_cpu_us`, { meaning: `CPU time of the floor's process per ${request} (µs)` }],
       [`http_floor_${name}_postgres_cpu_us`, { meaning: `CPU time of Postgres per ${request} of the floor (µs)` }],
     ]),
+  );
+}
+
+/**
+ * The CPU each side used over the fairness phase's two sequential drains (tests/bench/webhooks.ts, `cpuShares`), with
+ * receivers answering after 50 ms (`fair_…`) and at once (`fair_instant_…`): shares of the machine's 2 cores, and per
+ * delivery received during the drain.
+ */
+function fairnessCpuDescriptions(): Record<string, Description> {
+  const receivers = { fair: "receivers answering after 50 ms", fair_instant: "instant receivers" };
+  const drains = {
+    alone: "while the sequential endpoint drained alone",
+    beside: "while it drained beside the parallel backlog",
+  };
+  return Object.fromEntries(
+    Object.entries(receivers).flatMap(([prefix, who]) =>
+      Object.entries(drains).flatMap(([drain, when]) => [
+        [`${prefix}_${drain}_service_cores`, {
+          meaning: `${who}: the service's CPU ${when}, in cores (CPU time over wall time; the worker runs in the ` +
+            `bench's process)`,
+        }],
+        [`${prefix}_${drain}_postgres_cores`, { meaning: `${who}: Postgres' CPU ${when}, in cores` }],
+        [`${prefix}_${drain}_receivers_cores`, { meaning: `${who}: both receivers' CPU ${when}, in cores` }],
+        [`${prefix}_${drain}_all_cores`, {
+          meaning: `${who}: the three together ${when}, in cores (2 is all of this machine)`,
+        }],
+        [`${prefix}_${drain}_service_us_per_delivery`, {
+          meaning: `${who}: the service's CPU ${when} per delivery received meanwhile, both endpoints' (µs)`,
+        }],
+        [`${prefix}_${drain}_postgres_us_per_delivery`, {
+          meaning: `${who}: Postgres' CPU ${when} per delivery received meanwhile (µs)`,
+        }],
+      ])
+    ),
   );
 }
 
@@ -195,6 +237,11 @@ const DESCRIPTIONS: Record<string, Description> = {
   fair_instant_total_deliveries_per_s: {
     meaning: "instant receivers: both backlogs' deliveries/s together, until the last (fairness must not lower it)",
   },
+  fair_sequential_out_of_order: {
+    meaning: "sequential deliveries that arrived after a later record of theirs, all four drains",
+  },
+  fair_deliveries_duplicated: { meaning: "deliveries that arrived more than once, all drains of the fairness phase" },
+  ...fairnessCpuDescriptions(),
   deliveries_not_succeeded: {
     meaning: "delivery records not succeeded when the run ended",
     target: { text: "0", met: (v) => v === 0 },
@@ -322,6 +369,67 @@ const DESCRIPTIONS: Record<string, Description> = {
   },
   fanout_5_endpoints_filtered_us: { meaning: "the same, each endpoint with the typical filter, which passes (µs)" },
   fanout_filter_overhead_pct: { meaning: "what the 5 filters add to that fan-out, as a share of it without (%)" },
+  filter_time_payin_us: {
+    meaning:
+      "what a company's filter time (the token bucket) adds to the pay-in's fan-out: emitEvent of `identified` " +
+      "to one endpoint whose filter passes, commit included, bucket on (default settings) less off, this process's " +
+      "CPU per event, median of 1,500 pairs of events alternating on and off (µs; the machine's noise when near 0)",
+  },
+  filter_time_payin_on_us: { meaning: "that emitEvent with the bucket on: this process's CPU per event (median, µs)" },
+  filter_time_payin_off_us: {
+    meaning: "the same with the bucket off (FILTER_TIME_MS_PER_SECOND=0), events alternating with on (µs)",
+  },
+  filter_time_payin_wall_us: { meaning: "the same difference, on less off, in wall time per event (median, µs)" },
+  filter_time_fanout_us: {
+    meaning: "what the bucket adds to one filtered fan-out: emitEvent of a bank transaction to 50 endpoints whose " +
+      "typical filter passes, commit included, on less off, this process's CPU per event, median of 400 pairs (µs)",
+  },
+  filter_time_fanout_on_us: { meaning: "that fan-out with the bucket on: this process's CPU per event (median, µs)" },
+  filter_time_fanout_off_us: { meaning: "the same with the bucket off, events alternating with on (µs)" },
+  filter_time_fanout_wall_us: { meaning: "the same difference, on less off, in wall time per event (median, µs)" },
+  filter_time_fanout_deferred: {
+    meaning: "records written deferred in those two measurements: 0 unless a pause of the machine outlasted an " +
+      "event's 5 ms slice (the default budget never binds on typical filters)",
+  },
+  filter_time_decide_50_us: {
+    meaning: "deciding 50 endpoints' typical filters for one event in process (decideFilters), the bucket's " +
+      "bookkeeping on, every filter evaluated: median of runs taking turns first with the next two (µs)",
+  },
+  filter_time_decide_50_off_us: { meaning: "the same with the bucket off: the 5 ms slice's clock alone (µs)" },
+  filter_time_decide_50_before_us: {
+    meaning: "the same decision as b06cba6 made it: each filter evaluated, nothing charged (µs)",
+  },
+  filter_time_heavy_eval_ms: {
+    meaning: "one evaluation of the costly accepted filter of tests/webhooks/filter_time_test.ts (HEAVY), median (ms)",
+  },
+  filter_time_company_ms_per_s: {
+    meaning: "a company with that filter on 50 endpoints, emitting events one after another for 3 s: the filter " +
+      "time it got per second, as its bucket charged it (ms/s)",
+    target: below(Math.round(1.1 * COMPANY_ALLOWANCE_MS_PER_S), " ms/s (its allowance, 10 % over)"),
+  },
+  filter_time_company_allowed_ms_per_s: {
+    meaning: "what its budget allows over that run: FILTER_TIME_MS_PER_SECOND plus FILTER_TIME_BURST_MS spread over " +
+      "the run's seconds (ms/s)",
+  },
+  filter_time_company_held_ms_per_s: {
+    meaning: "what its fan-outs held the thread for per second in that run, timed around emitEvent's synchronous " +
+      "part (its filters, and the statements of the records it deferred) (ms/s)",
+  },
+  filter_time_company_events: { meaning: "events the company emitted in those 3 s" },
+  filter_time_company_deferred: {
+    meaning: "records written deferred in those 3 s, waiting for the engine to decide them (no worker ran)",
+  },
+  filter_time_company_unbound_ms_per_s: {
+    meaning: "the same company with a bucket that never binds (as FILTER_TIME_MS_PER_SECOND=0): the 5 ms slice of " +
+      "each event alone bounds it (ms/s)",
+  },
+  filter_time_company_unbound_held_ms_per_s: { meaning: "what its fan-outs held the thread for then (ms/s)" },
+  filter_time_company_unbound_deferred: { meaning: "records written deferred then (past each event's 5 ms slice)" },
+  filter_time_company_before_ms_per_s: {
+    meaning: "the same company deciding as b06cba6 did, every filter at every event up to 50 ms an event: its " +
+      "evaluations timed (ms/s)",
+  },
+  filter_time_company_before_held_ms_per_s: { meaning: "what its fan-outs held the thread for then (ms/s)" },
   ...Object.fromEntries([5, 50].flatMap((rate) => [
     [`throttle_${rate}ps_precision_pct`, {
       meaning: `deliveries/s achieved over rate_limit ${rate}, two sets of drainers sharing the database (%)`,

@@ -6,7 +6,7 @@
  * also timed as it was before the budget (domain/webhooks/outbox/filter_budget.ts): the same filter through a plain
  * `@marcbachmann/cel-js` environment, uncounted, in alternating runs beside the counted one. And the typed check a
  * save adds (domain/webhooks/outbox/filter_types.ts): with the subscribed types' declarations kept, and with a set of
- * types seen for the first time, declared then.
+ * types seen for the first time, declared then. Then a company's filter time (filter_time.ts).
  */
 import { Environment } from "@marcbachmann/cel-js";
 import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
@@ -17,6 +17,7 @@ import { EVENT_TYPES } from "../../domain/webhooks/outbox/events.ts";
 import { newCompany, setup } from "../support/helpers.ts";
 import { bankTransactionData } from "../support/rails.ts";
 import { type Figures, round } from "./figures.ts";
+import { filterTimeFigures } from "./filter_time.ts";
 
 const TYPICAL = 'data.bank_transaction.currency == "BRL" && double(data.bank_transaction.value) > 1000.0';
 const EVALUATIONS = 200_000;
@@ -145,6 +146,7 @@ export async function benchFilters(): Promise<Figures> {
         `${filteredUs.toFixed(0)} µs with ` +
         `(records ${records.plain} and ${records.filtered} for ${events + EVENTS_PER_ROUND} events each)`,
     );
+    const filterTime = await filterTimeFigures(ctx);
     return {
       filter_eval_us: round(evalUs, 2),
       filter_eval_without_budget_us: round(uncountedUs, 2),
@@ -158,6 +160,7 @@ export async function benchFilters(): Promise<Figures> {
       fanout_5_endpoints_no_filter_us: round(plainUs, 0),
       fanout_5_endpoints_filtered_us: round(filteredUs, 0),
       fanout_filter_overhead_pct: round((100 * (filteredUs - plainUs)) / plainUs),
+      ...filterTime,
     };
   } finally {
     await ctx.close();

@@ -12,7 +12,8 @@
  * - fairness: a sequential endpoint's backlog drained alone, then again beside a parallel endpoint's 20,000-record
  *   backlog queued before it (each with its own receiver): its rate beside as a share of alone, once with receivers
  *   answering after 50 ms (as across a network) and once answering at once (the process then saturated by the
- *   parallel backlog, and the sequential endpoint's every step waits its turn).
+ *   parallel backlog, and the sequential endpoint's every step waits its turn), with the CPU the service, Postgres
+ *   and the receivers used over each drain (tests/bench/cpu.ts), which bounds the second.
  * Peak RSS is sampled through the whole run. Measures only; nothing here asserts a timing.
  */
 import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
@@ -29,6 +30,7 @@ import { startWorker, stopWorker, type Worker } from "../../domain/infra/worker.
 import { dropDatabase } from "../support/databases.ts";
 import { describe, type Figures, round, summary } from "./figures.ts";
 import { atFixedRate } from "./http.ts";
+import { cpuDuring } from "./cpu.ts";
 import { A_MONTH, partitionPastDays } from "./partitions.ts";
 import { BENCH_JWT_SECRET as JWT_SECRET, benchConfig } from "./service.ts";
 
@@ -117,6 +119,8 @@ export async function startReceiver(
   const count = (): Promise<number> => ask("count");
   return {
     url: `${base}/hook`,
+    /** The receiver's process, whose CPU a phase may count (cpu.ts). */
+    pid: child.pid,
     count,
     latencies: (): Promise<number[]> => ask("latencies"),
     /** Arrivals after a later record (out of order), and arrivals of a record seen before (duplicates). */
@@ -316,7 +320,7 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
     const steady = (await receiver.latencies()).sort((a, b) => a - b);
 
     await stop();
-    const fairness = await fairnessFigures(sql, config, start, stop);
+    const fairness = await fairnessFigures(sql, config, start, stop, databaseOf(config.databaseUrl));
     // A receipt comes before its attempt is recorded: let the last records settle.
     for (let i = 0; i < 100; i++) {
       const [{ pending }] = await sql<{ pending: number }[]>`
@@ -359,9 +363,18 @@ export async function benchWebhooks(): Promise<Record<string, number | string>> 
 /**
  * Fairness: a sequential endpoint alone, then behind a parallel endpoint's backlog (two new companies each time), with
  * receivers answering after 50 ms (as across a network) and at once (the process then saturated by the parallel
- * backlog). `start` and `stop` run the worker; it is stopped when this returns.
+ * backlog). `start` and `stop` run the worker; it is stopped when this returns. Over the sequential drain alone and
+ * beside, the CPU each side used (tests/bench/cpu.ts): this process (the worker, which is the service here), Postgres
+ * (the sessions of `database` and its own processes) and both receivers, as cores of the machine and per delivery, so
+ * that a ratio bounded by the CPU they share can be read.
  */
-async function fairnessFigures(sql: Sql, config: Config, start: () => Promise<unknown>, stop: () => Promise<void>) {
+async function fairnessFigures(
+  sql: Sql,
+  config: Config,
+  start: () => Promise<unknown>,
+  stop: () => Promise<void>,
+  database: string,
+) {
   const box = await secretBoxFor(config);
   const quota = { endpoints: config.limits.endpointsPerCompany, concurrency: config.limits.concurrencyPerCompany };
   const fairness = async (answerAfterMs: number, sequentialEvents: number) => {
@@ -371,13 +384,15 @@ async function fairnessFigures(sql: Sql, config: Config, start: () => Promise<un
     const endpoint = { allowPrivateUrls: true, quota, box };
     await createEndpoint(sql, seqCompany, { url: seqReceiver.url, delivery_mode: "sequential" }, endpoint);
     await createEndpoint(sql, parCompany, { url: parReceiver.url, max_concurrency: 100 }, endpoint);
-    const drainSequential = async () => {
-      await seqReceiver.reset();
-      const started = performance.now();
-      await start();
-      await seqReceiver.until(sequentialEvents);
-      return sequentialEvents / ((performance.now() - started) / 1000);
-    };
+    const pids = { service: Deno.pid, sequentialReceiver: seqReceiver.pid, parallelReceiver: parReceiver.pid };
+    const drainSequential = () =>
+      cpuDuring(pids, async () => {
+        await seqReceiver.reset();
+        const started = performance.now();
+        await start();
+        await seqReceiver.until(sequentialEvents);
+        return sequentialEvents / ((performance.now() - started) / 1000);
+      }, database);
     await emitMany(sql, seqCompany, sequentialEvents);
     const alone = await drainSequential();
     await stop();
@@ -396,13 +411,17 @@ async function fairnessFigures(sql: Sql, config: Config, start: () => Promise<un
     await seqReceiver.close();
     await parReceiver.close();
     return {
-      alone,
-      beside,
+      alone: alone.result,
+      beside: beside.result,
       parallelAtThatPoint,
       parallel: EVENTS / seconds,
       total: (EVENTS + sequentialEvents) / seconds,
       outOfOrder: aloneOrder.out_of_order + order.out_of_order,
       duplicates: aloneOrder.duplicates + order.duplicates + parallelOrder.duplicates,
+      cpu: {
+        alone: cpuShares(alone, sequentialEvents),
+        beside: cpuShares(beside, sequentialEvents + parallelAtThatPoint),
+      },
     };
   };
   const instant = await fairness(0, SEQUENTIAL_EVENTS);
@@ -422,14 +441,61 @@ async function fairnessFigures(sql: Sql, config: Config, start: () => Promise<un
     fair_instant_total_deliveries_per_s: round(instant.total, 0),
     fair_sequential_out_of_order: networked.outOfOrder + instant.outOfOrder,
     fair_deliveries_duplicated: networked.duplicates + instant.duplicates,
+    ...cpuFigures("fair", networked.cpu),
+    ...cpuFigures("fair_instant", instant.cpu),
   };
 }
+
+/** What cpuShares gives for a drain, in the order the figures print. */
+const CPU_SHARES = [
+  "service_cores",
+  "postgres_cores",
+  "receivers_cores",
+  "all_cores",
+  "service_us_per_delivery",
+  "postgres_us_per_delivery",
+] as const;
+
+/**
+ * A drain's CPU as shares of the machine (cores: CPU time over wall time) for the service, Postgres, both receivers
+ * together and all of them, and per delivery received meanwhile for the service and Postgres; null without /proc.
+ */
+function cpuShares(
+  m: { wallMs: number; cpuMs: Record<string, number> | null },
+  deliveries: number,
+): Record<typeof CPU_SHARES[number], number> | null {
+  if (!m.cpuMs) return null;
+  const c = m.cpuMs;
+  const receivers = c.sequentialReceiver + c.parallelReceiver;
+  const cores = (ms: number) => round(ms / m.wallMs, 2);
+  const perDelivery = (ms: number) => round((ms * 1000) / Math.max(1, deliveries), 0);
+  return {
+    service_cores: cores(c.service),
+    postgres_cores: cores(c.postgres),
+    receivers_cores: cores(receivers),
+    all_cores: cores(c.service + c.postgres + receivers),
+    service_us_per_delivery: perDelivery(c.service),
+    postgres_us_per_delivery: perDelivery(c.postgres),
+  };
+}
+
+/** `prefix`_alone_… and `prefix`_beside_… of both drains' CPU shares ("n/a" without /proc). */
+function cpuFigures(prefix: string, cpu: Record<"alone" | "beside", ReturnType<typeof cpuShares>>): Figures {
+  return Object.fromEntries(
+    (["alone", "beside"] as const).flatMap((phase) =>
+      CPU_SHARES.map((name) => [`${prefix}_${phase}_${name}`, cpu[phase]?.[name] ?? "n/a"])
+    ),
+  );
+}
+
+/** The name of the database a URL names (the sessions whose CPU counts as Postgres', cpu.ts). */
+const databaseOf = (url: string) => decodeURIComponent(new URL(url).pathname.slice(1));
 
 /** BENCH_ONLY=fairness: the fairness phase alone, on a database of its own. */
 export async function benchFairness(): Promise<Figures> {
   const { sql, config, start, stop, close } = await benchBase();
   try {
-    return await fairnessFigures(sql, config, start, stop);
+    return await fairnessFigures(sql, config, start, stop, databaseOf(config.databaseUrl));
   } finally {
     await close();
   }
