@@ -40,6 +40,7 @@ import { SIGN_IN_PATH, signInRoutes } from "./integrators/sign_in.ts";
 import { PORTAL_SESSIONS_PATH, portalLinkRoutes } from "./webhooks/portal_links.ts";
 import { portalPageRoutes } from "./console/portal.ts";
 import { configureFilterTime } from "../domain/webhooks/outbox/filter_time.ts";
+import { countDeferralsWith, countDeferred } from "../domain/webhooks/outbox/filter_deferrals.ts";
 
 type Router = ReturnType<typeof newRouter>;
 
@@ -50,6 +51,7 @@ export function createApp(deps: Deps) {
   const { limits } = config;
   // every filter evaluation of this process, by a request or the worker, draws on its company's filter time
   configureFilterTime({ perSecondMs: limits.filterTimePerSecondMs, burstMs: limits.filterTimeBurstMs });
+  countDeferralsWith((companyId) => countDeferred(sql, companyId));
 
   // What every request takes first, in one layer of Hono's chain (each layer costs every request a dispatch and a
   // promise: docs/performance.md, "The path every request takes"): the id and the log line around the rest; the

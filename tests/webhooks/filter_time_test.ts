@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { newId } from "../../domain/basics/ids.ts";
 import { chargeFilterTime } from "../../domain/webhooks/outbox/filter_time.ts";
+import { DEFERRALS_FULL, MAX_DEFERRED_WAITING } from "../../domain/webhooks/outbox/filter_deferrals.ts";
 import { type Company, eventually, newCompany, setup, type TestContext } from "../support/helpers.ts";
 import { createEndpoint, emit, ENDPOINTS, recordsOf } from "../support/endpoints.ts";
 import { seqId, seqOf, startReceiver } from "../support/webhook_receiver.ts";
@@ -78,6 +79,37 @@ Deno.test("a company's filter time: its costly filters never hold another compan
         const kept = await recordsOf(company, endpoint.id);
         assert.deepEqual(kept.map((r) => seqOf(r.payload.transaction_id)), [2, 4, 6, 8, 10]);
         assert.ok(kept.every((r) => r.status === "succeeded"));
+      },
+    );
+
+    await t.step(
+      "a company's waiting records are bounded: past them, a filter is not evaluated, a counted error",
+      async () => {
+        const company = await newCompany(ctx);
+        const endpoint = await createEndpoint(company, `${rx.url}/full`, {
+          enabled_events: ["identified"],
+          filter: EVEN_ONLY,
+        });
+        chargeFilterTime(company.id, 100_000); // nothing of its will be decided during this step
+        // its backlog at the bound already (rows naming no record: the engine would only clear them)
+        const ids = Array.from({ length: MAX_DEFERRED_WAITING }, () => newId());
+        await ctx.sql`
+        insert into webhook_filter_deferrals (delivery_id, company_id, endpoint_id, event_id, event_inserted_at)
+        select id, ${company.id}, ${endpoint.id}, id, now() from unnest(${ids}::uuid[]) as d(id)`;
+        await emit(ctx, company, "identified", event(2)); // deferred: the instance reads the count meanwhile
+        await eventually("the count read", async () => {
+          await emit(ctx, company, "identified", event(4));
+          const stats = (await company.get(`${ENDPOINTS}/${endpoint.id}/stats`)).body.data.filter_errors;
+          return stats.last?.message === DEFERRALS_FULL;
+        });
+        const stats = (await company.get(`${ENDPOINTS}/${endpoint.id}/stats`)).body.data.filter_errors;
+        assert.ok(stats.total >= 1 && stats.deferred >= 1, JSON.stringify(stats));
+        assert.equal(
+          (await recordsOf(company, endpoint.id)).length,
+          stats.deferred,
+          "an event past the bound has none",
+        );
+        await ctx.sql`delete from webhook_filter_deferrals where delivery_id = any(${ids}::uuid[])`;
       },
     );
 

@@ -9,7 +9,8 @@ import { notifyWake } from "./wake.ts";
 import { currentTraceparent } from "../../infra/tracing.ts";
 import { decideFilters } from "./filters.ts";
 import { type FilterCount, recordFilterCounts } from "./filter_errors.ts";
-import { writeDeferred } from "./filter_deferrals.ts";
+import { deferralRoom, DEFERRALS_FULL, noteDeferred, writeDeferred } from "./filter_deferrals.ts";
+import { metrics } from "../../infra/metrics.ts";
 
 /** Every event type (docs/webhooks.md, Bodies). */
 export const EVENT_TYPES = [
@@ -111,9 +112,15 @@ export function emitEvent(
     );
   }
   const id = newId();
-  const { passing: endpoints, errors, deferred } = opts.onlyEndpointId
+  const { passing: endpoints, errors, deferred: wanting } = opts.onlyEndpointId
     ? { passing: given, errors: [], deferred: [] }
     : filtered(companyId, given, type, data);
+  // the company's waiting records are bounded: past it, not evaluated, a counted error (filter_deferrals.ts)
+  const room = wanting.length > 0 ? deferralRoom(companyId) : 0;
+  const deferred = wanting.slice(0, room);
+  for (const e of wanting.slice(room)) errors.push({ endpointId: e.id, message: DEFERRALS_FULL });
+  if (deferred.length > 0) noteDeferred(companyId, deferred.length);
+  if (deferred.length < wanting.length) metrics.filterErrors.inc({}, wanting.length - deferred.length);
   // counted with the event, in its transaction, without waiting on another's count (filter_errors.ts)
   const counts: FilterCount[] = [
     ...errors.map((e) => ({ endpointId: e.endpointId, message: e.message })),

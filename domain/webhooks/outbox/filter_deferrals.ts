@@ -19,6 +19,70 @@ import { metrics } from "../../infra/metrics.ts";
 export const DEFERRED_UNTIL = "9999-01-01T00:00:00Z";
 const DEFERRED_MS = Date.parse(DEFERRED_UNTIL);
 
+/**
+ * Deferred records a company may have waiting for a verdict (docs/limits.md, "A company's filter time"): its filters'
+ * backlog, which its filter time pays off at its own pace. Past it, an endpoint's filter is not evaluated and its event
+ * not delivered to it, as a counted error (`DEFERRALS_FULL`); a recover stops where it is, to go on later.
+ */
+export const MAX_DEFERRED_WAITING = 10_000;
+export const DEFERRALS_FULL = `not evaluated: the company's filter time is spent and ${
+  MAX_DEFERRED_WAITING.toLocaleString("en-US")
+} of its records already wait for their filter's verdict`;
+/** How often an instance reads a company's waiting count again, while it defers. */
+const RECOUNT_MS = 1_000;
+/** Companies whose count is remembered; past it, the oldest counts are forgotten. */
+const REMEMBERED_COMPANIES = 10_000;
+
+type Known = { waiting: number; at: number; counting: boolean };
+const known = new Map<string, Known>();
+let countWaiting: ((companyId: string) => Promise<number>) | null = null;
+
+/**
+ * How an instance counts a company's waiting records (the app gives a read on its pool, `countDeferred`): read at most
+ * once a second per company and only while it defers, in the background, so the fan-out never waits for it.
+ */
+export function countDeferralsWith(count: (companyId: string) => Promise<number>) {
+  countWaiting = count;
+}
+
+/** A company's waiting deferred records, up to one past the bound (an index range of the company). */
+export async function countDeferred(sql: postgres.Sql, companyId: string): Promise<number> {
+  const [{ n }] = await sql<{ n: number }[]>`
+    select count(*)::int as n from (
+      select 1 from webhook_filter_deferrals where company_id = ${companyId} limit ${MAX_DEFERRED_WAITING + 1}
+    ) w`;
+  return n;
+}
+
+/**
+ * How many more records the company may defer now, as this instance knows it: its last count, plus what it deferred
+ * since. A stale count is read again in the background; until then, the known one stands.
+ */
+export function deferralRoom(companyId: string): number {
+  const now = performance.now();
+  let k = known.get(companyId);
+  if (!k) {
+    if (known.size >= REMEMBERED_COMPANIES) known.delete(known.keys().next().value!);
+    k = { waiting: 0, at: -Infinity, counting: false };
+    known.set(companyId, k);
+  }
+  if (countWaiting && !k.counting && now - k.at > RECOUNT_MS) {
+    const entry = k;
+    entry.counting = true;
+    countWaiting(companyId)
+      .then((n) => Object.assign(entry, { waiting: n, at: performance.now() }))
+      .catch(() => {}) // the known count stands; the next deferral asks again
+      .finally(() => entry.counting = false);
+  }
+  return Math.max(0, MAX_DEFERRED_WAITING - k.waiting);
+}
+
+/** `n` records deferred by this instance, counted until the next read of the company's count. */
+export function noteDeferred(companyId: string, n: number) {
+  const k = known.get(companyId);
+  if (k) k.waiting += n;
+}
+
 /** Whether a record's `next_attempt_at` is the mark of a deferred record. */
 export const isDeferred = (nextAttemptAt: Date | null) => nextAttemptAt !== null && +nextAttemptAt >= DEFERRED_MS;
 

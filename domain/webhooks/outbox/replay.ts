@@ -16,7 +16,7 @@ import type { TransactionSql } from "../../infra/db.ts";
 import { pgTimestamptz } from "../../basics/time.ts";
 import { passesFilter } from "./filters.ts";
 import { charged, FILTER_SLICE_MS, hasFilterTime, yieldToEventLoop } from "./filter_time.ts";
-import { askDecision, DEFERRED_UNTIL } from "./filter_deferrals.ts";
+import { askDecision, deferralRoom, DEFERRED_UNTIL, noteDeferred } from "./filter_deferrals.ts";
 import { recordFilterCounts } from "./filter_errors.ts";
 import { metrics } from "../../infra/metrics.ts";
 import { OPERATIONAL_EVENT_TYPES } from "./events.ts";
@@ -130,6 +130,7 @@ export async function replaySkipped(
   // Evaluated in slices, between which other requests are answered, each evaluation charged to the company; once its
   // filter time is spent, the rest are queued deferred, for the engine to decide (filter_time.ts).
   let sliceEnd = performance.now() + FILTER_SLICE_MS;
+  let room: number | null = null; // the company's waiting records' room, read at the first deferral
   for (const r of rows) {
     if (r.id === null) continue;
     let defer = false;
@@ -143,8 +144,11 @@ export async function replaySkipped(
       if (!hasFilterTime(companyId)) defer = true;
       else if (!charged(companyId, () => passesFilter(filter, r.type, data))) continue;
     }
-    if (chosen.length === limit) {
-      after = chosen[chosen.length - 1]; // the next call starts at this one's first event left over
+    if (defer) room ??= deferralRoom(companyId);
+    if (chosen.length === limit || (defer && deferred.length >= room!)) {
+      // the next call starts at this one's first event left over (past the waiting records' bound: once the
+      // company's filters have caught up, filter_deferrals.ts)
+      after = chosen.length > 0 ? chosen[chosen.length - 1] : (bounds.after ?? NO_EVENT);
       break;
     }
     chosen.push(r.id);
@@ -174,6 +178,7 @@ export async function replaySkipped(
     )
     select count(*)::int as queued from queued`;
   if (deferred.length > 0) {
+    noteDeferred(companyId, deferred.length);
     metrics.filterDeferred.inc({}, deferred.length);
     await Promise.all([
       recordFilterCounts(tx, companyId, [{ endpointId: endpoint.id, deferred: deferred.length }]),
