@@ -158,8 +158,9 @@ export function emitEvent(
 
 /**
  * The endpoints whose filter passes, or that have none, and the errors of the filters that could not say, within
- * their budget (filters.ts, `decideFilters`), and those deferred for want of the company's filter time. The filters see the data as stored and as the snapshot body carries it
- * (a JSON round trip, made only when some endpoint has a filter): the same values the receiver reads.
+ * their budget (filters.ts, `decideFilters`), and those deferred for want of the company's filter time. The filters see
+ * the data as stored and as the snapshot body carries it (a JSON round trip, made only when some endpoint has a
+ * filter): the same values the receiver reads.
  */
 function filtered<E extends { id: string; filter: string | null }>(
   companyId: string,
