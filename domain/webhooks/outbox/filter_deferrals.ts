@@ -10,6 +10,7 @@ import type postgres from "postgres";
 import type { TransactionSql } from "../../infra/db.ts";
 import { TASKS } from "../../infra/tasks.ts";
 import { metrics } from "../../infra/metrics.ts";
+import { log } from "../../basics/log.ts";
 
 /**
  * When a deferred record is due: never, as far as a drainer of any release can tell (a sequential endpoint's lane
@@ -33,7 +34,7 @@ const RECOUNT_MS = 1_000;
 /** Companies whose count is remembered; past it, the oldest counts are forgotten. */
 const REMEMBERED_COMPANIES = 10_000;
 
-type Known = { waiting: number; at: number; counting: boolean };
+type Known = { waiting: number; at: number; counting: boolean; told: number };
 const known = new Map<string, Known>();
 let countWaiting: ((companyId: string) => Promise<number>) | null = null;
 
@@ -63,7 +64,7 @@ export function deferralRoom(companyId: string): number {
   let k = known.get(companyId);
   if (!k) {
     if (known.size >= REMEMBERED_COMPANIES) known.delete(known.keys().next().value!);
-    k = { waiting: 0, at: -Infinity, counting: false };
+    k = { waiting: 0, at: -Infinity, counting: false, told: -Infinity };
     known.set(companyId, k);
   }
   if (countWaiting && !k.counting && now - k.at > RECOUNT_MS) {
@@ -77,10 +78,25 @@ export function deferralRoom(companyId: string): number {
   return Math.max(0, MAX_DEFERRED_WAITING - k.waiting);
 }
 
-/** `n` records deferred by this instance, counted until the next read of the company's count. */
+/** How often an instance tells the operator that a company's filter time is spent, at most: once a minute. */
+const TOLD_EVERY_MS = 60_000;
+
+/**
+ * `n` records deferred by this instance, counted until the next read of the company's count, and said in the log
+ * once a minute per company (what the endpoint's stats and `webhook_filter_deferred_total` count one by one).
+ */
 export function noteDeferred(companyId: string, n: number) {
   const k = known.get(companyId);
-  if (k) k.waiting += n;
+  if (!k) return;
+  k.waiting += n;
+  const now = performance.now();
+  if (now - k.told < TOLD_EVERY_MS) return;
+  k.told = now;
+  log.warn("filter time spent: records deferred until their filter is decided", {
+    company_id: companyId,
+    deferred: n,
+    waiting: k.waiting,
+  });
 }
 
 /** Whether a record's `next_attempt_at` is the mark of a deferred record. */
