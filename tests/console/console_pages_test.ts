@@ -12,6 +12,7 @@ import { newId } from "../../domain/basics/ids.ts";
 import { createUser } from "../../domain/integrators/users.ts";
 import { signToken } from "../../domain/integrators/tokens.ts";
 import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
+import { chargeFilterTime } from "../../domain/webhooks/outbox/filter_time.ts";
 import { freePort } from "../support/free_port.ts";
 import { eventually, setup, TEST_TOKENS } from "../support/helpers.ts";
 import { startReceiver } from "../support/webhook_receiver.ts";
@@ -349,6 +350,22 @@ Deno.test({
         assert.match(
           String(notes),
           /Filter failed on 1 event; last \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC: line 1, column 6: No such key: transaction_id/,
+        );
+        // the company's filter time spent (docs/webhooks.md, "What a company's filters may spend"): an event's record
+        // for this endpoint waits for its filter, and the page says so
+        chargeFilterTime(companyId, 1_000);
+        await ctx.sql.begin((tx) => emitEvent(tx, companyId, "identified", { transaction_id: newId() }));
+        const deferred = await eventually("the deferred record among the notes", async () => {
+          await view(page, "#overview");
+          await view(page, `#endpoint/${up.id}`);
+          return await page.waitForFunction(
+            () => document.getElementById("endpoint-notes")!.textContent!.includes("Filter deferred"),
+            { timeout: 2_000 },
+          ).then(() => textOf(page, "#endpoint-notes"), () => false);
+        });
+        assert.match(
+          String(deferred),
+          /Filter deferred on 1 event \(filter time spent\): 0 refused then, 1 waiting for their filter/,
         );
         await call("PUT", `${ENDPOINTS}/${up.id}`, { filter: null });
       });
