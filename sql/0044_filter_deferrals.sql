@@ -19,6 +19,8 @@ create table webhook_filter_deferrals (
 
 create index webhook_filter_deferrals_company_idx on webhook_filter_deferrals (company_id, delivery_id);
 create index webhook_filter_deferrals_endpoint_idx on webhook_filter_deferrals (company_id, endpoint_id);
+-- the worker's sweep looks for verdicts nobody has given for a while (jobs/index.ts)
+create index webhook_filter_deferrals_age_idx on webhook_filter_deferrals (deferred_at);
 
 -- What the budget did to an endpoint's records, beside its filter errors (same rows, same way of counting): records
 -- written deferred, and those of them its filter then refused (deleted).
