@@ -1,6 +1,6 @@
 /**
  * The prose of the OpenAPI document: what a reader of `/docs` or a client generator needs before the first call
- * and cannot learn from one operation (how to get a token, how webhooks are signed). Details live in the README and
+ * and cannot learn from one operation (how to get a token, how webhooks are signed). Details live in docs/api.md and
  * docs/webhooks.md; this says enough to start.
  */
 export const API_DESCRIPTION = `Register customers and their bank accounts, move money, and receive signed webhooks.
