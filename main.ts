@@ -223,7 +223,7 @@ if (import.meta.main) {
     flushLogs();
     Deno.exit(0);
   };
-  // A database restart must not end the process (README, Operations, When the database goes away).
+  // A database restart must not end the process (docs/operations.md, "When the database goes away").
   const survive = (event: Event, err: unknown) => {
     if (!isConnectionLayerFault(err)) return;
     event.preventDefault();

@@ -2,8 +2,8 @@
  * `deno task cluster start|status|switchover|backup|restore-rehearsal|stop --dir <dir>`: a local Postgres HA cluster
  * (Patroni, a one-node etcd, HAProxy; two members, one a synchronous replica) whose every file lives in `<dir>`, on
  * free loopback ports.
- * README, "A Postgres HA cluster", says how to use it; docs/architecture.md, "The database cluster", why it is built
- * so.
+ * docs/operations.md, "A Postgres HA cluster", says how to use it; docs/architecture.md, "The database cluster", why it
+ * is built so.
  *
  * - `start [--members 2] [--strict] [--timeout 120]`: refuses a directory anyone but the caller could change, installs
  *   the Debian packages when missing (as root), starts or resumes the cluster, and returns once a primary takes writes

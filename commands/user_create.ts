@@ -2,7 +2,7 @@
  * `deno task user:create [--company <uuid>] --username <name> [--name "<display>"]`: creates a user of the company
  * (and the company when new) and prints the generated password once, alone on the last line. Only its hash is kept:
  * a lost password is replaced with `deno task user:password`. Without `--company`, outside production, the company is
- * the development one of `deno task token` (`.data/secrets/development_company`, README "Authentication"); when there
+ * the development one of `deno task token` (`.data/secrets/development_company`, docs/authentication.md); when there
  * is none, the refusal lists the database's companies to choose from.
  */
 

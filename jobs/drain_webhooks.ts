@@ -46,8 +46,8 @@ export function webhookDrainers({ sql, config, processId }: Deps): Companion {
     connections,
     tokens,
   };
-  // While the database is away (a restart, a failover) each step waits for it rather than failing the run (README,
-  // Operations, When the database goes away).
+  // While the database is away (a restart, a failover) each step waits for it rather than failing the run
+  // (docs/operations.md, "When the database goes away").
   const waitingOutOutages = <T>(step: () => Promise<T>) => whileUnreachable(step, Date.now() + OUTAGE_PATIENCE_MS);
   const drainers: Drainers = new Drainers(sql, {
     concurrency: config.workerConcurrency,

@@ -14,12 +14,11 @@ const ASSETS: Record<string, string> = {
 /**
  * Starts Swagger UI; a file of its own, since the page's policy runs no inline script. Operations and schemas start
  * closed and a filter box finds an operation by its tag: the page then builds about 600 elements instead of 2,600
- * (README, "Operations", says what was measured and what still takes the time).
+ * (docs/operations.md says what was measured and what still takes the time).
  *
  * A bearer token given to "Authorize" lives in the page only: `persistAuthorization` would keep it in localStorage,
  * on the console's origin, readable by any script there and left behind after the tab is closed. The key it was kept
- * under before is removed, so a token an earlier version stored does not outlive this one (README, "Integrator
- * console").
+ * under before is removed, so a token an earlier version stored does not outlive this one (docs/console.md).
  */
 const START_SCRIPT = `localStorage.removeItem("authorized");
 window.ui = SwaggerUIBundle({

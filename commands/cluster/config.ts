@@ -1,7 +1,7 @@
 /**
- * The pure half of `deno task cluster` (README, "A Postgres HA cluster"; docs/architecture.md, "The database
- * cluster"): where each file of a cluster lives inside its directory, and the text of every configuration file.
- * Nothing here touches the disk or a process, so all of it is unit-tested.
+ * The pure half of `deno task cluster` (docs/operations.md, "A Postgres HA cluster"; docs/architecture.md, "The
+ * database cluster"): where each file of a cluster lives inside its directory, and the text of every configuration
+ * file. Nothing here touches the disk or a process, so all of it is unit-tested.
  */
 
 /** A failure `deno task cluster` explains in one line (no stack trace): a missing package, a port taken, a timeout. */

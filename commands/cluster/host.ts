@@ -1,7 +1,7 @@
 /**
- * What the commands of `deno task cluster` (README, "A Postgres HA cluster") share about this machine: the cluster's
- * directory (refused unless only its caller can change it), its layout and passwords, files written without following
- * links, free ports, the postgres OS user, the members' Patroni agents, and waiting for a condition.
+ * What the commands of `deno task cluster` (docs/operations.md, "A Postgres HA cluster") share about this machine: the
+ * cluster's directory (refused unless only its caller can change it), its layout and passwords, files written without
+ * following links, free ports, the postgres OS user, the members' Patroni agents, and waiting for a condition.
  */
 import postgres from "postgres";
 import {
@@ -83,12 +83,13 @@ const parentOf = (path: string) => path.slice(0, path.lastIndexOf("/")) || "/";
 const octal = (mode: number | null) => ((mode ?? 0) & 0o7777).toString(8).padStart(4, "0");
 
 /**
- * Refuses a directory that anyone but the caller could change, before anything is written or run in it (README, "A
- * Postgres HA cluster"): the tool runs as root, and a directory another user owns or can write to is one where that
- * user plants links (root then writes through them) or files the tool would trust (pid files, cluster.json). So `dir`
- * must be a real directory (not a link) owned by the caller and not writable by its group or others, and every folder
- * above it must belong to root or the caller and be writable by no one else unless it is sticky (`/tmp`), where no one
- * else can rename what the caller made. A link above `dir` must belong to root or the caller too.
+ * Refuses a directory that anyone but the caller could change, before anything is written or run in it
+ * (docs/operations.md, "A Postgres HA cluster"): the tool runs as root, and a directory another user owns or can write
+ * to is one where that user plants links (root then writes through them) or files the tool would trust (pid files,
+ * cluster.json). So `dir` must be a real directory (not a link) owned by the caller and not writable by its group or
+ * others, and every folder above it must belong to root or the caller and be writable by no one else unless it is
+ * sticky (`/tmp`), where no one else can rename what the caller made. A link above `dir` must belong to root or the
+ * caller too.
  */
 export async function assertPrivateDir(dir: string, option = "--dir"): Promise<void> {
   const uid = Deno.uid();

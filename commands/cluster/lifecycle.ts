@@ -1,8 +1,8 @@
 /**
- * `deno task cluster start|status|switchover|stop` (README, "A Postgres HA cluster"; docs/architecture.md, "The
- * database cluster"): a one-node etcd, a Patroni agent per Postgres member, and HAProxy in front, every file of them
- * inside one directory. `start` on a directory that already holds a cluster starts again whatever part of it is not
- * running.
+ * `deno task cluster start|status|switchover|stop` (docs/operations.md, "A Postgres HA cluster"; docs/architecture.md,
+ * "The database cluster"): a one-node etcd, a Patroni agent per Postgres member, and HAProxy in front, every file of
+ * them inside one directory. `start` on a directory that already holds a cluster starts again whatever part of it is
+ * not running.
  */
 import {
   ClusterError,

@@ -1,9 +1,9 @@
 /**
- * The Debian packages a local cluster runs on, installed when one is missing (README, "A Postgres HA cluster").
- * Installing them must not leave services of their own running: etcd's package would start one on 2379, HAProxy's
- * one with its default configuration, PostgreSQL's a cluster of its own. A `policy-rc.d` that exits 101 during the
- * install is Debian's way to keep maintainer scripts from starting services; the new services are also disabled
- * (with systemctl), so they do not come up at the next boot either.
+ * The Debian packages a local cluster runs on, installed when one is missing (docs/operations.md, "A Postgres HA
+ * cluster"). Installing them must not leave services of their own running: etcd's package would start one on 2379,
+ * HAProxy's one with its default configuration, PostgreSQL's a cluster of its own. A `policy-rc.d` that exits 101
+ * during the install is Debian's way to keep maintainer scripts from starting services; the new services are also
+ * disabled (with systemctl), so they do not come up at the next boot either.
  */
 import { ClusterError, PG_BIN_DIR } from "./config.ts";
 

@@ -1,6 +1,6 @@
 /**
- * The status report of `deno task cluster status` (README, "A Postgres HA cluster"), built from what was observed:
- * the live PIDs of each part and what each Patroni agent answers to `GET /patroni`. Pure, so unit-tested.
+ * The status report of `deno task cluster status` (docs/operations.md, "A Postgres HA cluster"), built from what was
+ * observed: the live PIDs of each part and what each Patroni agent answers to `GET /patroni`. Pure, so unit-tested.
  */
 import type { Layout } from "./config.ts";
 

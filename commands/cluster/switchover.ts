@@ -1,6 +1,7 @@
 /**
- * The pure part of `deno task cluster switchover` (README, "A Postgres HA cluster"): who a planned switchover goes
- * from and to, read from what each Patroni agent answered. Unit-tested; the switchover itself is in `lifecycle.ts`.
+ * The pure part of `deno task cluster switchover` (docs/operations.md, "A Postgres HA cluster"): who a planned
+ * switchover goes from and to, read from what each Patroni agent answered. Unit-tested; the switchover itself is in
+ * `lifecycle.ts`.
  */
 import type { Layout, Member } from "./config.ts";
 import { type AgentAnswer, roleOf } from "./status.ts";

@@ -37,7 +37,7 @@ export type BankAccountRow = Omit<NormalizedBankAccount, "bank"> & {
 /**
  * The bank-account object of every answer. The create response names the intermediary account
  * `intermediary_bank_account`; list, update and detail name it `intermediary_bank_account_id`, as existing clients
- * read it (README, Documents and bank accounts).
+ * read it (docs/api.md, "Documents and bank accounts").
  */
 export function presentBankAccount(row: BankAccountRow, opts: { onCreate?: boolean } = {}) {
   const intermediary = opts.onCreate

@@ -1,5 +1,5 @@
 /**
- * What a bank account must look like, per country (README, Documents and bank accounts).
+ * What a bank account must look like, per country (docs/api.md, "Documents and bank accounts").
  * Pure: no database. The directory lookup (stored bank names) happens afterwards in directory.ts.
  */
 import { isValidEmail } from "@brazilian-utils/brazilian-utils";

@@ -92,11 +92,11 @@ export async function transaction<T>(sql: Sql, work: (tx: TransactionSql) => Pro
 
 /**
  * Inside `transaction`: queues COMMIT behind the statements already handed to the connection, so it leaves in the same
- * write, and refuses any statement after it. Handed means `execute()`d: a statement that is only awaited is handed a few
- * microtasks later, and COMMIT would overtake it. The caller must have handed over everything the transaction writes
- * (the pay-in's last batch: transactions.ts, `storeWithEvent`): a throw after it does not undo what COMMIT commits,
- * unless a statement before it failed (then Postgres answers COMMIT with ROLLBACK). Inside `sql.begin` it does nothing:
- * that commits when its callback returns.
+ * write, and refuses any statement after it. Handed means `execute()`d: a statement that is only awaited is handed a
+ * few microtasks later, and COMMIT would overtake it. The caller must have handed over everything the transaction
+ * writes (the pay-in's last batch: transactions.ts, `storeWithEvent`): a throw after it does not undo what COMMIT
+ * commits, unless a statement before it failed (then Postgres answers COMMIT with ROLLBACK). Inside `sql.begin` it does
+ * nothing: that commits when its callback returns.
  */
 export function commitNow(tx: TransactionSql): void {
   commitQueues.get(tx)?.();
@@ -105,9 +105,9 @@ export function commitNow(tx: TransactionSql): void {
 const commitQueues = new WeakMap<object, () => void>();
 
 /**
- * `conn` for `work`: a statement made through it is refused (fails, unsent) when it is handed to the connection (awaited
- * or `execute()`d) while not `open()`. Checked when handed, not when written: postgres.js writes a statement a microtask
- * later, and a COMMIT queued behind a statement already handed must still go after it.
+ * `conn` for `work`: a statement made through it is refused (fails, unsent) when it is handed to the connection
+ * (awaited or `execute()`d) while not `open()`. Checked when handed, not when written: postgres.js writes a statement a
+ * microtask later, and a COMMIT queued behind a statement already handed must still go after it.
  */
 function gated(conn: postgres.ReservedSql, open: () => boolean): TransactionSql {
   type Statement = { handle: () => unknown; handler: (q: { reject: (e: unknown) => void }) => void };
@@ -174,7 +174,8 @@ export async function serverAnswers(url: string): Promise<boolean> {
  * True for an error that says the database could not be reached or went away (refused, reset, shutting down,
  * starting up), as opposed to an error in the statement: the same statement may succeed once the server is back.
  * On an HA cluster a write that reaches a primary being demoted, or a replica the proxy has not yet taken out,
- * fails as a read-only transaction (25006): that too is "no primary right now" (README, "A Postgres HA cluster").
+ * fails as a read-only transaction (25006): that too is "no primary right now" (docs/operations.md, "A Postgres HA
+ * cluster").
  */
 export function isDatabaseUnreachable(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;

@@ -38,8 +38,8 @@ const COMPANY_VALUE: ValueKind = {
 
 /**
  * The company `deno task token` signs for when given none, made on first use and kept in `<dir>/development_company`:
- * every token of a development session then belongs to one company, so the endpoint made by one README section
- * receives the events of the next (README, "Quickstart").
+ * every token of a development session then belongs to one company, so the endpoint made by one walk-through
+ * receives the events of the next (README, "Quickstart"; docs/api.md).
  */
 export function developmentCompanyId(dir = SECRETS_DIR): Promise<string> {
   return localValue("development_company", dir, COMPANY_VALUE);

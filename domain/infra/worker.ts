@@ -236,7 +236,7 @@ export async function startWorker(
     noHandleSignals: true,
     logger: workerLogger(),
     events,
-    // graphile-worker's local queue and batched completion stay off (README, Operations, Memory and throughput).
+    // graphile-worker's local queue and batched completion stay off (docs/operations.md, "Memory and throughput").
   });
   await Promise.all(registrations);
   const sweeper = setInterval(() => {

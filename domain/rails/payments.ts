@@ -1,5 +1,5 @@
 /**
- * The transactions API (README, "Transactions"): pay-ins into the company's own accounts and pay-outs to a
+ * The transactions API (docs/api.md, "Transactions"): pay-ins into the company's own accounts and pay-outs to a
  * subject's account, created through the one money path (`moveMoney`), so the sandbox and the API make the same
  * rows and events and clearance applies to both.
  */

@@ -110,7 +110,7 @@ export type Movement = {
   wantsExchange?: boolean;
   /** The receiving bank refuses the account data (sandbox): the wire waits for a correction instead. */
   wireError?: WireErrorCode | null;
-  /** What the transactions API records (README, "Transactions"): the currency it converts to, the accounts. */
+  /** What the transactions API records (docs/api.md, "Transactions"): the currency it converts to, the accounts. */
   exchangeCurrency?: string | null;
   fromBankAccountId?: string | null;
   toBankAccountId?: string | null;

@@ -7,7 +7,7 @@
 import type { Sql } from "../infra/db.ts";
 import { isSealedBytes, SEALED_PREFIX, type SecretBox } from "../infra/secret_box.ts";
 
-/** How long a key answers with its first response (README, "Idempotency-Key"). */
+/** How long a key answers with its first response (docs/api.md, "Idempotency-Key"). */
 export const IDEMPOTENCY_KEY_HOURS = 24;
 
 /**

@@ -1,7 +1,7 @@
 /**
- * Company customers of an integrator (README, "Company customers"): subjects of kind `company`, in the same table as
- * people, so every route that takes a subject id takes a company's; `subjects.ts` holds what they share. Registration
- * is an upsert on the tax id, as for people. Theirs alone: the tax id implies the fiscal country.
+ * Company customers of an integrator (docs/api.md, "Company customers"): subjects of kind `company`, in the same table
+ * as people, so every route that takes a subject id takes a company's; `subjects.ts` holds what they share.
+ * Registration is an upsert on the tax id, as for people. Theirs alone: the tax id implies the fiscal country.
  */
 import type { Sql } from "../infra/db.ts";
 import { ErrorBag } from "../basics/errors.ts";

@@ -144,7 +144,7 @@ function checkTypeAndName(
 }
 
 /**
- * Checks a document as the README's documents section says: an upload failure (a missing or extension-less
+ * Checks a document as docs/api.md, "Documents and bank accounts", says: an upload failure (a missing or extension-less
  * file_name, bad Base64, a file_type the bytes are not) is a 400 naming the field, an oversized file a 413. A file_type
  * off the allowed list or a file_name with control or bidi characters is an invalid value: 422, unless an upload
  * failure comes with it (400, every error listed). `path` prefixes the field names (["documents", 0]) when the

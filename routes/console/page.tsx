@@ -137,7 +137,7 @@ const Endpoints = () => (
             <input
               id="endpoint-filter"
               name="filter"
-              placeholder='data.currency == "BRL" && double(data.value) > 1000.0'
+              placeholder="has(data.bank_transaction) && double(data.bank_transaction.value) > 1000.0"
               aria-describedby="endpoint-filter-hint"
             />
           </Field>

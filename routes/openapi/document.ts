@@ -1,6 +1,6 @@
 /**
  * The prose of the OpenAPI document: what a reader of `/docs` or a client generator needs before the first call
- * and cannot learn from one operation (how to get a token, how webhooks are signed). Details live in the README and
+ * and cannot learn from one operation (how to get a token, how webhooks are signed). Details live in docs/api.md and
  * docs/webhooks.md; this says enough to start.
  */
 export const API_DESCRIPTION = `Register customers and their bank accounts, move money, and receive signed webhooks.
@@ -34,6 +34,9 @@ signed with the endpoint's secret (64 hex characters, in the endpoint's \`secret
   secret still signing), so any Standard Webhooks library verifies it, with the secret in its "raw" format.
 - Answer 2xx within the timeout to acknowledge; anything else is retried. Delivery records and their attempts are
   under \`/api/v2/notifications/events\`.
+- A body's \`id\` and its \`webhook-id\` header are its delivery record's id, not the event's:
+  \`GET /api/v2/notifications/events/{id}\` answers the record, whose \`event_id\` names the event
+  (\`?event_id=\` lists its records at every endpoint; docs/webhooks.md, "Which id is which").
 
 The retry schedule, ordering, and a receiver in TypeScript are in docs/webhooks.md of the repository.`;
 

@@ -45,7 +45,7 @@ function checkKey(key: string) {
 }
 
 /**
- * `Idempotency-Key` on authenticated POST requests (README, "Idempotency-Key"). Mounted after authentication and
+ * `Idempotency-Key` on authenticated POST requests (docs/api.md, "Idempotency-Key"). Mounted after authentication and
  * the body read: the key belongs to the company, and "the same request" means the same method, path and raw body.
  * The key is claimed before the handler runs and the answer stored after it; a replay answers the stored status,
  * content type and body with `Idempotent-Replayed: true`. Answers are stored sealed with `box` (they may carry a

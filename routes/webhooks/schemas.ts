@@ -340,8 +340,14 @@ export const Attempt = z.object({
 }).openapi("WebhookAttempt");
 
 export const Delivery = z.object({
-  id: z.string(),
-  event_id: z.string(),
+  id: z.string().openapi({
+    description: "The delivery record's id: the `id` of the bodies sent for it and their `webhook-id` header " +
+      '(docs/webhooks.md, "Which id is which")',
+  }),
+  event_id: z.string().openapi({
+    description: "The event's id, shared by its records at every endpoint; never in a body. " +
+      "`?event_id=` lists them",
+  }),
   endpoint_id: z.string(),
   company_id: z.string().optional().openapi({ description: "Detail only" }),
   type: z.string(),
@@ -417,7 +423,11 @@ export const EventsQuery = z.object({
     description: `One event type or a comma-separated list of them: ${EVENT_TYPES.join(", ")}`,
   }),
   endpoint_id: queryUuid.optional().openapi({ description: "Only records of this endpoint" }),
-  event_id: queryUuid.optional().openapi({ description: "Only records of this event (one per endpoint it went to)" }),
+  event_id: queryUuid.optional().openapi({
+    description:
+      "Only records of this event (one per endpoint it went to): a record's `event_id`, not a body's `id`, " +
+      "which is the record's own",
+  }),
   transaction_id: queryUuid.optional().openapi({
     description: "Only records of events whose data names this transaction (`transaction_id` or `transaction_ids`), " +
       `the oldest ${TRANSACTION_SEARCH_EVENTS} such events at most (docs/webhooks.md, Search by event or transaction id)`,

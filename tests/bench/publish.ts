@@ -1,6 +1,6 @@
 /**
- * `deno task bench:publish`: the figures the README publishes ("Benchmark"), measured the way `deno task bench`
- * measures them (api.ts and webhooks.ts), printed as the README's Markdown with the machine, Postgres' settings and
+ * `deno task bench:publish`: the figures docs/benchmark.md publishes, measured the way `deno task bench`
+ * measures them (api.ts and webhooks.ts), printed as that page's Markdown with the machine, Postgres' settings and
  * the commit they were taken on. Measures only: nothing here asserts a timing.
  */
 import { benchHttp } from "./api.ts";

@@ -79,7 +79,7 @@ const emittedAt = (uuidV7: string) => parseInt(uuidV7.slice(0, 8) + uuidV7.slice
 
 /**
  * The longest time from an event to its first arrival at `path`, over the records that first arrived at or after
- * `sinceMs` (wall clock): how long a lane waited once the primary was lost, whatever the event (README, Operations).
+ * `sinceMs` (wall clock): how long a lane waited once the primary was lost, whatever the event (docs/operations.md).
  */
 function longestLag(receiver: ReturnType<typeof startReceiver>, path: string, sinceMs: number): number {
   const first = new Map<string, number>();

@@ -1,8 +1,10 @@
 /**
  * The README's quickstart, run as written: its shell block is taken from README.md and run with bash on a fresh
  * database, and it must end with `deno task receive` printing a verified webhook that names its endpoint. Only the
- * ports change (the README's 4000 and 4001 may be taken on this machine), so a quickstart that breaks fails here. A
- * copy with its person step broken must then stop at that step, showing the service's error.
+ * ports change (the README's 4000 and 4001 may be taken on this machine), so a quickstart that breaks fails here. It
+ * must run quietly: nothing on stderr that looks like an error while it waits for the receiver (curl's `(7)` and `(22)`),
+ * and no `Task ...` line of Deno's. A copy with its person step broken must then stop at that step, showing the
+ * service's error.
  */
 import assert from "node:assert/strict";
 import { freePort } from "../support/free_port.ts";
@@ -15,7 +17,7 @@ export function quickstartBlock(readme: string): string {
   const section = readme.split(/\n(?=## )/).find((s) => s.startsWith("## Quickstart"));
   assert.ok(section, "README.md has no Quickstart section");
   const blocks = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]);
-  const block = blocks.find((b) => b.includes("deno task start &"));
+  const block = blocks.find((b) => /^deno task (--quiet )?start &/m.test(b));
   assert.ok(block, "the Quickstart has no shell block that starts the service");
   return block;
 }
@@ -33,7 +35,7 @@ Deno.test("the README quickstart, run as written, ends with a webhook the receiv
   const receiverPort = freePort();
   let script = moved(block, "127.0.0.1:4000", `127.0.0.1:${servicePort}`);
   script = moved(script, "127.0.0.1:4001", `127.0.0.1:${receiverPort}`);
-  script = moved(script, "deno task receive &", `deno task receive --port ${receiverPort} &`);
+  script = moved(script, "deno task --quiet receive &", `deno task --quiet receive --port ${receiverPort} &`);
 
   const databaseUrl = perTestDatabaseUrl("quickstart");
   // what a newcomer's shell has, and no more: no test settings, the service's defaults (development)
@@ -90,6 +92,9 @@ Deno.test("the README quickstart, run as written, ends with a webhook the receiv
     assert.doesNotMatch(stdout, /NOT VERIFIED/, said);
     // a quiet start: no installer noise, and one line naming the Postgres used, without a password
     assert.doesNotMatch(stderr, /Initialize|Ignored build scripts|Warning/, said);
+    // nothing a newcomer would take for an error while the block waits, and only the values of the tasks it reads
+    assert.doesNotMatch(stderr, /curl: \(/, said);
+    assert.doesNotMatch(stderr, /Task\b[^\n]*deno install/, said);
     const postgresLines = stdout.split("\n").filter((l) => l.includes('"msg":"postgres"'));
     assert.equal(postgresLines.length, 1, said);
     assert.match(postgresLines[0], /"server":"DATABASE_URL","url":"postgres:\/\/[^"@]+\/payments_test_quickstart_/);
@@ -101,7 +106,7 @@ Deno.test("the README quickstart, run as written, ends with a webhook the receiv
     // The service and the receiver of the block still run: a copy of the block without its two background commands
     // (they would find their ports taken), with an invalid CPF, must stop at the person call with its error shown.
     const broken = moved(
-      script.split("\n").filter((line) => !/^deno task (start|receive)\b.*&/.test(line)).join("\n"),
+      script.split("\n").filter((line) => !/^deno task (--quiet )?(start|receive)\b.*&/.test(line)).join("\n"),
       '"52998224725"',
       '"52998224700"',
     );

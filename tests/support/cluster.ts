@@ -1,6 +1,6 @@
 /**
- * The local HA cluster of `deno task cluster` (README, "A Postgres HA cluster"), for the tests that run on one:
- * whether it can run here, its commands as an operator types them, and its status.
+ * The local HA cluster of `deno task cluster` (docs/operations.md, "A Postgres HA cluster"), for the tests that run on
+ * one: whether it can run here, its commands as an operator types them, and its status.
  */
 import assert from "node:assert/strict";
 import { cannotInstall, ensurePackages, missingPackages } from "../../commands/cluster/packages.ts";
