@@ -7,7 +7,7 @@ import { clabe } from "clabe-validator";
 import { countrySpecs, electronicFormatIBAN, isValidBIC, validateIBAN, ValidationErrorsIBAN } from "ibantools";
 import { BLANK, EMAIL_FORMAT, ErrorBag } from "../basics/errors.ts";
 import { UUID_RE } from "../basics/ids.ts";
-import { COUNTRY_FORMS, countryAlpha3 } from "../basics/countries.ts";
+import { countryAlpha3, unknownCountry } from "../basics/countries.ts";
 import {
   bareDocument,
   ccProblem,
@@ -191,7 +191,7 @@ function branchCountry(raw: string | null | undefined, bag: ErrorBag): string | 
   const given = value(raw);
   if (!given) return null;
   const alpha3 = countryAlpha3(given);
-  if (!alpha3) bag.add("branch_country", `is invalid: ${COUNTRY_FORMS}`);
+  if (!alpha3) bag.add("branch_country", `is invalid: ${unknownCountry(given)}`);
   return alpha3;
 }
 

@@ -51,3 +51,21 @@ export function oneOfCountries(alpha3: readonly string[]): string {
 
 /** What a code that names no country is told, where any country will do: both forms read, each with an example. */
 export const COUNTRY_FORMS = "expected three letters or two, e.g. BRA or BR";
+
+/**
+ * Why `code` names no country, where any country will do, after the field's own start (docs/errors.md, "What a format
+ * expects"): the forms read when it is not two or three letters, and that no country has it when it is (`XX`, which
+ * has the form but names nothing). The code is echoed only once it is known to be letters.
+ *
+ * @example
+ * ```ts
+ * unknownCountry("Brasil"); // "expected three letters or two, e.g. BRA or BR"
+ * unknownCountry("xx"); // "expected a known country, e.g. BRA or BR (no country has the code XX)"
+ * ```
+ */
+export function unknownCountry(code: string): string {
+  const upper = code.trim().toUpperCase();
+  return /^[A-Z]{2,3}$/.test(upper)
+    ? `expected a known country, e.g. BRA or BR (no country has the code ${upper})`
+    : COUNTRY_FORMS;
+}

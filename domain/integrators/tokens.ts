@@ -4,6 +4,7 @@
  */
 import { timingSafeEqual } from "node:crypto";
 import { sign, verify } from "hono/jwt";
+import { decodeBase64Url } from "hono/utils/encode";
 import { JwtAlgorithmMismatch, JwtHeaderInvalid, JwtTokenSignatureMismatched } from "hono/utils/jwt/types";
 import type { Config } from "../infra/config.ts";
 import { UUID_RE } from "../basics/ids.ts";
@@ -28,7 +29,9 @@ export const portalAudience = (settings: Pick<TokenSettings, "jwtAudience">) => 
  * Signs an HS256 token whose `sub` is the company id (the integrator account), with this service's `iss` and `aud`.
  * It lives `ttlSeconds`, the longest lifetime accepted unless told otherwise. A token from sign-in names its session
  * as `jti` (domain/integrators/sessions.ts), so it can be revoked on its own; a portal session's token (`portal`) has
- * the portal audience, and opens only what a portal may do (routes/policy/portal_scope.ts).
+ * the portal audience, and opens only what a portal may do (routes/policy/portal_scope.ts). A negative `ttlSeconds`
+ * signs a token that expired that long ago (`deno task token --expires-in`, for testing a client's refresh), its `iat`
+ * at its `exp` so that it never claims to have been issued after it expired.
  */
 export function signToken(
   settings: TokenSettings,
@@ -42,13 +45,14 @@ export function signToken(
     sub: companyId,
     iss: settings.jwtIssuer,
     aud: opts.portal ? portalAudience(settings) : settings.jwtAudience,
-    iat: now,
+    iat: Math.min(now, now + ttlSeconds),
     exp: now + ttlSeconds,
   };
   return sign(sessionId ? { ...claims, jti: sessionId } : claims, settings.jwtSecret, "HS256");
 }
 
-const TOKEN_RE = /^Bearer ([A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*)$/;
+// the scheme in any case (RFC 7235, section 2.1: `bearer` and `BEARER` are `Bearer`)
+const TOKEN_RE = /^Bearer ([A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*)$/i;
 const JWT_RE = /^[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*$/;
 
 /** `portal`: the token of a portal session (docs/webhooks.md, "Portal links"), which opens the webhook routes only. */
@@ -75,6 +79,10 @@ export const REFUSED = {
   spaces: refusal("malformed", "expected one space between Bearer and the token"),
   scheme: refusal("malformed", "expected the scheme Bearer before the token"),
   notJwt: refusal("malformed", "not a JWT (three base64url parts: header, claims, signature)"),
+  headerNotJson: refusal("malformed", "the JWT header (first part) is not base64url-encoded JSON"),
+  claimsNotJson: refusal("malformed", "the JWT claims (second part) are not base64url-encoded JSON"),
+  claimsNotObject: refusal("malformed", "the JWT claims (second part) are not a JSON object"),
+  signatureNotBase64: refusal("malformed", "the JWT signature (third part) is not base64url"),
   header: refusal("malformed", "the JWT header must name alg HS256"),
   algorithm: refusal("bad signature", "only HS256 is accepted"),
   signature: refusal("bad signature"),
@@ -105,7 +113,34 @@ function bearerToken(header: string | undefined): string | TokenRefusal {
   if (words.length === 0) return REFUSED.empty;
   if (words.length > 1) return REFUSED.words;
   if (!JWT_RE.test(words[0])) return REFUSED.notJwt;
-  return scheme === "Bearer" ? REFUSED.spaces : REFUSED.scheme;
+  return REFUSED.spaces;
+}
+
+const UTF8 = new TextDecoder();
+
+/**
+ * Which part of a token of three base64url parts does not decode as a JWT's must: the header and the claims JSON, the
+ * signature bytes. Asked only once the token was refused, so an accepted one is decoded once, by `verify`.
+ */
+function undecodablePart(token: string): TokenRefusal {
+  const [header, claims, signature] = token.split(".");
+  const json = (part: string) => {
+    try {
+      return { value: JSON.parse(UTF8.decode(decodeBase64Url(part))) };
+    } catch {
+      return null;
+    }
+  };
+  if (!json(header)) return REFUSED.headerNotJson;
+  const decoded = json(claims);
+  if (!decoded) return REFUSED.claimsNotJson;
+  if (typeof decoded.value !== "object" || decoded.value === null) return REFUSED.claimsNotObject;
+  try {
+    decodeBase64Url(signature);
+  } catch {
+    return REFUSED.signatureNotBase64;
+  }
+  return REFUSED.notJwt;
 }
 
 /**
@@ -132,10 +167,10 @@ export async function checkBearer(
     if (err instanceof JwtTokenSignatureMismatched) return REFUSED.signature;
     if (err instanceof JwtAlgorithmMismatch) return REFUSED.algorithm;
     if (err instanceof JwtHeaderInvalid) return REFUSED.header;
-    return REFUSED.notJwt;
+    return undecodablePart(token);
   }
   // a signed payload that is JSON but not an object (`null`, `7`) holds no claims
-  if (typeof claims !== "object" || claims === null) return REFUSED.notJwt;
+  if (typeof claims !== "object" || claims === null) return REFUSED.claimsNotObject;
   const { sub, exp, iat, nbf, jti, iss, aud } = claims;
   if (iss !== settings.jwtIssuer) return REFUSED.issuer;
   const audiences = Array.isArray(aud) ? aud : [aud];
@@ -171,11 +206,11 @@ const finite = (n: unknown): n is number => typeof n === "number" && Number.isFi
 const encoder = new TextEncoder();
 
 /**
- * Whether `header` is `Bearer <expected>`, compared in constant time. Both sides are hashed first, so neither the
- * length nor the first differing byte of the secret shows in the time taken.
+ * Whether `header` is `Bearer <expected>` (the scheme in any case, as for a JWT), compared in constant time. Both
+ * sides are hashed first, so neither the length nor the first differing byte of the secret shows in the time taken.
  */
 export async function bearerMatches(header: string | undefined, expected: string): Promise<boolean> {
-  const given = header?.startsWith("Bearer ") ? header.slice("Bearer ".length) : "";
+  const given = header && /^bearer /i.test(header) ? header.slice("Bearer ".length) : "";
   const [a, b] = await Promise.all(
     [given, expected].map((s) => crypto.subtle.digest("SHA-256", encoder.encode(s))),
   );

@@ -6,7 +6,7 @@
 import { z } from "@hono/zod-openapi";
 import "./validation.ts"; // installs the message vocabulary before any schema parses
 import { UUID_RE } from "../../domain/basics/ids.ts";
-import { DECIMAL_FORMAT } from "../../domain/basics/money.ts";
+import { amountProblem } from "../../domain/basics/money.ts";
 import { MAX_BODY_BYTES, MAX_FILELESS_BODY_BYTES } from "../policy/read_body.ts";
 import { MAX_JSON_DEPTH, MAX_JSON_VALUES } from "../policy/json_bounds.ts";
 
@@ -31,11 +31,20 @@ export const LastIdQuery = z.object({
   last_id: uuid.optional().openapi({ description: "Id of the last record of the previous page; absent for the first" }),
 });
 
-/** A decimal amount with at most two places, as a string (a JSON number is read as its text, never as a float). */
+/**
+ * The check of an amount of money, for a string schema: `amountProblem`'s refusal as the field's message (not a
+ * decimal with a dot, more than two places, or below `least`), so every field of money says the same of the same value.
+ */
+export const amountCheck = (least: "positive" | "zero") => (value: string, ctx: z.RefinementCtx) => {
+  const problem = amountProblem(value, least);
+  if (problem) ctx.addIssue({ code: "custom", message: problem });
+};
+
+/** A decimal amount of 0 or more with at most two places, as a string (a JSON number is read as its text, never as a float). */
 export const decimalString = z.union([z.string().trim(), z.number()])
   .transform((v) => typeof v === "number" ? String(v) : v)
   // any number of digits: an amount too large is refused by the limit it breaks, not as a format error
-  .pipe(z.string().max(40).regex(/^\d+(\.\d{1,2})?$/, DECIMAL_FORMAT))
+  .pipe(z.string().max(40).superRefine(amountCheck("zero")))
   .openapi({ type: "string", example: "1500.00" });
 
 export const ErrorBody = z.object({

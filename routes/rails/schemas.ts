@@ -5,12 +5,15 @@
 
 import { z } from "@hono/zod-openapi";
 import { CURRENCIES } from "../../domain/rails/transactions.ts";
-import { DECIMAL_FORMAT, toCents } from "../../domain/basics/money.ts";
+import { invalidFormat } from "../../domain/basics/errors.ts";
+import { amountCheck } from "../openapi/schemas.ts";
+
 /** A positive amount, required: a JSON number is read as its text, never as a float. */
 export const amount = z.preprocess(
   (v) => typeof v === "number" ? String(v) : v,
-  z.string().trim().min(1).regex(/^\d{1,18}(\.\d{1,2})?$/, DECIMAL_FORMAT),
-).pipe(z.string().refine((v) => (toCents(v) ?? 0n) > 0n, "must be greater than 0"))
+  z.string().trim().min(1).superRefine(amountCheck("positive")),
+  // what the money columns hold (numeric(20,2))
+).pipe(z.string().regex(/^\d{1,18}(\.\d{1,2})?$/, invalidFormat("at most 18 digits before the dot", '"1500.00"')))
   .openapi({ type: "string", example: "1500.00" });
 export const currency = z.string().trim().toUpperCase().pipe(z.enum(CURRENCIES))
   .openapi({ type: "string", enum: [...CURRENCIES], example: "BRL" });

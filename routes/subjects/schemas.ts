@@ -9,7 +9,7 @@ import { DOCUMENT_TYPES, FISCAL_COUNTRIES, toAlpha3 } from "../../domain/subject
 import { COMPANY_DOCUMENT_TYPES } from "../../domain/subjects/company_rules.ts";
 import { KINDS } from "../../domain/subjects/subjects.ts";
 import { rfcPfProblem } from "../../domain/basics/tax_ids.ts";
-import { COUNTRY_FORMS, countryAlpha3, oneOfCountries } from "../../domain/basics/countries.ts";
+import { countryAlpha3, oneOfCountries, unknownCountry } from "../../domain/basics/countries.ts";
 import { invalidFormat } from "../../domain/basics/errors.ts";
 import { decimalString, optionalText, requiredText } from "../openapi/schemas.ts";
 import { DocumentInput } from "./document_schemas.ts";
@@ -196,7 +196,13 @@ export const Person = subjectObject("person", "person", { ...identityShown, docu
 
 // any country: a tax_id is of a country the other types do not cover
 const companyFiscalCountry = z.string().transform((c) => countryAlpha3(c) ?? c)
-  .pipe(z.string().refine((c) => countryAlpha3(c) !== null, `is not an ISO 3166-1 country code: ${COUNTRY_FORMS}`))
+  .pipe(
+    z.string().superRefine((c, ctx) => {
+      if (countryAlpha3(c) === null) {
+        ctx.addIssue({ code: "custom", message: `is not an ISO 3166-1 country code: ${unknownCountry(c)}` });
+      }
+    }),
+  )
   .openapi({ type: "string", example: "BRA", description: "ISO 3166-1 alpha-3 (alpha-2 accepted)" });
 
 const companyFields = { trade_name: optionalText(), ...contactFields };

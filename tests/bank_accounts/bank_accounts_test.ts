@@ -425,7 +425,7 @@ Deno.test("bank accounts", async (t) => {
     const badCountry = await company.put(url, { bank_account: { branch_country: "XX" } });
     assert.equal(badCountry.status, 422);
     assert.deepEqual(badCountry.body.errors, {
-      branch_country: ["is invalid: expected three letters or two, e.g. BRA or BR"],
+      branch_country: ["is invalid: expected a known country, e.g. BRA or BR (no country has the code XX)"],
     });
     const usd = await company.put(url, { bank_account: { currency: "USD" } });
     assert.equal(usd.status, 422);

@@ -406,7 +406,7 @@ Deno.test("branch_country: alpha-2 or alpha-3 in, alpha-3 stored; anything else 
   assert.equal(accepted(brazil({ branch_country: "br" })).branch_country, "BRA");
   assert.equal(accepted(colombia({ branch_country: "COL" })).branch_country, "COL");
   assert.deepEqual(refused(brazil({ branch_country: "XX" })).errors, {
-    branch_country: ["is invalid: expected three letters or two, e.g. BRA or BR"],
+    branch_country: ["is invalid: expected a known country, e.g. BRA or BR (no country has the code XX)"],
   });
 });
 

@@ -7,8 +7,8 @@
 import assert from "node:assert/strict";
 import { z } from "zod";
 import { EMAIL_FORMAT, invalidFormat } from "../../domain/basics/errors.ts";
-import { DECIMAL_FORMAT } from "../../domain/basics/money.ts";
-import { COUNTRY_FORMS, oneOfCountries } from "../../domain/basics/countries.ts";
+import { amountProblem, DECIMAL_FORMAT, DECIMAL_PLACES, NEGATIVE, NOT_POSITIVE } from "../../domain/basics/money.ts";
+import { COUNTRY_FORMS, oneOfCountries, unknownCountry } from "../../domain/basics/countries.ts";
 import { FISCAL_COUNTRIES } from "../../domain/subjects/person_rules.ts";
 import { WRONG_TYPE } from "../../routes/openapi/validation.ts";
 import { BIRTH_DATE_FORMAT } from "../../routes/subjects/schemas.ts";
@@ -16,7 +16,7 @@ import { BIRTH_DATE_FORMAT } from "../../routes/subjects/schemas.ts";
 Deno.test("format messages keep decisions' start and add the form expected, with an example", async (t) => {
   await t.step("the shape of every one", () => {
     assert.equal(invalidFormat("2 digits", "55"), "has invalid format: expected 2 digits, e.g. 55");
-    for (const message of [EMAIL_FORMAT, DECIMAL_FORMAT, BIRTH_DATE_FORMAT]) {
+    for (const message of [EMAIL_FORMAT, DECIMAL_FORMAT, DECIMAL_PLACES, NOT_POSITIVE, NEGATIVE, BIRTH_DATE_FORMAT]) {
       assert.match(message, /^has invalid format: expected .+, e\.g\. .+$/, message);
     }
   });
@@ -31,6 +31,31 @@ Deno.test("format messages keep decisions' start and add the form expected, with
     assert.equal(oneOfCountries(FISCAL_COUNTRIES), "must be one of: BRA, MEX, COL, CHL (or BR, MX, CO, CL)");
     assert.equal(oneOfCountries(["DEU"]), "must be one of: DEU (or DE)");
     assert.equal(COUNTRY_FORMS, "expected three letters or two, e.g. BRA or BR");
+  });
+
+  await t.step("an amount hears which part is wrong: its form, its decimals, or its sign", () => {
+    const said = (value: string, least: "positive" | "zero") => amountProblem(value, least);
+    assert.equal(
+      said("1.500,00", "positive"),
+      'has invalid format: expected a decimal string with a dot, e.g. "1500.00"',
+    );
+    assert.equal(said("abc", "zero"), DECIMAL_FORMAT);
+    assert.equal(said("1.", "positive"), DECIMAL_FORMAT);
+    assert.equal(said("1.505", "positive"), 'has invalid format: expected at most two decimal places, e.g. "1.50"');
+    assert.equal(said("1.505", "zero"), DECIMAL_PLACES);
+    assert.equal(said("-5", "positive"), 'has invalid format: expected an amount greater than 0, e.g. "1500.00"');
+    assert.equal(said("-5", "zero"), 'has invalid format: expected an amount of 0 or more, e.g. "1500.00"');
+    assert.equal(said("-1.505", "positive"), NOT_POSITIVE, "the sign before the decimals");
+    assert.equal(said("0.00", "positive"), "must be greater than 0");
+    for (const good of ["0", "0.00", "1500", "1500.5", "1500.05"]) assert.equal(said(good, "zero"), null, good);
+    for (const good of ["0.01", "1500", "1500.50"]) assert.equal(said(good, "positive"), null, good);
+  });
+
+  await t.step("a country code of the right form that names no country hears that it is not a known one", () => {
+    assert.equal(unknownCountry("Brasil"), COUNTRY_FORMS);
+    assert.equal(unknownCountry("B1"), COUNTRY_FORMS);
+    assert.equal(unknownCountry("xx"), "expected a known country, e.g. BRA or BR (no country has the code XX)");
+    assert.equal(unknownCountry("XXX"), "expected a known country, e.g. BRA or BR (no country has the code XXX)");
   });
 });
 

@@ -76,6 +76,62 @@ Deno.test("errors that teach: a refusal says what was expected, with an example"
       }]);
     });
 
+    await t.step("an amount with three decimals, or negative, hears which: its places, or its sign", async () => {
+      const transaction = (value: unknown) =>
+        post("/api/v1/transactions", {
+          transaction: {
+            subject_id: personId,
+            to_bank_account_id: crypto.randomUUID(),
+            currency: "BRL",
+            exchange_currency: "BRL",
+            value,
+          },
+        });
+      const places = 'has invalid format: expected at most two decimal places, e.g. "1.50"';
+      const positive = 'has invalid format: expected an amount greater than 0, e.g. "1500.00"';
+      for (const [value, message] of [["1.505", places], [1.505, places], ["-5", positive], [-5, positive]] as const) {
+        const res = await transaction(value);
+        assert.deepEqual([res.status, res.body], [422, { errors: { value: [message] } }], String(value));
+      }
+      const payin = await post("/api/sandbox/payins", { subject_id: personId, value: "-5", currency: "BRL" });
+      assert.deepEqual([payin.status, payin.body], [422, { errors: { value: [positive] } }]);
+      const income = await person({ net_monthly_average_income: "1.505" });
+      assert.deepEqual([income.status, income.body], [422, { errors: { net_monthly_average_income: [places] } }]);
+      const negative = await person({ net_monthly_average_income: "-5" });
+      assert.deepEqual([negative.status, negative.body], [422, {
+        errors: { net_monthly_average_income: ['has invalid format: expected an amount of 0 or more, e.g. "1500.00"'] },
+      }]);
+    });
+
+    await t.step("a country code of two letters that names no country hears it is not a known country", async () => {
+      const res = await post(`/api/v1/subject/${personId}/bank_accounts`, {
+        bank_account: brazil({ branch_country: "XX" }),
+      });
+      assert.deepEqual([res.status, res.body], [422, {
+        errors: {
+          branch_country: ["is invalid: expected a known country, e.g. BRA or BR (no country has the code XX)"],
+        },
+      }]);
+      const spelled = await post(`/api/v1/subject/${personId}/bank_accounts`, {
+        bank_account: brazil({ branch_country: "Brasil" }),
+      });
+      assert.deepEqual([spelled.status, spelled.body], [422, {
+        errors: { branch_country: ["is invalid: expected three letters or two, e.g. BRA or BR"] },
+      }]);
+      const company = await post("/api/v1/subject/companies", {
+        company: {
+          document_type: "tax_id",
+          document_number: "123456789",
+          social_name: "Acme Ltd",
+          fiscal_country: "XX",
+        },
+      });
+      assert.equal(company.status, 422, JSON.stringify(company.body));
+      assert.deepEqual(company.body.errors.fiscal_country, [
+        "is not an ISO 3166-1 country code: expected a known country, e.g. BRA or BR (no country has the code XX)",
+      ]);
+    });
+
     await t.step("a CLABE spaced as a bank statement prints it is accepted and stored bare", async () => {
       const bare = clabe("01218000123456789");
       const spaced = `${bare.slice(0, 3)} ${bare.slice(3, 6)} ${bare.slice(6, 17)} ${bare.slice(17)}`;

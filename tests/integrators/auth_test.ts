@@ -35,6 +35,13 @@ Deno.test("authentication and tenancy", async (t) => {
     assert.equal((await call(`Bearer ${await signToken(TEST_TOKENS, sub)}`)).status, 200);
   });
 
+  await t.step("the scheme is case-insensitive (RFC 7235, section 2.1): bearer and BEARER are accepted", async () => {
+    const token = await sign(claims, TEST_JWT_SECRET, "HS256");
+    for (const scheme of ["bearer", "BEARER"]) {
+      assert.deepEqual(await call(`${scheme} ${token}`), { status: 200, body: { data: [] } }, scheme);
+    }
+  });
+
   await t.step("aud may be a list that names this service", async () => {
     assert.equal((await call(await signed({ ...claims, aud: ["another-api", aud] }))).status, 200);
   });

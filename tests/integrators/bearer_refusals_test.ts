@@ -5,7 +5,14 @@
  */
 import assert from "node:assert/strict";
 import { sign } from "hono/jwt";
-import { checkBearer, REFUSED, type TokenRefusal, verifyBearer } from "../../domain/integrators/tokens.ts";
+import {
+  bearerMatches,
+  checkBearer,
+  isRefusal,
+  REFUSED,
+  type TokenRefusal,
+  verifyBearer,
+} from "../../domain/integrators/tokens.ts";
 import { bearerChallenge } from "../../routes/policy/auth.ts";
 import { TEST_JWT_SECRET, TEST_TOKENS } from "../support/helpers.ts";
 
@@ -27,18 +34,38 @@ Deno.test("a refused bearer token says why, and only a token this service signed
     assert.equal((await verifyBearer(TEST_TOKENS, `Bearer ${good}`))?.companyId, sub);
   });
 
+  await t.step("the scheme is read in any case (RFC 7235, section 2.1)", async () => {
+    for (const scheme of ["bearer", "BEARER", "bEaReR"]) {
+      const checked = await checkBearer(TEST_TOKENS, `${scheme} ${good}`);
+      assert.ok(!isRefusal(checked), `${scheme}: ${isRefusal(checked) ? checked.description : ""}`);
+      assert.equal(checked.companyId, sub);
+    }
+  });
+
   const cases: [string, string | undefined, TokenRefusal][] = [
     ["no header", undefined, REFUSED.missing],
     ["an empty header", "", REFUSED.missing],
     ["another scheme", `Basic ${btoa("ana:secret")}`, REFUSED.missing],
     ["a bare JWT, without its scheme", good, REFUSED.scheme],
-    ["the scheme in lower case", `bearer ${good}`, REFUSED.scheme],
+    ["two spaces after bearer in lower case", `bearer  ${good}`, REFUSED.spaces],
     ["Bearer with nothing after it", "Bearer", REFUSED.empty],
     ["Bearer and a space", "Bearer ", REFUSED.empty],
     ["Bearer twice", `Bearer Bearer ${good}`, REFUSED.words],
     ["two spaces after Bearer", `Bearer  ${good}`, REFUSED.spaces],
     ["a token that is not a JWT", "Bearer abc", REFUSED.notJwt],
-    ["three parts that are not JSON", "Bearer not.a.jwt", REFUSED.notJwt],
+    ["three parts whose header is not JSON", "Bearer abc.def.ghi", REFUSED.headerNotJson],
+    ["three parts that are not JSON", "Bearer not.a.jwt", REFUSED.headerNotJson],
+    ["a JSON header and claims that are not JSON", `Bearer ${b64url({ alg: "HS256" })}.def.ghi`, REFUSED.claimsNotJson],
+    [
+      "claims that are JSON but not an object, with a signature that is not base64url",
+      `Bearer ${b64url({ alg: "HS256", typ: "JWT" })}.${b64url(7)}.a`,
+      REFUSED.claimsNotObject,
+    ],
+    [
+      "a JSON header and claims, and a signature that is not base64url",
+      `Bearer ${b64url({ alg: "HS256", typ: "JWT" })}.${b64url(claims)}.a`,
+      REFUSED.signatureNotBase64,
+    ],
     ["alg none", `Bearer ${b64url({ alg: "none", typ: "JWT" })}.${b64url(claims)}.`, REFUSED.header],
     ["alg HS512", `Bearer ${await sign(claims, TEST_JWT_SECRET, "HS512")}`, REFUSED.algorithm],
     ["another secret", `Bearer ${await jwt(claims, OTHER_SECRET)}`, REFUSED.signature],
@@ -63,7 +90,7 @@ Deno.test("a refused bearer token says why, and only a token this service signed
     ["iat in the future", `Bearer ${await jwt({ ...claims, iat: now + 3600, exp: now + 7200 })}`, REFUSED.early],
     ["nbf in the future", `Bearer ${await jwt({ ...claims, nbf: now + 62 })}`, REFUSED.early],
     ["a jti that is not a session id", `Bearer ${await jwt({ ...claims, jti: "my-session" })}`, REFUSED.session],
-    ["signed claims that are not an object", `Bearer ${await signedRaw("null")}`, REFUSED.notJwt],
+    ["signed claims that are not an object", `Bearer ${await signedRaw("null")}`, REFUSED.claimsNotObject],
   ];
   for (const [name, header, expected] of cases) {
     await t.step(`${name}: ${expected.description}`, async () => {
@@ -79,6 +106,13 @@ Deno.test("a refused bearer token says why, and only a token this service signed
       assert.ok(refusal.description.startsWith(refusal.reason), refusal.description);
     }
   });
+});
+
+Deno.test("the metrics token is matched with its scheme in any case, as a JWT is", async () => {
+  assert.ok(await bearerMatches("Bearer metrics-secret", "metrics-secret"));
+  assert.ok(await bearerMatches("bearer metrics-secret", "metrics-secret"));
+  assert.ok(!(await bearerMatches("Basic metrics-secret", "metrics-secret")));
+  assert.ok(!(await bearerMatches("bearer other", "metrics-secret")));
 });
 
 Deno.test("the WWW-Authenticate challenge of each refusal follows RFC 6750", () => {

@@ -64,6 +64,11 @@ Deno.test("a refused token hears why in WWW-Authenticate, the log says the same,
       await refusedWith(`Bearer Bearer ${good}`, invalid(description), description);
     });
 
+    await t.step("three parts that are not a JWT hear which part is wrong: here, the header", async () => {
+      const description = "malformed: the JWT header (first part) is not base64url-encoded JSON";
+      await refusedWith("Bearer abc.def.ghi", invalid(description), description);
+    });
+
     await t.step("a token signed with another secret has a bad signature", async () => {
       const forged = await sign(
         { sub: companyId, iss: TEST_TOKENS.jwtIssuer, aud: TEST_TOKENS.jwtAudience, iat: now, exp: now + 60 },

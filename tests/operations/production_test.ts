@@ -7,7 +7,13 @@ import { sign } from "hono/jwt";
 import { loadConfig, localSecretsWanted } from "../../domain/infra/config.ts";
 import { lowEntropy, secretMaterial } from "../../domain/infra/secret_strength.ts";
 import { loadConfigWithLocalSecrets, localSecret } from "../../domain/infra/local_secrets.ts";
-import { type TokenSettings, verifyBearer } from "../../domain/integrators/tokens.ts";
+import {
+  checkBearer,
+  CLOCK_SKEW_SECONDS,
+  REFUSED,
+  type TokenSettings,
+  verifyBearer,
+} from "../../domain/integrators/tokens.ts";
 import { setLogLevel } from "../../domain/basics/log.ts";
 import {
   dropDatabase,
@@ -404,6 +410,64 @@ Deno.test("deno task token: one development company for every call, --new for an
     assert.match(production.stderr, /no development company: name the company or ask for --new/);
     const named = await token([given], { APP_ENV: "production", SECRET_ENCRYPTION_KEY: KEY_32 });
     assert.equal(named.sub, given, named.stderr);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("deno task token --expires-in: a token about to expire, or one already expired, for a client's refresh", async () => {
+  const dir = await freshDir();
+  const settings = settingsWith(TEST_JWT_SECRET);
+  const token = async (...args: string[]) => {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--allow-env",
+        "--allow-read",
+        "--allow-write=.data",
+        "--config",
+        `${root}deno.json`,
+        `${root}commands/token.ts`,
+        ...args,
+      ],
+      cwd: dir,
+      env: { JWT_SECRET: TEST_JWT_SECRET },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stdout = new TextDecoder().decode(out.stdout).trim();
+    return { code: out.code, header: `Bearer ${stdout}`, stderr: new TextDecoder().decode(out.stderr) };
+  };
+  try {
+    const soon = await token("--new", "--expires-in", "5");
+    assert.equal(soon.code, 0, soon.stderr);
+    const verified = await verifyBearer(settings, soon.header);
+    assert.ok(verified, "accepted while it lives");
+    assert.equal(verified.exp - verified.iat, 5);
+    assert.deepEqual(await checkBearer(settings, soon.header, verified.exp + CLOCK_SKEW_SECONDS + 1), REFUSED.expired);
+
+    const same = await token("--expires-in=30", "--new");
+    assert.equal(same.code, 0, same.stderr);
+    const sameVerified = await verifyBearer(settings, same.header);
+    assert.equal(sameVerified && sameVerified.exp - sameVerified.iat, 30, "either form, in either order");
+
+    const expired = await token("--new", "--expires-in", "-120");
+    assert.equal(expired.code, 0, expired.stderr);
+    assert.deepEqual(await checkBearer(settings, expired.header), REFUSED.expired, "refused at once");
+
+    for (
+      const [value, said] of [
+        ["0", /--expires-in must be at least 1, or negative for a token that has already expired/],
+        ["soon", /--expires-in must be a whole number of seconds, got "soon"/],
+        ["1.5", /--expires-in must be a whole number of seconds/],
+        [String(TEST_TOKENS.jwtMaxTtlSeconds + 1), /--expires-in must be at most JWT_MAX_TTL_SECONDS/],
+      ] as const
+    ) {
+      const refused = await token("--new", "--expires-in", value);
+      assert.equal(refused.code, 1, value);
+      assert.match(refused.stderr, said);
+      assert.match(refused.stderr, /usage: deno task token \[<company_id> \| --new\] \[--expires-in <seconds>\]/);
+    }
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

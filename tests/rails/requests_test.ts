@@ -107,10 +107,10 @@ Deno.test("rails routes name the fields they refuse", async (t) => {
         post("/api/sandbox/payins", { subject_id: person.id, value: "1.00", currency: "BRL", ...o });
       assert.deepEqual(await payin({ value: "0.00" }), [422, { errors: { value: ["must be greater than 0"] } }]);
       assert.deepEqual(await payin({ value: "-1.00" }), [422, {
-        errors: { value: ['has invalid format: expected a decimal string with a dot, e.g. "1500.00"'] },
+        errors: { value: ['has invalid format: expected an amount greater than 0, e.g. "1500.00"'] },
       }]);
       assert.deepEqual(await payin({ value: "1.234" }), [422, {
-        errors: { value: ['has invalid format: expected a decimal string with a dot, e.g. "1500.00"'] },
+        errors: { value: ['has invalid format: expected at most two decimal places, e.g. "1.50"'] },
       }]);
       assert.deepEqual(await payin({ currency: "ARS" }), [422, {
         errors: { currency: ["must be one of: BRL, MXN, COP, CLP, EUR, USD"] },

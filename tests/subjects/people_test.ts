@@ -365,7 +365,7 @@ Deno.test("person rules", async (t) => {
     }
     const decimals = await status(cpfPerson({ net_monthly_average_income: "10.123" }));
     assert.deepEqual([decimals.status, decimals.errors], [422, {
-      net_monthly_average_income: ['has invalid format: expected a decimal string with a dot, e.g. "1500.00"'],
+      net_monthly_average_income: ['has invalid format: expected at most two decimal places, e.g. "1.50"'],
     }]);
     const huge = await status(cpfPerson({ net_monthly_average_income: "12345678901234567890123.00" }));
     assert.deepEqual([huge.status, huge.errors], [422, {
