@@ -17,15 +17,7 @@ import { newId } from "../../domain/basics/ids.ts";
 import { freePort } from "../support/free_port.ts";
 import { eventually, setup, TEST_TOKENS } from "../support/helpers.ts";
 import { startReceiver } from "../support/webhook_receiver.ts";
-import {
-  assertAccessible,
-  haveChromium,
-  launchBrowser,
-  rows,
-  screenshot,
-  signIn,
-  view,
-} from "../support/console_page.ts";
+import { assertAccessible, haveChromium, launchBrowser, rows, signIn, view } from "../support/console_page.ts";
 import { ENDPOINTS, EVENTS } from "../support/endpoints.ts";
 
 const textOf = (page: Page, selector: string) => page.$eval(selector, (el) => el.textContent ?? "");
@@ -217,7 +209,6 @@ Deno.test({
         const page_ = await textOf(page, "body");
         assert.ok(!page_.includes(apiKey), "the secret header's value is not on the page");
         assert.ok(!page_.includes(all.secret), "the signing secret is not on the page");
-        await screenshot(page, "delivery-request", "#delivery");
         await assertReadable(page, "a succeeded delivery open, with its request");
         // pending: it may be acknowledged
         await view(page, `#endpoint/${sequential.id}`);
