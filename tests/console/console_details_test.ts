@@ -55,6 +55,8 @@ async function assertReadable(page: Page, where: string) {
 /** Opens a delivery from a list by its row's id and waits for its facts; a list drawn again meanwhile is clicked again. */
 async function open(page: Page, tbody: string, id: string) {
   await eventually(`delivery ${id} open`, async () => {
+    // closed first, so that what is waited for is this click's answer, not the panel left open before
+    await page.$eval("#delivery", (el) => (el as HTMLElement).hidden = true);
     await page.$eval(`#${tbody} tr[data-id="${id}"] button`, (b) => (b as HTMLButtonElement).click());
     return await page.waitForFunction(
       (id) =>
@@ -174,7 +176,38 @@ Deno.test({
         await assertReadable(page, "a queued record open");
       });
 
-      await t.step("the delivery panel opens in view, shows the request sent with its secrets masked", async () => {
+      await t.step("the delivery panel opens in view, at 1280 and 360 px", async () => {
+        for (const [width, height] of [[360, 740], [1280, 900]]) {
+          await page.setViewport({ width, height });
+          await view(page, "#log");
+          await page.waitForFunction(
+            (id) => document.querySelector(`#delivery-rows tr[data-id="${id}"]`),
+            { timeout: 5_000 },
+            longest,
+          );
+          await page.evaluate(() => globalThis.scrollTo(0, 0));
+          await open(page, "delivery-rows", longest);
+          const box = await page.$eval("#delivery", (el) => {
+            const r = el.getBoundingClientRect();
+            return { top: r.top, bottom: r.bottom, height: r.height, window: globalThis.innerHeight };
+          });
+          const visible = Math.min(box.bottom, box.window) - Math.max(box.top, 0);
+          assert.ok(
+            box.top >= 0 && visible >= Math.min(box.height, box.window / 2),
+            `the panel is in view at ${width} px: ${JSON.stringify(box)}`,
+          );
+        }
+      });
+
+      await t.step("a succeeded delivery offers no Acknowledge; a pending one does", async () => {
+        await open(page, "delivery-rows", longest);
+        assert.match(await textOf(page, "#delivery-facts"), /Statussucceeded/);
+        assert.equal(await hidden(page, "#delivery-acknowledge"), true);
+        await open(page, "delivery-rows", head.id);
+        assert.equal(await hidden(page, "#delivery-acknowledge"), false);
+      });
+
+      await t.step("the delivery panel shows the request sent with its secrets masked", async () => {
         await view(page, "#log");
         await page.waitForFunction(
           (id) => document.querySelector(`#delivery-rows tr[data-id="${id}"]`),
@@ -182,18 +215,6 @@ Deno.test({
           longest,
         );
         await open(page, "delivery-rows", longest);
-        const box = await page.$eval("#delivery", (el) => {
-          const r = el.getBoundingClientRect();
-          return { top: r.top, bottom: r.bottom, height: r.height, window: globalThis.innerHeight };
-        });
-        const visible = Math.min(box.bottom, box.window) - Math.max(box.top, 0);
-        assert.ok(
-          box.top >= 0 && visible >= Math.min(box.height, box.window / 2),
-          `the panel is in view: ${JSON.stringify(box)}`,
-        );
-        // succeeded: nothing to acknowledge
-        assert.match(await textOf(page, "#delivery-facts"), /Statussucceeded/);
-        assert.equal(await hidden(page, "#delivery-acknowledge"), true);
         // the request, as the receiver got it but for the secrets
         assert.equal(await hidden(page, "#delivery-request"), false);
         const shownBody = JSON.parse(await textOf(page, "#delivery-request-body"));
@@ -210,18 +231,9 @@ Deno.test({
         assert.ok(!page_.includes(apiKey), "the secret header's value is not on the page");
         assert.ok(!page_.includes(all.secret), "the signing secret is not on the page");
         await assertReadable(page, "a succeeded delivery open, with its request");
-        // pending: it may be acknowledged
-        await view(page, `#endpoint/${sequential.id}`);
-        await page.waitForFunction(
-          (id) => document.querySelector(`#endpoint-delivery-rows tr[data-id="${id}"]`),
-          { timeout: 5_000 },
-          head.id,
-        );
-        await open(page, "endpoint-delivery-rows", head.id);
-        assert.equal(await hidden(page, "#delivery-acknowledge"), false);
       });
 
-      await t.step("a search shows what it found: no other delivery left open, the chart its records", async () => {
+      await t.step("a search closes the delivery opened before it", async () => {
         // the head's panel is open on the endpoint's page; the log's panel is opened too
         await view(page, "#log");
         await page.waitForFunction(
@@ -235,15 +247,25 @@ Deno.test({
         assert.equal(await hidden(page, "#delivery"), true, "the delivery opened before the search is closed");
         const found = await rows(page, "delivery-rows");
         assert.deepEqual(found.map((r) => r[1]), [LONGEST[1]]);
-        await page.waitForFunction(() => document.getElementById("chart-scope")!.textContent !== "", {
-          timeout: 5_000,
-        });
-        const counted = await page.$$eval(
-          "#chart rect title",
-          (ts) => ts.reduce((n, t) => n + Number(/: (\d+) \w+$/.exec(t.textContent!)![1]), 0),
-        );
-        assert.equal(counted, 1, "the chart counts the search's one record");
+      });
+
+      await t.step("the chart counts what the search found, and says so", async () => {
+        if (await hidden(page, "#search-result")) await search(page, long[1].id);
+        const counted = () =>
+          page.$$eval(
+            "#chart rect title",
+            (ts) => ts.reduce((n, t) => n + Number(/: (\d+) \w+$/.exec(t.textContent!)![1]), 0),
+          );
+        await eventually("the chart counting the search's one record", async () => await counted() === 1, 3_000)
+          .catch(async (err) => {
+            throw new Error(`${err.message}: it counts ${await counted()}`);
+          });
+        assert.equal(await textOf(page, "#chart-scope"), ", of the event searched");
         await assertReadable(page, "the log, searched by event id");
+      });
+
+      await t.step("another page leaves the search: its box is empty, the log whole again", async () => {
+        if (await hidden(page, "#search-result")) await search(page, long[1].id);
         // another page: the box is empty, and the log is whole again when it comes back
         await view(page, "#overview");
         assert.equal(await page.$eval("#search-id", (el) => (el as HTMLInputElement).value), "");
