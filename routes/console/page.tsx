@@ -309,7 +309,7 @@ const Deliveries = () => (
         <span>now</span>
       </p>
       <figcaption>
-        Last 24 whole hours (UTC), per hour: <Legend />
+        Last 24 whole hours (UTC)<span id="chart-scope"></span>, per hour: <Legend />
         <span id="chart-empty" class="muted" hidden>No delivery in the last 24 hours.</span>
       </figcaption>
     </figure>
@@ -372,6 +372,15 @@ const Delivery = () => (
         body="attempt-rows"
         empty="No attempt yet: the first is made as soon as a worker takes the delivery."
       />
+      {/* docs/webhooks.md, "What was sent": rendered again by the API, secrets masked */}
+      <div id="delivery-request" class="request" hidden>
+        <h4>Request sent</h4>
+        <p class="muted">
+          Each attempt POSTs this to the endpoint; secrets are masked, signatures are made per attempt.
+        </p>
+        <pre id="delivery-request-headers" class="headers"></pre>
+        <pre id="delivery-request-body"></pre>
+      </div>
     </section>
   </div>
 );

@@ -9,6 +9,8 @@ import {
   retryDelivery,
 } from "../../domain/webhooks/endpoints/deliveries.ts";
 import type { Deps } from "../../domain/infra/deps.ts";
+import { secretBoxFor } from "../../domain/infra/secret_box.ts";
+import { sentRequest } from "../../domain/webhooks/engine/sent_request.ts";
 import { newRouter } from "../openapi/router.ts";
 import { bodyErrorResponses, errorResponses, IdParam, jsonResponse } from "../openapi/schemas.ts";
 import { Delivery, EventsQuery } from "./schemas.ts";
@@ -68,7 +70,7 @@ const retry = createRoute({
   },
 });
 
-export function webhookEventRoutes({ sql }: Deps) {
+export function webhookEventRoutes({ sql, config }: Deps) {
   return newRouter()
     .openapi(list, async (c) => {
       const rows = await listDeliveries(sql, c.get("companyId"), c.req.valid("query"));
@@ -76,7 +78,8 @@ export function webhookEventRoutes({ sql }: Deps) {
     })
     .openapi(show, async (c) => {
       const { delivery, attempts } = await getDelivery(sql, c.get("companyId"), c.req.valid("param").id);
-      return c.json({ data: presentDelivery(delivery, attempts) }, 200);
+      const request = await sentRequest(sql, await secretBoxFor(config), c.get("companyId"), delivery);
+      return c.json({ data: { ...presentDelivery(delivery, attempts), request } }, 200);
     })
     .openapi(acknowledge, async (c) => {
       const result = await acknowledgeDelivery(sql, c.get("companyId"), c.req.valid("param").id);

@@ -354,8 +354,17 @@ export const Delivery = z.object({
   status: z.enum(["pending", "succeeded", "failed"]),
   attempts_count: z.number().int().openapi({ description: "Attempts made so far, manual retries included" }),
   next_attempt_at: ts.nullable().openapi({
-    description: "When the next attempt is due while the record is pending; null once it succeeded or failed, and " +
-      "while its filter's verdict is deferred",
+    description: "When the next attempt is due while the record is pending; null once it succeeded or failed, " +
+      "while its filter's verdict is deferred, and while it waits behind its sequential endpoint's head (waiting_for)",
+  }),
+  waiting_for: z.object({
+    delivery_id: z.string(),
+    next_attempt_at: ts.nullable(),
+    filter_deferred: z.literal(true).optional(),
+  }).optional().openapi({
+    description: "Present while the record is pending behind the head of its sequential endpoint's queue, which " +
+      'goes first (docs/webhooks.md, "Delivery modes and ordering"): the head\'s id and its next try (null, with ' +
+      "filter_deferred, while the head waits for its filter)",
   }),
   filter_deferred: z.literal(true).optional().openapi({
     description: "Present while the record waits for its endpoint's filter, which the company's filter time could " +
@@ -371,6 +380,14 @@ export const Delivery = z.object({
   event_created_at: ts,
   inserted_at: ts,
   attempts: z.array(Attempt).optional().openapi({ description: "Detail only" }),
+  request: z.object({
+    body: z.string(),
+    headers: z.record(z.string(), z.string()),
+  }).optional().openapi({
+    description: "Detail only: the request its attempts send, rendered again from the event and the endpoint as they " +
+      "are now, with the injected secret, secret header values, signatures and bearer tokens masked " +
+      '(docs/webhooks.md, "What was sent")',
+  }),
 }).openapi("WebhookEvent");
 
 const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/;

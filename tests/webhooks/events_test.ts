@@ -231,8 +231,12 @@ Deno.test("listing delivery records", async (t) => {
       "event_created_at",
       "inserted_at",
       "attempts",
+      "request",
     ]);
     assert.equal(shown.body.data.company_id, company.id);
+    // what its attempts send, rendered again (docs/webhooks.md, "What was sent")
+    assert.equal(JSON.parse(shown.body.data.request.body).id, everything[0].id);
+    assert.equal(shown.body.data.request.headers["webhook-id"], everything[0].id);
     assert.deepEqual(shown.body.data.attempts, []);
     assert.equal((await company.get(`${EVENTS}/${crypto.randomUUID()}`)).status, 404);
     const malformed = await company.get(`${EVENTS}/nope`);

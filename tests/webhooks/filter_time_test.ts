@@ -65,6 +65,14 @@ Deno.test("a company's filter time: its costly filters never hold another compan
         assert.equal(waiting.length, 10, "every event has its record, written with it");
         assert.ok(waiting.every((r) => r.status === "pending" && r.next_attempt_at === null), JSON.stringify(waiting));
         assert.ok(waiting.every((r) => (r as unknown as { filter_deferred?: boolean }).filter_deferred === true));
+        // the sequential queue's head waits for its filter; each record behind it for the head (docs/webhooks.md,
+        // "Delivery modes and ordering"), which has no time either
+        const head = waiting.reduce((a, b) => a.id < b.id ? a : b);
+        for (const r of waiting) {
+          const waitsFor = (r as unknown as { waiting_for?: unknown }).waiting_for;
+          if (r.id === head.id) assert.equal(waitsFor, undefined);
+          else assert.deepEqual(waitsFor, { delivery_id: head.id, next_attempt_at: null, filter_deferred: true });
+        }
         const stats = (await company.get(`${ENDPOINTS}/${endpoint.id}/stats`)).body.data.filter_errors;
         assert.deepEqual([stats.deferred, stats.deferred_waiting, stats.refused_after_deferral], [10, 10, 0]);
         // another company's filter is evaluated at once, on its own time

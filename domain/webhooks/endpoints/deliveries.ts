@@ -29,7 +29,12 @@ type DeliveryRow = {
   payload: Record<string, unknown>;
   event_created_at: Date;
   inserted_at: Date;
+  /** The head of its sequential endpoint's queue, when that is another record (`withHeads`). */
+  head?: Head | null;
 };
+
+/** The oldest pending record of a sequential endpoint: the one record its queue may send (fill_slots.ts). */
+type Head = { id: string; next_attempt_at: Date | null };
 
 type AttemptRow = {
   id: string;
@@ -51,9 +56,11 @@ export function presentDelivery(d: DeliveryRow, attempts?: AttemptRow[]) {
     type: d.type,
     status: d.status,
     attempts_count: d.attempts,
-    // a deferred record waits for its filter's verdict, not for a time (filter_deferrals.ts)
-    next_attempt_at: isDeferred(d.next_attempt_at) ? null : isoUtcOrNull(d.next_attempt_at),
+    // a deferred record waits for its filter's verdict, and a record queued behind its sequential endpoint's head for
+    // that head, not for a time of their own (docs/webhooks.md, "Delivery modes and ordering")
+    next_attempt_at: isDeferred(d.next_attempt_at) || d.head ? null : isoUtcOrNull(d.next_attempt_at),
     ...(isDeferred(d.next_attempt_at) && d.status === "pending" ? { filter_deferred: true as const } : {}),
+    ...(d.head ? { waiting_for: presentHead(d.head) } : {}),
     last_error: d.last_error,
     payload: d.payload,
     event_created_at: isoUtc(d.event_created_at),
@@ -72,6 +79,39 @@ export function presentDelivery(d: DeliveryRow, attempts?: AttemptRow[]) {
       }
       : {}),
   };
+}
+
+/** What a queued record waits for: the head's id and its next try (null while the head waits for its own filter). */
+function presentHead(head: Head) {
+  return {
+    delivery_id: head.id,
+    next_attempt_at: isDeferred(head.next_attempt_at) ? null : isoUtcOrNull(head.next_attempt_at),
+    ...(isDeferred(head.next_attempt_at) ? { filter_deferred: true as const } : {}),
+  };
+}
+
+/**
+ * The records, each pending one of a sequential endpoint that is not its queue's head given that head (`head`): a
+ * sequential endpoint sends only its oldest pending record (by id, as fill_slots.ts leases it), so the others wait for
+ * it whatever their own `next_attempt_at` says. One statement for every sequential endpoint the records name.
+ */
+async function withHeads(sql: Sql, companyId: string, rows: DeliveryRow[]): Promise<DeliveryRow[]> {
+  const endpointIds = [...new Set(rows.filter((r) => r.status === "pending").map((r) => r.endpoint_id))];
+  if (!endpointIds.length) return rows;
+  const heads = await sql<(Head & { endpoint_id: string })[]>`
+    select e.id as endpoint_id, h.id, h.next_attempt_at from webhook_endpoints e
+    cross join lateral (
+      select d.id, d.next_attempt_at from webhook_deliveries d
+      where d.company_id = ${companyId} and d.endpoint_id = e.id and d.status = 'pending'
+      order by d.id limit 1
+    ) h
+    where e.company_id = ${companyId} and e.id = any(${endpointIds}::uuid[]) and e.delivery_mode = 'sequential'`;
+  if (!heads.length) return rows;
+  const byEndpoint = new Map(heads.map((h) => [h.endpoint_id, { id: h.id, next_attempt_at: h.next_attempt_at }]));
+  return rows.map((r) => {
+    const head = r.status === "pending" ? byEndpoint.get(r.endpoint_id) : undefined;
+    return head && head.id !== r.id ? { ...r, head } : r;
+  });
 }
 
 /**
@@ -144,7 +184,7 @@ export async function listDeliveries(sql: Sql, companyId: string, f: EventsFilte
     where ${where}
     order by ${order}
     limit ${f.per_page ?? DEFAULT_PER_PAGE}`;
-  return await withEvents(sql, rows);
+  return await withHeads(sql, companyId, await withEvents(sql, rows));
 }
 
 /** A delivery record as read before its event's data is added. */
@@ -168,10 +208,14 @@ async function withEvents(sql: SqlOrTransaction, rows: RecordRow[]): Promise<Del
 }
 
 export async function getDelivery(sql: Sql, companyId: string, id: string) {
-  const [row] = await withEvents(
+  const [row] = await withHeads(
     sql,
-    await sql<RecordRow[]>`
+    companyId,
+    await withEvents(
+      sql,
+      await sql<RecordRow[]>`
       select ${recordColumns(sql)} from webhook_deliveries d where d.company_id = ${companyId} and d.id = ${id}`,
+    ),
   );
   if (!row) throw notFound();
   const attempts = await sql<AttemptRow[]>`

@@ -108,6 +108,8 @@ function route() {
   }
   if (moved) {
     globalThis.scrollTo(0, 0);
+    // a search is the log's: another view neither keeps its id in the box nor finds the log still narrowed to it
+    if (view.name !== "log") leaveSearch();
     if (view.name === "endpoint" && !$("app").hidden) run(() => showEndpoint(view.id, false, true))();
   }
 }
@@ -691,6 +693,13 @@ function attemptsOf(d) {
     parts.push(`${d.attempts_count} ${d.attempts_count === 1 ? "attempt" : "attempts"}`);
   }
   if (d.status === "pending" && d.next_attempt_at) parts.push(`next ${nextAt(d.next_attempt_at)}`);
+  if (d.filter_deferred) parts.push("waiting for its filter");
+  // queued behind its sequential endpoint's head: it goes once that one has
+  const head = d.waiting_for;
+  if (head) {
+    const when = head.filter_deferred ? "" : head.next_attempt_at ? `, next try ${nextAt(head.next_attempt_at)}` : "";
+    parts.push(`waits for ${head.delivery_id.slice(0, 8)}…${when}`);
+  }
   const td = cell(parts.join(", "));
   if (d.last_error) td.append(text("span", d.last_error, "note error"));
   return td;
@@ -778,27 +787,33 @@ async function searchFor(raw) {
   go("#log");
   // what the id has, whatever the log was filtered by before
   for (const id of ["filter-status", "filter-type", "filter-endpoint", "filter-from"]) $(id).value = "";
+  // a delivery opened before is not what the id found: only a record's own id opens one (below)
+  closeDelivery();
   if (record) {
     search = { param: "event_id", id: record.event_id };
     showSearch(`Delivery record ${id}, of event ${record.event_id} (${record.type}); the event's records:`);
     await loadDeliveries();
+    await loadChart();
     await showDelivery(record.id);
   } else if (byEvent.data.length) {
     search = { param: "event_id", id };
     const n = byEvent.data.length;
     showSearch(`Event ${id} (${byEvent.data[0].type}): ${n} ${n === 1 ? "delivery" : "deliveries"}, one per endpoint`);
     await loadDeliveries();
+    await loadChart();
   } else if (byTransaction.data.length) {
     search = { param: "transaction_id", id };
     const events = new Set(byTransaction.data.map((d) => d.event_id)).size;
     showSearch(`Transaction ${id}: ${events} ${events === 1 ? "event" : "events"} about it, and their deliveries`);
     await loadDeliveries();
+    await loadChart();
   } else {
     search = null;
     showSearch(`Nothing found for ${id}: no delivery record, event or transaction of yours has this id.`);
     fillTable($("delivery-rows"), []);
     $("delivery-rows-empty").textContent = "Nothing found. Clear the search to see the whole log.";
     $("next-page").hidden = true;
+    await loadChart();
   }
 }
 
@@ -813,6 +828,23 @@ function clearSearch() {
   $("search-summary").textContent = "";
 }
 
+/** Leaves a search: its id out of the box, and the log and the chart read again whole when one was shown. */
+function leaveSearch() {
+  $("search-id").value = "";
+  if (!search) return;
+  clearSearch();
+  run(async () => {
+    await loadDeliveries();
+    await loadChart();
+  })();
+}
+
+/** Closes the delivery shown, wherever it was opened. */
+function closeDelivery() {
+  shown = null;
+  $("delivery").hidden = true;
+}
+
 $("search").addEventListener("submit", run(() => searchFor($("search-id").value)));
 $("search-clear").addEventListener(
   "click",
@@ -820,6 +852,7 @@ $("search-clear").addEventListener(
     clearSearch();
     $("search-id").value = "";
     await loadDeliveries();
+    await loadChart();
   }),
 );
 
@@ -849,9 +882,19 @@ async function showDelivery(id, focus = true) {
   ];
   if (lastError && data.status !== "succeeded") facts.push(["Last error", text("span", lastError, "error")]);
   if (data.status === "pending" && data.next_attempt_at) facts.push(["Next attempt", nextAt(data.next_attempt_at)]);
+  if (data.waiting_for) facts.push(["Waiting for", waitingFor(data.waiting_for)]);
+  if (data.filter_deferred) facts.push(["Waiting for", "its endpoint's filter (the company's filter time was spent)"]);
   $("delivery-facts").replaceChildren(...facts.flatMap(([k, v]) => [text("dt", k), el("dd", v)]));
   $("delivery-facts").dataset.status = data.status;
   $("delivery-retry").disabled = data.status === "succeeded";
+  // nothing to acknowledge once it succeeded
+  $("delivery-acknowledge").hidden = data.status === "succeeded";
+  $("delivery-request").hidden = !data.request;
+  if (data.request) {
+    $("delivery-request-headers").textContent = Object.entries(data.request.headers).map(([k, v]) => `${k}: ${v}`)
+      .join("\n");
+    $("delivery-request-body").textContent = prettyJson(data.request.body);
+  }
   fillTable(
     $("attempt-rows"),
     attempts.map((a) => {
@@ -870,8 +913,34 @@ async function showDelivery(id, focus = true) {
       return tr;
     }),
   );
-  // keyboard and screen-reader users land on the delivery they opened
-  if (focus) $("delivery-title").focus();
+  // keyboard and screen-reader users land on the delivery they opened, and everyone sees it open: its top in view
+  if (focus) {
+    $("delivery").scrollIntoView({ block: "start" });
+    $("delivery-title").focus({ preventScroll: true });
+  }
+}
+
+/** A JSON body indented for reading; any other text as it is. */
+function prettyJson(body) {
+  try {
+    return JSON.stringify(JSON.parse(body), null, 2);
+  } catch {
+    return body;
+  }
+}
+
+/**
+ * What a record queued behind its sequential endpoint's head waits for (docs/webhooks.md, "Delivery modes and
+ * ordering"): that head, which opens on a click, and its next try.
+ */
+function waitingFor(w) {
+  const when = w.filter_deferred
+    ? "which waits for its filter"
+    : w.next_attempt_at
+    ? `next try ${nextAt(w.next_attempt_at)}`
+    : "being sent";
+  const head = button(w.delivery_id, run(() => showDelivery(w.delivery_id)), "link");
+  return el("span", "the delivery ahead in the queue, ", head, `, ${when}`);
 }
 
 const firstLine = (body) => {
@@ -904,6 +973,8 @@ async function loadChart() {
   let last = null;
   for (let page = 0; page < 10; page++) {
     const q = new URLSearchParams({ per_page: "100", from: new Date(buckets[0].start).toISOString() });
+    // while a search narrows the log, the chart counts what it found, as the log lists it
+    if (search) q.set(search.param, search.id);
     if (last) q.set("last_id", last);
     const { data } = await api("GET", `${EVENTS}?${q}`);
     records.push(...data);
@@ -912,7 +983,11 @@ async function loadChart() {
   }
   const hours = countByHour(buckets, records);
   const total = (status) => hours.reduce((sum, h) => sum + h[status], 0);
-  $("stat-delivered").textContent = String(total("succeeded"));
+  // the overview's count is the whole company's: a search does not change it
+  if (!search) $("stat-delivered").textContent = String(total("succeeded"));
+  $("chart-scope").textContent = search
+    ? `, of the ${search.param === "event_id" ? "event" : "transaction"} searched`
+    : "";
   $("chart-empty").hidden = total("succeeded") + total("failed") + total("pending") > 0;
   // the axis names the hours the first and middle bars start at, and the current one ends with now
   $("axis-start").textContent = `${hours[0].label.slice(0, 5)} UTC`;
