@@ -90,9 +90,9 @@ const SETTING_NAME = /\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b/g;
  */
 const Description: FC<{ text: string; words?: Record<string, string> }> = ({ text, words }) => (
   <>
-    {text.split(/(`[^`]+`)/).map((part) =>
+    {text.split(/(`[^`]+`)/).map((part, i) =>
       /^`[^`]+`$/.test(part)
-        ? <code>{part.slice(1, -1)}</code>
+        ? <code key={i}>{part.slice(1, -1)}</code>
         : words
         ? part.replace(SETTING_NAME, (name) => words[name] ?? "a bound this service sets")
         : part
