@@ -89,7 +89,9 @@ export function portalPageRoutes({ sql, config }: Deps) {
       const accent = id ? (await portalPage(sql, id))?.branding.accentColor : null;
       // stored checked, checked again: nothing but a colour is ever written into a stylesheet
       if (!accent || !ACCENT_COLOR_RE.test(accent)) throw notFound();
-      const css = `:root {\n  --brand: ${accent};\n  --brand-text: ${textOnAccent(accent)};\n}\n`;
+      // the variables console.css reads for the mark and the main buttons, and a rule of the colour above the bar
+      const css = `:root {\n  --brand: ${accent};\n  --brand-text: ${textOnAccent(accent)};\n}\n` +
+        `.top {\n  border-top: 4px solid ${accent};\n}\n`;
       return c.body(css, 200, {
         "content-type": "text/css; charset=utf-8",
         "x-content-type-options": "nosniff",
