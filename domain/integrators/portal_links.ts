@@ -13,6 +13,7 @@ import type { Sql } from "../infra/db.ts";
 import { newId } from "../basics/ids.ts";
 import { ApiError, notFound, unprocessable } from "../basics/errors.ts";
 import { signToken, type TokenSettings } from "./tokens.ts";
+import type { Branding, Logo, LogoType } from "./portal_branding.ts";
 
 /** How long a code may wait to be exchanged: short, as the page opens it at once (seconds). */
 export const LINK_TTL = { default: 600, min: 30, max: 3600 } as const;
@@ -40,9 +41,25 @@ export type PortalLink = {
   sessionExpiresAt: Date | null;
   revokedAt: Date | null;
   insertedAt: Date;
+  /** What the link's page wears instead of the service's own words (portal_branding.ts); null fields: the default. */
+  branding: Branding;
 };
 
-type LinkRow = {
+type BrandRow = {
+  brand_name: string | null;
+  brand_accent_color: string | null;
+  brand_support_url: string | null;
+  brand_logo_type: LogoType | null;
+};
+
+const toBranding = (r: BrandRow): Branding => ({
+  name: r.brand_name,
+  accentColor: r.brand_accent_color,
+  supportUrl: r.brand_support_url,
+  logoType: r.brand_logo_type,
+});
+
+type LinkRow = BrandRow & {
   id: string;
   company_id: string;
   allowed_origins: string[];
@@ -65,10 +82,21 @@ const toLink = (r: LinkRow): PortalLink => ({
   sessionExpiresAt: r.session_expires_at,
   revokedAt: r.revoked_at,
   insertedAt: r.inserted_at,
+  branding: toBranding(r),
 });
 
+/** The branding's columns, never the logo's bytes: those are read only to serve them (`portalLogo`). */
+const BRAND_COLUMNS = "brand_name, brand_accent_color, brand_support_url, brand_logo_type";
 const COLUMNS = "id, company_id, allowed_origins, expires_at, session_seconds, used_at, session_expires_at, " +
-  "revoked_at, inserted_at";
+  `revoked_at, inserted_at, ${BRAND_COLUMNS}`;
+
+/** A link's branding as the body gives it, the logo checked already (`checkLogo`). */
+export type BrandingInput = {
+  name?: string;
+  accentColor?: string;
+  supportUrl?: string;
+  logo?: Logo;
+};
 
 /** Where a link stands: `revoked` before `used` before `expired`, each final; `active` while its code opens. */
 export function portalLinkStatus(link: PortalLink, now = new Date()): "active" | "used" | "expired" | "revoked" {
@@ -112,6 +140,11 @@ export function portalLinkUrl(base: string, linkId: string, code: string): strin
   return `${base}/console/portal/${linkId}#code=${code}`;
 }
 
+/** Where a link's logo is served: under its page, on this service's origin, which the page's `img-src 'self'` allows. */
+export function portalLogoPath(linkId: string): string {
+  return `/console/portal/${linkId}/logo`;
+}
+
 /**
  * Makes a link of `companyId` whose code opens until `expiresIn` seconds from now, once, a session of
  * `sessionSeconds`; `allowedOrigins` are already parsed (portal_origins.ts). The code is returned this once: only its
@@ -120,8 +153,9 @@ export function portalLinkUrl(base: string, linkId: string, code: string): strin
 export async function createPortalLink(
   sql: Sql,
   companyId: string,
-  input: { allowedOrigins: string[]; expiresIn: number; sessionSeconds: number },
+  input: { allowedOrigins: string[]; expiresIn: number; sessionSeconds: number; branding?: BrandingInput },
 ): Promise<{ link: PortalLink; code: string }> {
+  const brand = input.branding ?? {};
   const [{ kept }] = await sql<{ kept: number }[]>`
     select count(*)::int as kept from (
       select 1 from portal_links where company_id = ${companyId} limit ${MAX_KEPT_LINKS}
@@ -134,9 +168,12 @@ export async function createPortalLink(
   }
   const code = newCode();
   const [row] = await sql<LinkRow[]>`
-    insert into portal_links (id, company_id, code_hash, allowed_origins, expires_at, session_seconds)
+    insert into portal_links (id, company_id, code_hash, allowed_origins, expires_at, session_seconds,
+                              brand_name, brand_accent_color, brand_support_url, brand_logo, brand_logo_type)
     values (${newId()}, ${companyId}, ${await hashCode(code)}, ${input.allowedOrigins}::text[],
-            now() + make_interval(secs => ${input.expiresIn}), ${input.sessionSeconds})
+            now() + make_interval(secs => ${input.expiresIn}), ${input.sessionSeconds},
+            ${brand.name ?? null}, ${brand.accentColor?.toLowerCase() ?? null}, ${brand.supportUrl ?? null},
+            ${brand.logo?.bytes ?? null}, ${brand.logo?.type ?? null})
     returning ${sql.unsafe(COLUMNS)}`;
   return { link: toLink(row), code };
 }
@@ -202,17 +239,31 @@ export async function exchangePortalCode(
   return { jwt, companyId: row.company_id, linkId: row.id, expiresAt: row.session_expires_at };
 }
 
+/** A link whose page still opens: not revoked, and its code not expired unused nor its session over. */
+const PAGE_OPENS = "revoked_at is null and ((used_at is null and expires_at > now()) or session_expires_at > now())";
+
 /**
- * The origins that may frame the console page of link `id`, or null when the link is unknown, revoked, or over (its
- * code expired unused, or its session past its end). The page is anonymous: the link's id is all it has, and what it
- * learns is what the link's own page sends in its header anyway.
+ * What the console page of link `id` needs before anyone signs in: the origins that may frame it and the branding it
+ * wears; null when the link is unknown, revoked, or over (its code expired unused, or its session past its end). The
+ * page is anonymous: the link's id is all it has, and what it learns is what the link's own page shows anyway.
  */
-export async function framingOrigins(sql: Sql, id: string): Promise<string[] | null> {
-  const [row] = await sql<{ allowed_origins: string[] }[]>`
-    select allowed_origins from portal_links
-    where id = ${id} and revoked_at is null
-      and ((used_at is null and expires_at > now()) or session_expires_at > now())`;
-  return row?.allowed_origins ?? null;
+export async function portalPage(
+  sql: Sql,
+  id: string,
+): Promise<{ allowedOrigins: string[]; branding: Branding } | null> {
+  const [row] = await sql<(BrandRow & { allowed_origins: string[] })[]>`
+    select allowed_origins, ${sql.unsafe(BRAND_COLUMNS)} from portal_links where id = ${id} and ${
+    sql.unsafe(PAGE_OPENS)
+  }`;
+  return row ? { allowedOrigins: row.allowed_origins, branding: toBranding(row) } : null;
+}
+
+/** The logo of link `id`, served while its page opens; null without one, or once the link is over. */
+export async function portalLogo(sql: Sql, id: string): Promise<Logo | null> {
+  const [row] = await sql<{ brand_logo: Uint8Array | null; brand_logo_type: LogoType | null }[]>`
+    select brand_logo, brand_logo_type from portal_links where id = ${id} and ${sql.unsafe(PAGE_OPENS)}`;
+  if (!row?.brand_logo || !row.brand_logo_type) return null;
+  return { type: row.brand_logo_type, bytes: row.brand_logo };
 }
 
 /**

@@ -43,6 +43,63 @@ const Table: FC<{ caption: string; columns: string[]; body: string; empty: strin
   </>
 );
 
+/**
+ * The endpoint's event types, chosen from the catalogue rather than typed: `*` (every type, and those added later) or
+ * the types ticked. The script keeps the two apart: ticking a type unticks `*`, and ticking `*` unticks the types.
+ */
+const EventTypeChoice = () => (
+  <fieldset id="endpoint-events-choice" class="field wide choice">
+    <legend>Event types</legend>
+    <label class="check">
+      <input type="checkbox" id="endpoint-events" value="*" checked /> All, and any added later (<code>*</code>)
+    </label>
+    <ul class="choices">
+      {CATALOGUE.map((entry) => (
+        <li key={entry.type}>
+          <label class="check">
+            <input type="checkbox" class="event-type" value={entry.type} /> <code>{entry.type}</code>
+          </label>
+        </li>
+      ))}
+    </ul>
+  </fieldset>
+);
+
+/**
+ * What a portal link's page wears instead of the console's own words (docs/webhooks.md, "Portal links"): the
+ * platform's name, its logo and support address, and in place of each setting name in the catalogue's descriptions
+ * what that setting is, in a customer's words (`words`).
+ */
+export type PortalLook = {
+  linkId: string;
+  name: string | null;
+  /** Whether the link has an accent colour: its stylesheet is then served beside the page. */
+  accent: boolean;
+  supportUrl: string | null;
+  logo: boolean;
+  words: Record<string, string>;
+};
+
+/** A setting's name as the catalogue writes one: capitals with an underscore (`WEBHOOK_FAILING_AFTER_ATTEMPTS`). */
+const SETTING_NAME = /\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b/g;
+
+/**
+ * A catalogue description as formatted text: its `code` spans as <code> (JSX escapes every part: no markup of the
+ * text is ever read as HTML); in a portal, each setting's name as what it is, from `words`, or in general terms for a
+ * name `words` does not know.
+ */
+const Description: FC<{ text: string; words?: Record<string, string> }> = ({ text, words }) => (
+  <>
+    {text.split(/(`[^`]+`)/).map((part, i) =>
+      /^`[^`]+`$/.test(part)
+        ? <code key={i}>{part.slice(1, -1)}</code>
+        : words
+        ? part.replace(SETTING_NAME, (name) => words[name] ?? "a bound this service sets")
+        : part
+    )}
+  </>
+);
+
 const SignIn = () => (
   <section id="sign-in" class="card narrow" aria-labelledby="sign-in-title">
     <h2 id="sign-in-title">Sign in</h2>
@@ -130,9 +187,7 @@ const Endpoints = () => (
               <option value="ed25519">ed25519 (public key)</option>
             </select>
           </Field>
-          <Field id="endpoint-events" label="Event types" hint="Comma separated; * for all">
-            <input id="endpoint-events" name="enabled_events" value="*" aria-describedby="endpoint-events-hint" />
-          </Field>
+          <EventTypeChoice />
           <Field id="endpoint-filter" label="Filter (CEL)" hint="Only events for which it is true; empty for all" wide>
             <input
               id="endpoint-filter"
@@ -425,14 +480,17 @@ const EndpointPage = () => (
   </section>
 );
 
-const Catalogue = () => (
+const Catalogue: FC<{ words?: Record<string, string> }> = ({ words }) => (
   <section id="catalogue" class="card" aria-labelledby="catalogue-title">
     <h2 id="catalogue-title">Event catalogue</h2>
     <p class="lead">Every event type an endpoint can receive, with an example body.</p>
     {CATALOGUE.map((entry) => (
       <details key={entry.type}>
         <summary>
-          <code>{entry.type}</code> <span>{entry.description}</span>
+          <code>{entry.type}</code>{" "}
+          <span>
+            <Description text={entry.description} words={words} />
+          </span>
         </summary>
         <pre>{JSON.stringify(entry.example, null, 2)}</pre>
       </details>
@@ -440,59 +498,89 @@ const Catalogue = () => (
   </section>
 );
 
-export const ConsolePage = () => (
-  <html lang="en">
-    <head>
-      <meta charset="utf-8" />
-      <meta name="viewport" content="width=device-width, initial-scale=1" />
-      <meta name="color-scheme" content="light dark" />
-      <title>Payments console</title>
-      <link rel="stylesheet" href="/console/assets/console.css" />
-      <script src="/console/assets/console.js" type="module"></script>
-    </head>
-    <body>
-      <header class="top">
-        <div class="bar">
-          <h1 class="brand">Payments console</h1>
-          <nav id="app-nav" aria-label="Console" hidden>
-            <a href="#overview">Overview</a> <a href="#log">Delivery log</a> <a href="#catalogue">Event catalogue</a>
-            {" "}
-            <button type="button" id="sign-out">Sign out</button>
-          </nav>
-          <form id="search" role="search" class="search" hidden>
-            <label for="search-id">Search by id</label>
-            <input
-              id="search-id"
-              name="id"
-              placeholder="event, delivery or transaction id"
-              autocomplete="off"
-              spellcheck={false}
-              required
-            />
-            <button type="submit">Search</button>
-          </form>
-        </div>
-      </header>
-      <main>
-        <SignIn />
-        <div id="app" hidden>
-          <p id="notice" role="status"></p>
-          <div id="view-overview">
-            <Attention />
-            <Endpoints />
-          </div>
-          <div id="view-log" hidden>
-            <Deliveries />
-          </div>
-          <div id="view-endpoint" hidden>
-            <EndpointPage />
-          </div>
-          <div id="view-catalogue" hidden>
-            <Catalogue />
-          </div>
-          <Delivery />
-        </div>
-      </main>
-    </body>
-  </html>
+/**
+ * Where a portal's customer lands after Close (the sign-in's place, which the script shows once the session is over):
+ * no form, since a portal has no password; the way back is a new link from the platform.
+ */
+const Closed = () => (
+  <section id="sign-in" class="card narrow" aria-labelledby="sign-in-title">
+    <h2 id="sign-in-title">Closed</h2>
+    <p class="lead">This session has ended. To open it again, ask for a new link where you found this one.</p>
+    <p id="sign-in-error" class="error" role="alert"></p>
+  </section>
 );
+
+/**
+ * The console's page; with `portal`, a portal link's (routes/console/portal.ts): the platform's name, logo, colour and
+ * support address in place of the console's, Close in place of Sign out, and the catalogue in a customer's words.
+ */
+export const ConsolePage = ({ portal }: { portal?: PortalLook } = {}) => {
+  const name = portal ? portal.name ?? "Webhooks" : "Payments console";
+  const home = portal && `/console/portal/${portal.linkId}`;
+  return (
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <meta name="color-scheme" content="light dark" />
+        <title>{name}</title>
+        <link rel="stylesheet" href="/console/assets/console.css" />
+        {portal?.accent && <link rel="stylesheet" href={`${home}/brand.css`} />}
+        <script src="/console/assets/console.js" type="module"></script>
+      </head>
+      <body>
+        <header class="top">
+          <div class="bar">
+            <h1 class={portal?.logo ? "brand logo" : "brand"}>
+              {portal?.logo && <img src={`${home}/logo`} alt="" height={28} />}
+              {name}
+            </h1>
+            <nav id="app-nav" aria-label={portal ? "Webhooks" : "Console"} hidden>
+              <a href="#overview">Overview</a> <a href="#log">Delivery log</a> <a href="#catalogue">Event catalogue</a>
+              {" "}
+              {portal?.supportUrl && (
+                <>
+                  <a href={portal.supportUrl} target="_blank" rel="noopener noreferrer">Support</a>
+                  {" "}
+                </>
+              )}
+              <button type="button" id="sign-out">{portal ? "Close" : "Sign out"}</button>
+            </nav>
+            <form id="search" role="search" class="search" hidden>
+              <label for="search-id">Search by id</label>
+              <input
+                id="search-id"
+                name="id"
+                placeholder="event, delivery or transaction id"
+                autocomplete="off"
+                spellcheck={false}
+                required
+              />
+              <button type="submit">Search</button>
+            </form>
+          </div>
+        </header>
+        <main>
+          {portal ? <Closed /> : <SignIn />}
+          <div id="app" hidden>
+            <p id="notice" role="status"></p>
+            <div id="view-overview">
+              <Attention />
+              <Endpoints />
+            </div>
+            <div id="view-log" hidden>
+              <Deliveries />
+            </div>
+            <div id="view-endpoint" hidden>
+              <EndpointPage />
+            </div>
+            <div id="view-catalogue" hidden>
+              <Catalogue words={portal?.words} />
+            </div>
+            <Delivery />
+          </div>
+        </main>
+      </body>
+    </html>
+  );
+};

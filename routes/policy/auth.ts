@@ -81,7 +81,7 @@ export function requireCompany(
     const token = await verifiedOf(c.req.header("authorization"));
     if ("reason" in token) throw refuse(c, token); // a TokenRefusal; a Verified token has no reason
     if (!(await guard.accepts(token))) throw refuse(c, REFUSED.revoked);
-    if (token.portal && !portalMayCall(c.req.path)) throw forbidden(PORTAL_FORBIDDEN);
+    if (token.portal && !portalMayCall(c.req.method, c.req.path)) throw forbidden(PORTAL_FORBIDDEN);
     c.set("companyId", token.companyId);
     c.set("sessionId", token.sessionId);
     await next();

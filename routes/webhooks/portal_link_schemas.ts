@@ -7,6 +7,38 @@
 import { z } from "@hono/zod-openapi";
 import { MAX_ALLOWED_ORIGINS } from "../../domain/integrators/portal_origins.ts";
 import { LINK_TTL, SESSION_TTL } from "../../domain/integrators/portal_links.ts";
+import {
+  ACCENT_COLOR_RE,
+  BRAND_NAME_MAX,
+  LOGO_MAX_BYTES,
+  LOGO_TYPES,
+} from "../../domain/integrators/portal_branding.ts";
+
+export const PortalBrandingBody = z.object({
+  name: z.string().trim().min(1).max(BRAND_NAME_MAX).optional().openapi({
+    description: `Your platform's name, at most ${BRAND_NAME_MAX} characters: the page's heading and title`,
+    example: "Acme Pay",
+  }),
+  accent_color: z.string().regex(ACCENT_COLOR_RE, "must be a colour as #rrggbb").optional().openapi({
+    description: "The colour of the page's mark and main buttons, `#rrggbb`; their text is black or white, " +
+      "whichever reads better on it",
+    example: "#0a7d4f",
+  }),
+  support_url: z.url({ protocol: /^https$/, error: "must be an https URL" }).max(2048).optional().openapi({
+    description: "Where your customer asks for help: an https link in the page's top bar",
+    example: "https://acme.example/support",
+  }),
+  logo: z.object({
+    file_type: z.enum(LOGO_TYPES),
+    file_data: z.string().min(1).openapi({
+      description: `The image's bytes in base64, at most ${LOGO_MAX_BYTES} bytes (64 KiB) once decoded; a PNG or ` +
+        "WebP by its bytes, as `file_type` says",
+    }),
+  }).optional().openapi({
+    description: "Your logo, stored with the link and served from this service at `/console/portal/<id>/logo`, so " +
+      "the page loads nothing from elsewhere",
+  }),
+}).openapi("PortalBranding");
 
 export const PortalLinkCreateBody = z.object({
   allowed_origins: z.array(z.string().max(255)).max(MAX_ALLOWED_ORIGINS).optional().openapi({
@@ -24,6 +56,9 @@ export const PortalLinkCreateBody = z.object({
     description: `Seconds the session the code opens lasts, ${SESSION_TTL.min} to ${SESSION_TTL.max} (and at most ` +
       `JWT_MAX_TTL_SECONDS); default ${SESSION_TTL.default}`,
     example: SESSION_TTL.default,
+  }),
+  branding: PortalBrandingBody.optional().openapi({
+    description: "What the page wears instead of this service's name and colours; none: the service's own",
   }),
 }).openapi("PortalLinkCreate");
 
@@ -47,6 +82,15 @@ export const PortalLink = z.object({
   }),
   revoked_at: z.string().nullable().openapi({ format: "date-time" }),
   inserted_at: z.string().openapi({ format: "date-time" }),
+  branding: z.object({
+    name: z.string().nullable(),
+    accent_color: z.string().nullable(),
+    support_url: z.string().nullable(),
+    logo_url: z.string().nullable().openapi({
+      description:
+        "The path the stored logo is served at, on this service, while the link's page opens; null without one",
+    }),
+  }),
 }).openapi("PortalLink");
 
 export const NewPortalLink = PortalLink.extend({

@@ -18,10 +18,12 @@ import {
   portalLinkBase,
   portalLinkStatus,
   portalLinkUrl,
+  portalLogoPath,
   revokePortalLink,
   SESSION_TTL,
 } from "../../domain/integrators/portal_links.ts";
 import { parseAllowedOrigins } from "../../domain/integrators/portal_origins.ts";
+import { checkLogo } from "../../domain/integrators/portal_branding.ts";
 import { countSignInFailure, reserveSignIn, settleSignIn } from "../../domain/integrators/sign_in_throttle.ts";
 import { clientAddress, type TrustedProxies } from "../policy/client_address.ts";
 import { newRouter } from "../openapi/router.ts";
@@ -123,6 +125,12 @@ function presentLink(link: Link) {
     session_expires_at: isoUtcOrNull(link.sessionExpiresAt),
     revoked_at: isoUtcOrNull(link.revokedAt),
     inserted_at: isoUtc(link.insertedAt),
+    branding: {
+      name: link.branding.name,
+      accent_color: link.branding.accentColor,
+      support_url: link.branding.supportUrl,
+      logo_url: link.branding.logoType ? portalLogoPath(link.id) : null,
+    },
   };
 }
 
@@ -149,16 +157,30 @@ export function portalLinkRoutes(deps: Deps) {
   };
   const origins = { allowLoopbackHttp: config.appEnv === "development" };
   return newRouter()
-    .openapi(create, async (c) => {
-      const body = c.req.valid("json");
-      const base = portalLinkBase(config, () => requestOrigin(c, config.trustProxy));
-      const { link, code } = await createPortalLink(sql, c.get("companyId"), {
-        allowedOrigins: parseAllowedOrigins(body.allowed_origins ?? [], origins),
-        expiresIn: body.expires_in ?? LINK_TTL.default,
-        sessionSeconds: body.session_expires_in ?? SESSION_TTL.default,
-      });
-      return c.json({ data: { ...presentLink(link), url: portalLinkUrl(base, link.id, code), code } }, 201);
-    }, alsoCheck(PortalLinkCreateBody, (parts) => parseAllowedOrigins(parts.allowed_origins ?? [], origins)))
+    .openapi(
+      create,
+      async (c) => {
+        const body = c.req.valid("json");
+        const base = portalLinkBase(config, () => requestOrigin(c, config.trustProxy));
+        const brand = body.branding ?? {};
+        const { link, code } = await createPortalLink(sql, c.get("companyId"), {
+          allowedOrigins: parseAllowedOrigins(body.allowed_origins ?? [], origins),
+          expiresIn: body.expires_in ?? LINK_TTL.default,
+          sessionSeconds: body.session_expires_in ?? SESSION_TTL.default,
+          branding: {
+            name: brand.name,
+            accentColor: brand.accent_color,
+            supportUrl: brand.support_url,
+            logo: brand.logo && await checkLogo(brand.logo),
+          },
+        });
+        return c.json({ data: { ...presentLink(link), url: portalLinkUrl(base, link.id, code), code } }, 201);
+      },
+      alsoCheck(PortalLinkCreateBody, async (parts) => {
+        parseAllowedOrigins(parts.allowed_origins ?? [], origins);
+        if (parts.branding?.logo) await checkLogo(parts.branding.logo);
+      }),
+    )
     .openapi(show, async (c) => {
       const link = await getPortalLink(sql, c.get("companyId"), c.req.valid("param").id);
       return c.json({ data: presentLink(link) }, 200);

@@ -82,26 +82,42 @@ Deno.test("frame-ancestors names exactly the link's origins, or nobody", () => {
   assert.equal(frameAncestors([]), "'none'");
 });
 
-Deno.test("a portal session calls the webhook routes and sign-out, never portal links or the rest of the API", () => {
+Deno.test("a portal session calls what an endpoint owner does and sign-out, never the operator's routes", () => {
+  const id = "0190f0e2-7c3b-7d4e-9a51-2f1c3b5d7e90";
   for (
-    const path of [
-      "/api/v2/notifications/endpoints",
-      "/api/v2/notifications/endpoints/0190f0e2-7c3b-7d4e-9a51-2f1c3b5d7e90/stats",
-      "/api/v2/notifications/events",
-      "/api/v2/notifications/event_types",
-      "/api/v1/sign_out",
+    const [method, path] of [
+      ["GET", "/api/v2/notifications/endpoints"],
+      ["POST", "/api/v2/notifications/endpoints"],
+      ["GET", `/api/v2/notifications/endpoints/${id}`],
+      ["HEAD", `/api/v2/notifications/endpoints/${id}`],
+      ["PUT", `/api/v2/notifications/endpoints/${id}`],
+      ["DELETE", `/api/v2/notifications/endpoints/${id}`],
+      ["POST", `/api/v2/notifications/endpoints/${id}/rotate_secret`],
+      ["POST", `/api/v2/notifications/endpoints/${id}/enable`],
+      ["POST", `/api/v2/notifications/endpoints/${id}/recover`],
+      ["POST", `/api/v2/notifications/endpoints/${id}/test`],
+      ["GET", `/api/v2/notifications/endpoints/${id}/stats`],
+      ["GET", "/api/v2/notifications/events"],
+      ["GET", `/api/v2/notifications/events/${id}`],
+      ["PUT", `/api/v2/notifications/events/${id}/acknowledge`],
+      ["POST", `/api/v2/notifications/events/${id}/retry`],
+      ["GET", "/api/v2/notifications/event_types"],
+      ["POST", "/api/v1/sign_out"],
     ]
-  ) assert.ok(portalMayCall(path), path);
+  ) assert.ok(portalMayCall(method, path), `${method} ${path}`);
   for (
-    const path of [
-      "/api/v2/notifications/portal_links",
-      "/api/v2/notifications/portal_links/0190f0e2-7c3b-7d4e-9a51-2f1c3b5d7e90",
-      "/api/v2/notifications/portal_sessions",
-      "/api/v2/notifications",
-      "/api/v1/transactions",
-      "/api/v1/subject/people",
-      "/api/sandbox/payins",
-      "/api/v1/sign_in",
+    const [method, path] of [
+      ["DELETE", "/api/v2/notifications/endpoints"], // every endpoint of the company at once: the platform's
+      ["POST", "/api/v2/notifications/portal_links"],
+      ["GET", `/api/v2/notifications/portal_links/${id}`],
+      ["DELETE", `/api/v2/notifications/portal_links/${id}`],
+      ["POST", "/api/v2/notifications/portal_sessions"],
+      ["GET", "/api/v2/notifications"],
+      ["GET", "/api/v2/notifications/some_route_added_later"],
+      ["GET", "/api/v1/transactions"],
+      ["GET", "/api/v1/subject/people"],
+      ["POST", "/api/sandbox/payins"],
+      ["POST", "/api/v1/sign_in"],
     ]
-  ) assert.ok(!portalMayCall(path), path);
+  ) assert.ok(!portalMayCall(method, path), `${method} ${path}`);
 });

@@ -65,7 +65,7 @@ Deno.test("operations: readiness, metrics, OpenAPI document and docs page", asyn
     assert.equal(doc.components.securitySchemes.bearerAuth.scheme, "bearer");
     // pages for people, not API operations
     const undocumented = ["/openapi.json", "/docs", "/docs/assets/:file", "/console", "/console/assets/:file"]
-      .concat("/console/portal/:id", "/console/portal.js");
+      .concat("/console/portal/:id", "/console/portal/:id/logo", "/console/portal/:id/brand.css", "/console/portal.js");
     const routes = ctx.app.routes
       .filter((r) => r.method !== "ALL" && !undocumented.includes(r.path))
       .map((r) => ({ method: r.method.toLowerCase(), path: r.path.replace(/:(\w+)/g, "{$1}") }));

@@ -6,8 +6,16 @@
 import assert from "node:assert/strict";
 import { verify } from "hono/jwt";
 import { eventually, newCompany, setup, TEST_JWT_SECRET, TEST_TOKENS, type TestContext } from "../support/helpers.ts";
-import { HTML_CSP } from "../../routes/policy/headers.ts";
+import { HTML_CSP, htmlCspFramedBy } from "../../routes/policy/headers.ts";
 import { MAX_KEPT_LINKS, prunePortalLinks } from "../../domain/integrators/portal_links.ts";
+import {
+  bytesOf,
+  GIF_BASE64,
+  operatorWordsIn,
+  PNG_BASE64,
+  pngOfSize,
+  WEBP_BASE64,
+} from "../support/portal_branding.ts";
 
 const LINKS = "/api/v2/notifications/portal_links";
 const SESSIONS = "/api/v2/notifications/portal_sessions";
@@ -357,4 +365,166 @@ Deno.test("a portal link points at PUBLIC_BASE_URL, never at the Host a request 
       }
     },
   );
+});
+
+/** The text of an HTML page as a reader gets it: its title and body, tags and scripts gone. */
+const pageText = (html: string) =>
+  html.replace(/<script[^>]*>[^<]*<\/script>/g, " ").replace(/<[^>]+>/g, " ").replace(/\s+/g, " ");
+
+Deno.test("a branded portal link wears the platform's name, colour and logo, served by the service itself", async (t) => {
+  const ctx = await setup("portal_branding");
+  try {
+    const platform = await newCompany(ctx);
+    const branding = {
+      name: "Acme Pay",
+      accent_color: "#0A7D4F",
+      support_url: "https://acme.example/support",
+      logo: { file_type: "image/png", file_data: PNG_BASE64 },
+    };
+    const made = await platform.post(LINKS, { allowed_origins: ["https://app.acme.example"], branding });
+    const id = made.body.data?.id as string;
+
+    await t.step("the link keeps its branding, and says where its logo is served", () => {
+      assert.equal(made.status, 201, JSON.stringify(made.body));
+      assert.deepEqual(made.body.data.branding, {
+        name: "Acme Pay",
+        accent_color: "#0a7d4f",
+        support_url: "https://acme.example/support",
+        logo_url: `/console/portal/${id}/logo`,
+      });
+    });
+
+    await t.step("its page carries the platform's name and none of the operator's words", async () => {
+      const res = await ctx.app.request(`/console/portal/${id}`);
+      assert.equal(res.status, 200);
+      const html = await res.text();
+      assert.match(html, /<title>Acme Pay<\/title>/);
+      assert.match(html, /<h1 class="brand logo"><img src="\/console\/portal\/[^"]+\/logo"[^>]*>Acme Pay<\/h1>/);
+      assert.ok(html.includes(`href="/console/portal/${id}/brand.css"`), "the accent's stylesheet");
+      assert.ok(html.includes('href="https://acme.example/support"'), "the support link");
+      assert.deepEqual(operatorWordsIn(pageText(html)), []);
+      assert.ok(pageText(html).includes("Close"));
+      // the policy is the portal's as it was: images and styles from this origin only, framed by the link's origin
+      assert.equal(res.headers.get("content-security-policy"), htmlCspFramedBy("https://app.acme.example"));
+    });
+
+    await t.step("its logo is served from the service, as the type its bytes are, never sniffed", async () => {
+      const res = await ctx.app.request(`/console/portal/${id}/logo`);
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get("content-type"), "image/png");
+      assert.equal(res.headers.get("x-content-type-options"), "nosniff");
+      assert.deepEqual(new Uint8Array(await res.arrayBuffer()), bytesOf(PNG_BASE64));
+      const webp = await platform.post(LINKS, {
+        branding: { logo: { file_type: "image/webp", file_data: WEBP_BASE64 } },
+      });
+      assert.equal(webp.status, 201, JSON.stringify(webp.body));
+      const served = await ctx.app.request(webp.body.data.branding.logo_url);
+      assert.equal(served.headers.get("content-type"), "image/webp");
+      await served.body?.cancel();
+    });
+
+    await t.step("its accent is a stylesheet of the service, with a text colour that reads on it", async () => {
+      const res = await ctx.app.request(`/console/portal/${id}/brand.css`);
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get("content-type"), "text/css; charset=utf-8");
+      const css = await res.text();
+      assert.match(css, /--brand: #0a7d4f;/);
+      assert.match(css, /--brand-text: #ffffff;/);
+    });
+
+    await t.step("a link without branding wears no one's name, and has no logo or stylesheet", async () => {
+      const plain = await platform.post(LINKS, {});
+      assert.equal(plain.status, 201);
+      assert.deepEqual(plain.body.data.branding, { name: null, accent_color: null, support_url: null, logo_url: null });
+      const html = await (await ctx.app.request(`/console/portal/${plain.body.data.id}`)).text();
+      assert.match(html, /<title>Webhooks<\/title>/);
+      assert.deepEqual(operatorWordsIn(pageText(html)), []);
+      for (const path of ["logo", "brand.css"]) {
+        const res = await ctx.app.request(`/console/portal/${plain.body.data.id}/${path}`);
+        assert.equal(res.status, 404, path);
+        await res.body?.cancel();
+      }
+    });
+
+    await t.step("a logo that is not a PNG or WebP, or is over 64 KiB, is refused naming the field", async () => {
+      const refusedWith = async (logo: unknown) => {
+        const res = await platform.post(LINKS, { branding: { logo } });
+        assert.equal(res.status, 422, JSON.stringify(res.body));
+        return res.body.errors.branding.logo;
+      };
+      const gif = await refusedWith({ file_type: "image/png", file_data: GIF_BASE64 });
+      assert.deepEqual(gif, { file_data: ["must be a PNG or a WebP image; these bytes are image/gif"] });
+      const svg = btoa('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>');
+      assert.match((await refusedWith({ file_type: "image/png", file_data: svg })).file_data[0], /PNG or a WebP/);
+      assert.ok((await refusedWith({ file_type: "image/svg+xml", file_data: svg })).file_type, "an SVG's type");
+      const big = await refusedWith({ file_type: "image/png", file_data: pngOfSize(65_537) });
+      assert.deepEqual(big, { file_data: ["must be at most 65536 bytes (64 KiB); this one is 65537"] });
+      const claimed = await refusedWith({ file_type: "image/webp", file_data: PNG_BASE64 });
+      assert.deepEqual(claimed, { file_data: ["is image/png, not the image/webp file_type says"] });
+      assert.deepEqual(await refusedWith({ file_type: "image/png", file_data: "not base64!" }), {
+        file_data: ["must be the image's bytes in base64"],
+      });
+      const atBound = await platform.post(LINKS, {
+        branding: { logo: { file_type: "image/png", file_data: pngOfSize(65_536) } },
+      });
+      assert.equal(atBound.status, 201, "64 KiB exactly is taken");
+    });
+
+    await t.step("a name, colour or support address out of form is refused, each named", async () => {
+      const res = await platform.post(LINKS, {
+        branding: { name: "x".repeat(61), accent_color: "red", support_url: "http://acme.example/support" },
+      });
+      assert.equal(res.status, 422, JSON.stringify(res.body));
+      assert.deepEqual(Object.keys(res.body.errors.branding).sort(), ["accent_color", "name", "support_url"]);
+      assert.deepEqual(res.body.errors.branding.accent_color, ["must be a colour as #rrggbb"]);
+    });
+
+    await t.step("a revoked link's logo is no longer served", async () => {
+      assert.equal((await platform.delete(`${LINKS}/${id}`)).status, 200);
+      const res = await ctx.app.request(`/console/portal/${id}/logo`);
+      assert.equal(res.status, 404);
+      await res.body?.cancel();
+    });
+  } finally {
+    await ctx.close();
+  }
+});
+
+Deno.test("a portal session does what an endpoint owner does, and nothing of the platform's", async (t) => {
+  const ctx = await setup("portal_owner");
+  try {
+    const platform = await newCompany(ctx);
+    const platformOwn = await platform.post(ENDPOINTS, { url: "https://platform.example/hooks" });
+    const made = await platform.post(LINKS, {});
+    const jwt = (await exchange(ctx, made.body.data.code)).body.data.jwt as string;
+    const call = (method: string, path: string, body?: unknown) => asPortal(ctx, jwt, method, path, body);
+
+    await t.step("create, edit, rotate, send a test, see deliveries, retry, disable, enable, recover", async () => {
+      const created = await call("POST", ENDPOINTS, { url: "https://customer.example/hooks" });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      const ep = `${ENDPOINTS}/${created.body.data.id}`;
+      assert.equal((await call("PUT", ep, { enabled_events: ["identified"] })).status, 200);
+      assert.equal((await call("POST", `${ep}/rotate_secret`)).status, 200);
+      const sent = await call("POST", `${ep}/test`, { event_type: "identified" });
+      assert.equal(sent.status, 202, JSON.stringify(sent.body));
+      const listed = await call("GET", `/api/v2/notifications/events?endpoint_id=${created.body.data.id}`);
+      assert.equal(listed.status, 200);
+      assert.equal((await call("GET", `/api/v2/notifications/events/${sent.body.data.id}`)).status, 200);
+      const retried = await call("POST", `/api/v2/notifications/events/${sent.body.data.id}/retry`);
+      assert.notEqual(retried.status, 403, JSON.stringify(retried.body));
+      assert.equal((await call("DELETE", ep)).status, 200);
+      assert.equal((await call("POST", `${ep}/enable`)).status, 200);
+      const recovered = await call("POST", `${ep}/recover`, { since: "2026-01-01T00:00:00Z" });
+      assert.equal(recovered.status, 202, JSON.stringify(recovered.body));
+    });
+
+    await t.step("disabling every endpoint of the company at once is the platform's: 403", async () => {
+      const refused = await call("DELETE", ENDPOINTS);
+      assert.equal(refused.status, 403, JSON.stringify(refused.body));
+      const own = await platform.get(`${ENDPOINTS}/${platformOwn.body.data.id}`);
+      assert.equal(own.body.data.status, "active", "the platform's own endpoint untouched");
+    });
+  } finally {
+    await ctx.close();
+  }
 });

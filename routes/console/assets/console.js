@@ -146,7 +146,8 @@ function signOut() {
   showApp(false);
 }
 
-$("sign-in-form").addEventListener("submit", async (event) => {
+// a portal's page has no sign-in form: its session comes from its link (portal.js)
+$("sign-in-form")?.addEventListener("submit", async (event) => {
   event.preventDefault();
   $("sign-in-error").textContent = "";
   try {
@@ -560,7 +561,7 @@ function editEndpoint(e) {
   editedScheme = $("endpoint-scheme").value;
   $("endpoint-url").value = e.url;
   $("endpoint-mode").value = e.delivery_mode;
-  $("endpoint-events").value = e.enabled_events.join(",");
+  setEventTypes(e.enabled_events);
   $("endpoint-filter").value = e.filter ?? "";
   $("endpoint-rate").value = e.rate_limit ?? "";
   $("endpoint-headers").value = headerLines(e.headers);
@@ -576,6 +577,26 @@ function editEndpoint(e) {
   $("endpoint-form-title").textContent = "Edit an endpoint";
   $("endpoint-form-panel").open = true;
   $("endpoint-url").focus();
+}
+
+// --- the endpoint's event types, ticked in the catalogue's list: `*` alone, or the types ticked (none: `*`)
+const typeBoxes = () => [...document.querySelectorAll("input.event-type")];
+function chosenEventTypes() {
+  const ticked = typeBoxes().filter((b) => b.checked).map((b) => b.value);
+  return $("endpoint-events").checked || ticked.length === 0 ? ["*"] : ticked;
+}
+function setEventTypes(types) {
+  $("endpoint-events").checked = types.includes("*");
+  for (const box of typeBoxes()) box.checked = !types.includes("*") && types.includes(box.value);
+}
+$("endpoint-events").addEventListener("change", () => {
+  if ($("endpoint-events").checked) { for (const box of typeBoxes()) box.checked = false; }
+});
+for (const box of typeBoxes()) {
+  box.addEventListener("change", () => {
+    if (box.checked) $("endpoint-events").checked = false;
+    else if (!typeBoxes().some((b) => b.checked)) $("endpoint-events").checked = true;
+  });
 }
 
 /** A map of headers as the form's text: one "Name: value" a line. */
@@ -607,7 +628,7 @@ $("endpoint-form").addEventListener(
     const body = {
       url: $("endpoint-url").value,
       delivery_mode: $("endpoint-mode").value,
-      enabled_events: $("endpoint-events").value.split(",").map((t) => t.trim()).filter(Boolean),
+      enabled_events: chosenEventTypes(),
       // empty: no filter (null removes one on a save)
       filter: $("endpoint-filter").value.trim() || null,
       signature_scheme: $("endpoint-scheme").value,
