@@ -23,7 +23,7 @@ export const MAX_FILELESS_BODY_BYTES = 256 * 1024;
  * company's registration and update), which the bodies limit of earlier releases gave 22 MB as well: a client that
  * sends a subject with its documents there (ignored keys, as every unknown key) keeps working. Only these take
  * MAX_BODY_BYTES. tests/http/body_bounds_test.ts holds this list to the OpenAPI document: every route whose body can
- * hold a `file_data` is in it.
+ * hold a `file_data` is in it, but a portal link, whose logo (64 KiB at most) fits the 256 KiB of the others.
  */
 export const FILE_ROUTES: ReadonlySet<string> = new Set([
   "POST /api/v1/subject/people",
