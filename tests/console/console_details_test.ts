@@ -17,40 +17,22 @@ import { newId } from "../../domain/basics/ids.ts";
 import { freePort } from "../support/free_port.ts";
 import { eventually, setup, TEST_TOKENS } from "../support/helpers.ts";
 import { startReceiver } from "../support/webhook_receiver.ts";
-import { assertAccessible, haveChromium, launchBrowser, rows, signIn, view } from "../support/console_page.ts";
+import {
+  assertReadable,
+  haveChromium,
+  launchBrowser,
+  rows,
+  search,
+  signIn,
+  textOf,
+  view,
+} from "../support/console_page.ts";
 import { ENDPOINTS, EVENTS } from "../support/endpoints.ts";
 
-const textOf = (page: Page, selector: string) => page.$eval(selector, (el) => el.textContent ?? "");
 const hidden = (page: Page, selector: string) => page.$eval(selector, (el) => (el as HTMLElement).hidden);
 
 /** The catalogue's two longest type names: the ones a narrow screen has to fit. */
 const LONGEST = [...EVENT_TYPES].sort((a, b) => b.length - a.length).slice(0, 2);
-
-/** Searches an id from the bar on top and waits for the log to show what it found. */
-async function search(page: Page, id: string) {
-  await page.$eval("#search-id", (el) => (el as HTMLInputElement).value = "");
-  await page.type("#search-id", id);
-  const before = await textOf(page, "#search-summary");
-  await page.keyboard.press("Enter");
-  await page.waitForFunction(
-    (before) =>
-      !document.getElementById("view-log")!.hidden &&
-      document.getElementById("search-summary")!.textContent !== before &&
-      !document.querySelector("#delivery-rows-table[aria-busy]"),
-    { timeout: 5_000 },
-    before,
-  );
-}
-
-/** No view is wider than the screen, and axe-core finds nothing serious on it, in the light and the dark scheme. */
-async function assertReadable(page: Page, where: string) {
-  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - globalThis.innerWidth);
-  assert.ok(overflow <= 0, `${where}: ${overflow} px wider than the screen`);
-  await assertAccessible(page, where);
-  await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "dark" }]);
-  await assertAccessible(page, `${where}, dark`);
-  await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "light" }]);
-}
 
 /** Opens a delivery from a list by its row's id and waits for its facts; a list drawn again meanwhile is clicked again. */
 async function open(page: Page, tbody: string, id: string) {

@@ -7,7 +7,6 @@
  */
 // The functions handed to page.evaluate run in the browser: they are typed against the DOM.
 import assert from "node:assert/strict";
-import type { Page } from "puppeteer-core";
 import { newId } from "../../domain/basics/ids.ts";
 import { createUser } from "../../domain/integrators/users.ts";
 import { signToken } from "../../domain/integrators/tokens.ts";
@@ -17,46 +16,19 @@ import { freePort } from "../support/free_port.ts";
 import { eventually, setup, TEST_TOKENS } from "../support/helpers.ts";
 import { startReceiver } from "../support/webhook_receiver.ts";
 import {
-  assertAccessible,
+  assertReadable,
   click,
   fontDependentMarks,
   haveChromium,
   launchBrowser,
   rows,
   screenshot,
+  search,
   signIn,
+  textOf,
   view,
 } from "../support/console_page.ts";
 import { ENDPOINTS } from "../support/endpoints.ts";
-
-/** The text of an element. */
-const textOf = (page: Page, selector: string) => page.$eval(selector, (el) => el.textContent ?? "");
-
-/** Searches an id from the bar on top and waits for the log to show what it found. */
-async function search(page: Page, id: string) {
-  await page.$eval("#search-id", (el) => (el as HTMLInputElement).value = "");
-  await page.type("#search-id", id);
-  const before = await textOf(page, "#search-summary");
-  await page.keyboard.press("Enter");
-  await page.waitForFunction(
-    (before) =>
-      !document.getElementById("view-log")!.hidden &&
-      document.getElementById("search-summary")!.textContent !== before &&
-      !document.querySelector("#delivery-rows-table[aria-busy]"),
-    { timeout: 5_000 },
-    before,
-  );
-}
-
-/** No view is wider than the screen, and axe-core finds nothing serious on it, in the light and the dark scheme. */
-async function assertReadable(page: Page, where: string) {
-  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - globalThis.innerWidth);
-  assert.ok(overflow <= 0, `${where}: ${overflow} px wider than the screen`);
-  await assertAccessible(page, where);
-  await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "dark" }]);
-  await assertAccessible(page, `${where}, dark`);
-  await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "light" }]);
-}
 
 Deno.test({
   name: "the console's pages: attention, an endpoint's page, search by id, the chart's hours, at 1280 and 360 px",

@@ -116,3 +116,32 @@ export async function screenshot(page: Page, name: string, at?: string) {
     await page.screenshot({ path: `${docs}console-${name}${suffix}.png` });
   }
 }
+
+/** The text of an element. */
+export const textOf = (page: Page, selector: string) => page.$eval(selector, (el) => el.textContent ?? "");
+
+/** Searches an id from the bar on top and waits for the log to show what it found. */
+export async function search(page: Page, id: string) {
+  await page.$eval("#search-id", (el) => (el as HTMLInputElement).value = "");
+  await page.type("#search-id", id);
+  const before = await textOf(page, "#search-summary");
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(
+    (before) =>
+      !document.getElementById("view-log")!.hidden &&
+      document.getElementById("search-summary")!.textContent !== before &&
+      !document.querySelector("#delivery-rows-table[aria-busy]"),
+    { timeout: 5_000 },
+    before,
+  );
+}
+
+/** No view is wider than the screen, and axe-core finds nothing serious on it, in the light and the dark scheme. */
+export async function assertReadable(page: Page, where: string) {
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - globalThis.innerWidth);
+  assert.ok(overflow <= 0, `${where}: ${overflow} px wider than the screen`);
+  await assertAccessible(page, where);
+  await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "dark" }]);
+  await assertAccessible(page, `${where}, dark`);
+  await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "light" }]);
+}
