@@ -9,13 +9,11 @@
 // The functions handed to page.evaluate run in the browser: they are typed against the DOM.
 import assert from "node:assert/strict";
 import type { Page } from "puppeteer-core";
-import { createUser } from "../../domain/integrators/users.ts";
-import { signToken } from "../../domain/integrators/tokens.ts";
 import { emitEvent, EVENT_TYPES } from "../../domain/webhooks/outbox/events.ts";
 import { CATALOGUE } from "../../domain/webhooks/outbox/catalogue.ts";
 import { newId } from "../../domain/basics/ids.ts";
 import { freePort } from "../support/free_port.ts";
-import { eventually, setup, TEST_TOKENS } from "../support/helpers.ts";
+import { eventually, setup } from "../support/helpers.ts";
 import { startReceiver } from "../support/webhook_receiver.ts";
 import {
   assertReadable,
@@ -23,6 +21,7 @@ import {
   launchBrowser,
   rows,
   search,
+  servedConsole,
   signIn,
   textOf,
   view,
@@ -57,23 +56,7 @@ Deno.test({
     // a refused attempt is tried again in 10 minutes: the sequential endpoint's head stays pending and retrying
     const ctx = await setup("console_details", { worker: true, env: { WEBHOOK_RETRY_SCHEDULE: "600" } });
     const rx = startReceiver(() => new Response("ok"));
-    const port = freePort();
-    const server = Deno.serve({ hostname: "127.0.0.1", port, onListen: () => {} }, ctx.app.fetch);
-    const base = `http://127.0.0.1:${port}`;
-    const companyId = crypto.randomUUID();
-    const created = await createUser(ctx.sql, { companyId, username: `details-${companyId.slice(0, 8)}` });
-    assert.ok("password" in created);
-    const token = await signToken(TEST_TOKENS, companyId);
-    const call = async (method: string, path: string, body?: unknown) => {
-      const res = await ctx.app.request(path, {
-        method,
-        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const json = await res.json();
-      assert.ok(res.ok, JSON.stringify(json));
-      return json.data;
-    };
+    const { server, base, companyId, username, password, call } = await servedConsole(ctx, "details");
     const apiKey = "key-0123456789abcdef";
     const all = await call("POST", ENDPOINTS, {
       url: `${rx.url}/all`,
@@ -121,7 +104,7 @@ Deno.test({
     page.on("pageerror", (err) => problems.push(String(err)));
     try {
       await page.goto(`${base}/console`);
-      await signIn(page, created.user.username, created.password);
+      await signIn(page, username, password);
 
       await t.step("a record queued behind a retrying head says it waits for the head and its next try", async () => {
         const listed = await call("GET", `${EVENTS}?endpoint_id=${sequential.id}`);

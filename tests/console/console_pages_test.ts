@@ -8,12 +8,10 @@
 // The functions handed to page.evaluate run in the browser: they are typed against the DOM.
 import assert from "node:assert/strict";
 import { newId } from "../../domain/basics/ids.ts";
-import { createUser } from "../../domain/integrators/users.ts";
-import { signToken } from "../../domain/integrators/tokens.ts";
 import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
 import { chargeFilterTime } from "../../domain/webhooks/outbox/filter_time.ts";
 import { freePort } from "../support/free_port.ts";
-import { eventually, setup, TEST_TOKENS } from "../support/helpers.ts";
+import { eventually, setup } from "../support/helpers.ts";
 import { startReceiver } from "../support/webhook_receiver.ts";
 import {
   assertReadable,
@@ -24,6 +22,7 @@ import {
   rows,
   screenshot,
   search,
+  servedConsole,
   signIn,
   textOf,
   view,
@@ -37,23 +36,7 @@ Deno.test({
     // the second attempt of a refused delivery is 10 minutes away: it stays pending and retrying throughout
     const ctx = await setup("console_pages", { worker: true, env: { WEBHOOK_RETRY_SCHEDULE: "600" } });
     const rx = startReceiver(() => new Response("ok"));
-    const port = freePort();
-    const server = Deno.serve({ hostname: "127.0.0.1", port, onListen: () => {} }, ctx.app.fetch);
-    const base = `http://127.0.0.1:${port}`;
-    const companyId = crypto.randomUUID();
-    const created = await createUser(ctx.sql, { companyId, username: `pages-${companyId.slice(0, 8)}` });
-    assert.ok("password" in created);
-    const token = await signToken(TEST_TOKENS, companyId);
-    const call = async (method: string, path: string, body?: unknown) => {
-      const res = await ctx.app.request(path, {
-        method,
-        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const json = await res.json();
-      assert.ok(res.ok, JSON.stringify(json));
-      return json.data;
-    };
+    const { server, base, companyId, username, password, call } = await servedConsole(ctx, "pages");
     // nothing listens on this port: every attempt is refused
     const downUrl = `http://127.0.0.1:${freePort()}/down`;
     const up = await call("POST", ENDPOINTS, { url: `${rx.url}/up`, enabled_events: ["identified", "wire_created"] });
@@ -90,7 +73,7 @@ Deno.test({
     page.on("requestfailed", (req) => problems.push(`${req.url()}: ${req.failure()?.errorText}`));
     try {
       await page.goto(`${base}/console`);
-      await signIn(page, created.user.username, created.password);
+      await signIn(page, username, password);
 
       await t.step(
         "an endpoint being retried after ECONNREFUSED needs attention, with its error and next attempt",

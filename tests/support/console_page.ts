@@ -7,6 +7,10 @@
 import assert from "node:assert/strict";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import axe from "axe-core";
+import { createUser } from "../../domain/integrators/users.ts";
+import { signToken } from "../../domain/integrators/tokens.ts";
+import { freePort } from "./free_port.ts";
+import { TEST_TOKENS, type TestContext } from "./helpers.ts";
 
 /** Debian's chromium; CHROMIUM_PATH for another. The browser tests run wherever one is installed (.ci/run installs it). */
 export const CHROMIUM = Deno.env.get("CHROMIUM_PATH") ?? "/usr/bin/chromium";
@@ -144,4 +148,37 @@ export async function assertReadable(page: Page, where: string) {
   await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "dark" }]);
   await assertAccessible(page, `${where}, dark`);
   await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "light" }]);
+}
+
+/**
+ * The app of `ctx` served on a free loopback port (the browser's address), a company with a console user (its username
+ * starting with `prefix`) and `call`, which calls the API as that company and answers the body's `data`, failing the
+ * test on any answer but a 2xx.
+ */
+export async function servedConsole(ctx: TestContext, prefix: string) {
+  const port = freePort();
+  const server = Deno.serve({ hostname: "127.0.0.1", port, onListen: () => {} }, ctx.app.fetch);
+  const companyId = crypto.randomUUID();
+  const created = await createUser(ctx.sql, { companyId, username: `${prefix}-${companyId.slice(0, 8)}` });
+  assert.ok("password" in created);
+  const token = await signToken(TEST_TOKENS, companyId);
+  // deno-lint-ignore no-explicit-any
+  const call = async (method: string, path: string, body?: unknown): Promise<any> => {
+    const res = await ctx.app.request(path, {
+      method,
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const json = await res.json();
+    assert.ok(res.ok, JSON.stringify(json));
+    return json.data;
+  };
+  return {
+    server,
+    base: `http://127.0.0.1:${port}`,
+    companyId,
+    username: created.user.username,
+    password: created.password,
+    call,
+  };
 }
