@@ -369,28 +369,34 @@ Deno.test("a secret generated under .data/secrets: owner-only, stable, one value
   }
 });
 
+/** `deno task token` with `args`, run in `dir` with the suite's JWT secret: its exit code, its output and its errors. */
+async function runToken(dir: string, args: string[], env: Record<string, string> = {}) {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-env",
+      "--allow-read",
+      "--allow-write=.data",
+      "--config",
+      `${root}deno.json`,
+      `${root}commands/token.ts`,
+      ...args,
+    ],
+    cwd: dir,
+    env: { JWT_SECRET: TEST_JWT_SECRET, ...env },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+  return { code: out.code, stdout: text(out.stdout).trim(), stderr: text(out.stderr) };
+}
+
 Deno.test("deno task token: one development company for every call, --new for another, none in production", async () => {
   const dir = await freshDir();
   const token = async (args: string[], env: Record<string, string> = {}) => {
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "--allow-env",
-        "--allow-read",
-        "--allow-write=.data",
-        "--config",
-        `${root}deno.json`,
-        `${root}commands/token.ts`,
-        ...args,
-      ],
-      cwd: dir,
-      env: { JWT_SECRET: TEST_JWT_SECRET, ...env },
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const stdout = new TextDecoder().decode(out.stdout).trim();
-    const verified = out.code === 0 ? await verifyBearer(settingsWith(TEST_JWT_SECRET), `Bearer ${stdout}`) : null;
-    return { code: out.code, sub: verified?.companyId, stderr: new TextDecoder().decode(out.stderr) };
+    const { code, stdout, stderr } = await runToken(dir, args, env);
+    const verified = code === 0 ? await verifyBearer(settingsWith(TEST_JWT_SECRET), `Bearer ${stdout}`) : null;
+    return { code, sub: verified?.companyId, stderr };
   };
   try {
     const first = await token([]);
@@ -419,24 +425,8 @@ Deno.test("deno task token --expires-in: a token about to expire, or one already
   const dir = await freshDir();
   const settings = settingsWith(TEST_JWT_SECRET);
   const token = async (...args: string[]) => {
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "--allow-env",
-        "--allow-read",
-        "--allow-write=.data",
-        "--config",
-        `${root}deno.json`,
-        `${root}commands/token.ts`,
-        ...args,
-      ],
-      cwd: dir,
-      env: { JWT_SECRET: TEST_JWT_SECRET },
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const stdout = new TextDecoder().decode(out.stdout).trim();
-    return { code: out.code, header: `Bearer ${stdout}`, stderr: new TextDecoder().decode(out.stderr) };
+    const { code, stdout, stderr } = await runToken(dir, args);
+    return { code, header: `Bearer ${stdout}`, stderr };
   };
   try {
     const soon = await token("--new", "--expires-in", "5");
