@@ -40,6 +40,21 @@ async function seriousViolations(page: Page): Promise<string[]> {
   });
 }
 
+/**
+ * The platform's own pages on loopback, each framing the portal link its `frame` query names (a server of its own:
+ * 127.0.0.1 on its port is the origin the links name).
+ */
+function platformPages(title: string, frameSize = "") {
+  const port = freePort();
+  const server = Deno.serve({ hostname: "127.0.0.1", port, onListen: () => {} }, (req) => {
+    const src = new URL(req.url).searchParams.get("frame") ?? "";
+    const html = `<!doctype html><title>${title}</title><h1>Your webhooks</h1>` +
+      `<iframe id="portal" src="${src}"${frameSize}></iframe>`;
+    return new Response(html, { headers: { "content-type": "text/html; charset=utf-8" } });
+  });
+  return { server, port, origin: `http://127.0.0.1:${port}` };
+}
+
 Deno.test({
   name: "a portal link in a browser: opened once, framed only by the origin it names",
   ignore: !haveChromium,
@@ -50,14 +65,7 @@ Deno.test({
     const base = `http://127.0.0.1:${port}`;
     // the platform's own pages, each framing the link its query names; on loopback, which development allows over
     // http: 127.0.0.1 is the origin the links name, localhost (the same server) an origin they do not
-    const platformPort = freePort();
-    const platform = Deno.serve({ hostname: "127.0.0.1", port: platformPort, onListen: () => {} }, (req) => {
-      const src = new URL(req.url).searchParams.get("frame") ?? "";
-      const html = `<!doctype html><title>Platform</title><h1>Your webhooks</h1><iframe id="portal" src="${src}">` +
-        "</iframe>";
-      return new Response(html, { headers: { "content-type": "text/html; charset=utf-8" } });
-    });
-    const platformOrigin = `http://127.0.0.1:${platformPort}`;
+    const { server: platform, port: platformPort, origin: platformOrigin } = platformPages("Platform");
     const company = await newCompany(ctx);
     const other = await newCompany(ctx);
     const ownUrl = "https://customer.example/hooks";
@@ -155,14 +163,7 @@ Deno.test({
     const port = freePort();
     const server = Deno.serve({ hostname: "127.0.0.1", port, onListen: () => {} }, ctx.app.fetch);
     const base = `http://127.0.0.1:${port}`;
-    const platformPort = freePort();
-    const platform = Deno.serve({ hostname: "127.0.0.1", port: platformPort, onListen: () => {} }, (req) => {
-      const src = new URL(req.url).searchParams.get("frame") ?? "";
-      const html = `<!doctype html><title>Acme</title><h1>Your webhooks</h1><iframe id="portal" src="${src}" ` +
-        'width="1200" height="800"></iframe>';
-      return new Response(html, { headers: { "content-type": "text/html; charset=utf-8" } });
-    });
-    const platformOrigin = `http://127.0.0.1:${platformPort}`;
+    const { server: platform, origin: platformOrigin } = platformPages("Acme", ' width="1200" height="800"');
     const company = await newCompany(ctx);
     const ownUrl = "https://customer.example/hooks";
     assert.equal((await company.post("/api/v2/notifications/endpoints", { url: ownUrl })).status, 201);
