@@ -1,0 +1,58 @@
+/**
+ * A TCP relay on loopback in front of a real broker, which a story can cut and restore: "the broker is down" for
+ * one endpoint, without stopping a broker that other test files share.
+ */
+
+import net from "node:net";
+
+export type TcpProxy = {
+  /** The loopback port the relay listens on: the port of the endpoint's URL. */
+  port: number;
+  /** Refuses new connections and resets the open ones, as a broker that went away. */
+  cut(): Promise<void>;
+  /** Listens again on the same port and relays as before. */
+  restore(): Promise<void>;
+  close(): Promise<void>;
+};
+
+/** Starts a relay from a free loopback port to `127.0.0.1:targetPort`. */
+export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
+  const sockets = new Set<net.Socket>();
+  let server: net.Server | null = null;
+  const listen = (port: number) =>
+    new Promise<number>((resolve, reject) => {
+      const s = net.createServer((client) => {
+        const upstream = net.connect({ host: "127.0.0.1", port: targetPort });
+        for (const socket of [client, upstream]) {
+          sockets.add(socket);
+          socket.on("close", () => sockets.delete(socket));
+          socket.on("error", () => {});
+        }
+        client.pipe(upstream);
+        upstream.pipe(client);
+        client.on("close", () => upstream.destroy());
+        upstream.on("close", () => client.destroy());
+      });
+      s.once("error", reject);
+      s.listen({ host: "127.0.0.1", port }, () => {
+        server = s;
+        resolve((s.address() as net.AddressInfo).port);
+      });
+    });
+  const stop = async () => {
+    const s = server;
+    server = null;
+    for (const socket of sockets) socket.resetAndDestroy();
+    sockets.clear();
+    if (s) await new Promise<void>((resolve) => s.close(() => resolve()));
+  };
+  const port = await listen(0);
+  return {
+    port,
+    cut: stop,
+    restore: async () => {
+      if (!server) await listen(port);
+    },
+    close: stop,
+  };
+}
