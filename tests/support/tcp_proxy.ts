@@ -4,6 +4,7 @@
  */
 
 import net from "node:net";
+import tls from "node:tls";
 
 export type TcpProxy = {
   /** The loopback port the relay listens on: the port of the endpoint's URL. */
@@ -15,13 +16,20 @@ export type TcpProxy = {
   close(): Promise<void>;
 };
 
-/** Starts a relay from a free loopback port to `127.0.0.1:targetPort`. */
-export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
+/**
+ * Starts a relay from a free loopback port to `127.0.0.1:targetPort`. With `tls` it ends TLS with that certificate
+ * and relays the plaintext: a broker's TLS scheme (amqps, rediss, mqtts) tested against the plaintext broker, with the
+ * test authority of tests/fixtures/tls (NATS upgrades to TLS inside its protocol, which a relay cannot end).
+ */
+export async function startTcpProxy(
+  targetPort: number,
+  opts: { tls?: { cert: string; key: string } } = {},
+): Promise<TcpProxy> {
   const sockets = new Set<net.Socket>();
   let server: net.Server | null = null;
   const listen = (port: number) =>
     new Promise<number>((resolve, reject) => {
-      const s = net.createServer((client) => {
+      const relay = (client: net.Socket) => {
         const upstream = net.connect({ host: "127.0.0.1", port: targetPort });
         for (const socket of [client, upstream]) {
           sockets.add(socket);
@@ -32,7 +40,8 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
         upstream.pipe(client);
         client.on("close", () => upstream.destroy());
         upstream.on("close", () => client.destroy());
-      });
+      };
+      const s = opts.tls ? tls.createServer(opts.tls, relay) : net.createServer(relay);
       s.once("error", reject);
       s.listen({ host: "127.0.0.1", port }, () => {
         server = s;
