@@ -13,6 +13,7 @@ import { sealStoredSecrets } from "../domain/webhooks/endpoints/credentials.ts";
 import { resealCustomHeaders } from "../domain/webhooks/endpoints/custom_headers.ts";
 import { resealClientKeys } from "../domain/webhooks/endpoints/mtls.ts";
 import { resealOAuth2Secrets } from "../domain/webhooks/endpoints/oauth2.ts";
+import { resealBrokerCredentials } from "../domain/webhooks/endpoints/brokers.ts";
 
 const config = await loadConfigWithLocalSecrets();
 const sql = connect(config.databaseUrl, { max: 1 });
@@ -26,6 +27,8 @@ try {
   console.log(`${clientKeys} client certificate key(s) re-sealed (docs/webhooks.md, "Client certificates (mTLS)")`);
   const clients = await resealOAuth2Secrets(sql, box);
   console.log(`${clients} OAuth2 client secret(s) re-sealed with key ${box.keyId}`);
+  const brokers = await resealBrokerCredentials(sql, box);
+  console.log(`${brokers} broker credential(s) re-sealed (docs/webhooks.md, "Destinations")`);
   const answers = await sealStoredAnswers(sql, box, { reseal: true });
   console.log(
     `${answers.sealed} stored idempotent answer(s) re-sealed` +

@@ -18,6 +18,8 @@ import { ConnectionPool } from "../domain/webhooks/engine/connections.ts";
 import { TokenCache } from "../domain/webhooks/engine/oauth2_tokens.ts";
 import { failPendingDeliveries } from "../domain/webhooks/endpoints/endpoints.ts";
 import { sendDelivery } from "../domain/webhooks/engine/sender.ts";
+import { publishDelivery } from "../domain/webhooks/engine/publisher.ts";
+import { BrokerConnections } from "../domain/webhooks/engine/broker_connections.ts";
 
 /** How long a drain step waits for an unreachable database before the run fails. */
 const OUTAGE_PATIENCE_MS = 60_000;
@@ -40,6 +42,12 @@ export function webhookDrainers({ sql, config, processId }: Deps): Companion {
   const connections = new ConnectionPool();
   // OAuth2 bearer tokens, kept by this process until shortly before they expire (docs/webhooks.md)
   const tokens = new TokenCache();
+  // the broker connections of this process, kept per company and broker (docs/webhooks.md, "Destinations")
+  const brokers = new BrokerConnections({
+    allowPrivateUrls: config.allowPrivateUrls,
+    connectTimeoutMs: config.webhookTimeoutMs,
+    processId,
+  });
   const sending = {
     timeoutMs: config.webhookTimeoutMs,
     allowPrivateUrls: config.allowPrivateUrls,
@@ -54,8 +62,15 @@ export function webhookDrainers({ sql, config, processId }: Deps): Companion {
     budget: RUN_BUDGET,
     steps: (endpointId, abort) => ({
       claim: () => waitingOutOutages(() => claimNext(sql, endpointId, lease)),
+      // an https endpoint gets a POST, a broker endpoint a message (its transport, sql/0047)
       send: async (endpoint, delivery) =>
-        sendDelivery(await secretBoxFor(config), endpoint, delivery, { ...sending, signal: abort }),
+        endpoint.transport && endpoint.transport !== "http"
+          ? publishDelivery(await secretBoxFor(config), endpoint, delivery, {
+            timeoutMs: config.webhookTimeoutMs,
+            brokers,
+            signal: abort,
+          })
+          : sendDelivery(await secretBoxFor(config), endpoint, delivery, { ...sending, signal: abort }),
       recordAndClaimNext: async (delivery, result, endpoint) => {
         const recorded = await recorder.record(endpoint, delivery, result);
         drainers.dueAt(recorded.nextAttemptAt);
@@ -74,6 +89,7 @@ export function webhookDrainers({ sql, config, processId }: Deps): Companion {
     stop: async () => {
       await drainers.stop();
       connections.close();
+      await brokers.close();
     },
   };
 }

@@ -19,6 +19,9 @@ const LAYERS: [prefix: string, rank: number][] = [
   // webhooks in three rooms, each above the last: the outbox writes events and wakes, the endpoints room keeps what
   // integrators set and read, the engine delivers (docs/architecture.md, "Layers")
   ["domain/webhooks/outbox/", 2],
+  // the broker transports: what each protocol needs, below the endpoints that check destinations and the engine
+  // that publishes (docs/architecture.md, "Layers")
+  ["domain/webhooks/destinations/", 2.05],
   ["domain/webhooks/endpoints/", 2.1],
   ["domain/webhooks/engine/", 2.2],
   ["domain/integrators/", 2],

@@ -182,7 +182,7 @@ export function webhookEndpointRoutes({ sql, config }: Deps) {
   };
   // the URL rule depends on configuration, so it lives in the domain; a body refused for its shape hears of it too
   const urlRule = <S extends typeof EndpointCreateBody | typeof EndpointUpdateBody>(schema: S) =>
-    alsoCheck(schema, (body) => validateEndpointInput(body, opts));
+    alsoCheck(schema, (body) => validateEndpointInput(body, { ...opts, creating: schema === EndpointCreateBody }));
   const router = newRouter();
   // A path, not "*": the router is mounted at "/", where "*" would reach every route of the app.
   router.use(base, noStore);

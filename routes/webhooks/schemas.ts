@@ -21,6 +21,7 @@ import { REPLAY_LIMIT } from "../../domain/webhooks/outbox/replay.ts";
 import { TRANSACTION_SEARCH_EVENTS } from "../../domain/webhooks/outbox/event_search.ts";
 import { LATEST_PAYLOAD_VERSION, VERSION_NAMES } from "../../domain/webhooks/outbox/payload_versions.ts";
 import { UUID_RE } from "../../domain/basics/ids.ts";
+import { BROKER_TRANSPORTS } from "../../domain/webhooks/destinations/transport.ts";
 import { optionalText, requiredText, uuid } from "../openapi/schemas.ts";
 import {
   MAX_CLIENT_ID_LENGTH,
@@ -201,10 +202,66 @@ const settings = {
  * Shape only; whether http or a private host is allowed depends on configuration (domain/webhooks/endpoints/endpoints.ts),
  * and the routes run that rule even when this shape fails.
  */
-const url = requiredText(2048).openapi({ example: "https://example.com/webhooks" });
+const url = requiredText(2048).openapi({
+  example: "https://example.com/webhooks",
+  description: "Where deliveries go. `https://` for an HTTP receiver; or a message broker, whose scheme picks the " +
+    "transport: `amqps://` (RabbitMQ; the path is the vhost, percent-encoded: `amqps://mq.example/%2F`), `tls://` " +
+    "(NATS JetStream), `rediss://` (Redis Streams; the path is the database number), `mqtts://` (MQTT 5). The " +
+    "plaintext schemes (`http`, `amqp`, `nats`, `redis`, `mqtt`) need WEBHOOK_ALLOW_PRIVATE_URLS=true, never in " +
+    "production. No user or password in it: a broker's go in `broker_credentials`. A broker url needs a " +
+    "`destination`. An update cannot move an endpoint to another transport. docs/webhooks.md, Destinations",
+});
 
-export const EndpointCreateBody = z.object({ url, ...settings, ...customHeaders }).openapi("WebhookEndpointCreate");
-export const EndpointUpdateBody = z.object({ url: url.optional(), ...settings, ...customHeaders })
+/** Where on its broker a broker endpoint publishes, one shape per transport (`{type}`: the event type). */
+const AmqpDestination = z.object({
+  exchange: z.string().max(255).openapi({ example: "payments", description: '`""` is the default exchange' }),
+  routing_key: z.string().max(200).optional().openapi({ example: "pay.{type}", description: "Default `{type}`" }),
+}).openapi("AmqpDestination", { description: "RabbitMQ: published mandatory and persistent, with publisher confirms" });
+const NatsDestination = z.object({
+  subject: z.string().max(255).openapi({ example: "payments.{type}" }),
+}).openapi("NatsDestination", { description: "NATS JetStream: a stream must take the subject (a PubAck)" });
+const RedisDestination = z.object({
+  stream: z.string().max(255).openapi({ example: "payments" }),
+  maxlen: z.number().int().min(1).max(10_000_000).optional().openapi({
+    example: 100000,
+    description: "Approximate trimming (`XADD ... MAXLEN ~ n`); absent: none",
+  }),
+}).openapi("RedisDestination", { description: "Redis Streams: one XADD per delivery" });
+const MqttDestination = z.object({
+  topic: z.string().max(255).openapi({ example: "payments/{type}" }),
+}).openapi("MqttDestination", { description: "MQTT 5: QoS 1, the headers as user properties" });
+/**
+ * Shape only for the document: which keys a destination must have depends on the url's transport, which the domain
+ * checks (domain/webhooks/destinations/registry.ts), naming the key of another transport in its 422.
+ */
+const destination = z.record(z.string(), z.unknown()).nullish().openapi({
+  // the four shapes are components of the document: the endpoint object's `destination` names them
+  oneOf: ["AmqpDestination", "NatsDestination", "RedisDestination", "MqttDestination"].map((name) => ({
+    $ref: `#/components/schemas/${name}`,
+  })),
+  description: "Where on the broker: `{exchange, routing_key}` (amqp), `{subject}` (nats), `{stream, maxlen}` " +
+    "(redis), `{topic}` (mqtt); `{type}` in a value is replaced by the event type. Required with a broker url, " +
+    "refused with an https one; a key of another transport is a 422 naming it. docs/webhooks.md, Destinations",
+});
+const brokerCredentials = z.record(z.string(), z.string()).nullish().openapi({
+  oneOf: [
+    {
+      type: "object",
+      required: ["username", "password"],
+      properties: { username: { type: "string", maxLength: 1024 }, password: { type: "string", maxLength: 1024 } },
+    },
+    { type: "object", required: ["token"], properties: { token: { type: "string", maxLength: 1024 } } },
+  ],
+  example: { username: "payments", password: "s3cret-password" },
+  description: "The broker's credentials: `{username, password}`, or `{token}` for NATS. Stored sealed and never " +
+    "shown: the endpoint shows `****` for the secret, and credentials sent back as shown keep the stored secret, " +
+    "except in an update moving url to another broker address, which must give them again. null removes them",
+});
+const brokerSettings = { destination, broker_credentials: brokerCredentials };
+
+export const EndpointCreateBody = z.object({ url, ...settings, ...customHeaders, ...brokerSettings })
+  .openapi("WebhookEndpointCreate");
+export const EndpointUpdateBody = z.object({ url: url.optional(), ...settings, ...customHeaders, ...brokerSettings })
   .openapi("WebhookEndpointUpdate");
 
 export const ENDPOINT_CREATE_EXAMPLE: z.input<typeof EndpointCreateBody> = {
@@ -248,6 +305,21 @@ export const Endpoint = z.object({
   id: z.string(),
   company_id: z.string(),
   url: z.string(),
+  transport: z.enum(["http", ...BROKER_TRANSPORTS]).openapi({
+    description: "`http`, or the broker the url names. docs/webhooks.md, Destinations",
+  }),
+  destination: z.record(z.string(), z.union([z.string(), z.number()])).nullable().openapi({
+    type: ["object", "null"],
+    oneOf: [AmqpDestination, NatsDestination, RedisDestination, MqttDestination].map((shape) => ({
+      $ref: `#/components/schemas/${shape.meta()?.id}`,
+    })),
+    description: "Where on the broker it publishes; null for an http endpoint",
+  }),
+  broker_credentials: z.record(z.string(), z.string()).nullable().openapi({
+    type: ["object", "null"],
+    example: { username: "payments", password: "****" },
+    description: "The broker's user name and `****` for its password, or `{token: \"****\"}`; null without",
+  }),
   status: z.enum(["active", "disabled"]),
   disabled_reason: z.enum(["manual", "gone", "failing"]).nullable().openapi({
     description: "Why it is disabled: by the integrator, the receiver answered 410 Gone, or attempts kept failing; " +

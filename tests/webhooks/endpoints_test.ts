@@ -11,6 +11,9 @@ const ENDPOINT_KEYS = [
   "id",
   "company_id",
   "url",
+  "transport",
+  "destination",
+  "broker_credentials",
   "status",
   "disabled_reason",
   "disabled_at",
@@ -56,6 +59,9 @@ Deno.test("webhook endpoint management", async (t) => {
     assert.deepEqual(
       {
         url: e.url,
+        transport: e.transport,
+        destination: e.destination,
+        broker_credentials: e.broker_credentials,
         status: e.status,
         enabled_events: e.enabled_events,
         delivery_mode: e.delivery_mode,
@@ -76,6 +82,9 @@ Deno.test("webhook endpoint management", async (t) => {
       },
       {
         url: "https://example.com/hooks",
+        transport: "http",
+        destination: null,
+        broker_credentials: null,
         status: "active",
         enabled_events: ["*"],
         delivery_mode: "parallel",

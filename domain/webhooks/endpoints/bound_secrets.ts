@@ -11,6 +11,7 @@ import type { SqlOrTransaction } from "../../infra/db.ts";
 import { ErrorBag, notFound } from "../../basics/errors.ts";
 import { type CustomHeadersInput, maskedKept } from "./custom_headers.ts";
 import type { EndpointRow, StoredOAuth2 } from "./endpoint_row.ts";
+import { brokerCredentialsLeftBehind } from "./brokers.ts";
 
 /**
  * Where a URL's requests go, as a credential is bound to it: scheme, host and port (the default port left out, as
@@ -19,7 +20,9 @@ import type { EndpointRow, StoredOAuth2 } from "./endpoint_row.ts";
  */
 export function urlOrigin(raw: string): string {
   try {
-    return new URL(raw).origin;
+    const url = new URL(raw);
+    // a broker's scheme has no WHATWG origin ("null"): its scheme, host and port are one all the same
+    return url.origin === "null" ? `${url.protocol}//${url.host}` : url.origin;
   } catch {
     return raw;
   }
@@ -28,6 +31,7 @@ export function urlOrigin(raw: string): string {
 /** What an update may give of the secrets (the endpoint's body): absent leaves a field, null removes it. */
 export type SecretsInput = CustomHeadersInput & {
   url?: string | null;
+  broker_credentials?: unknown;
   client_certificate?: { certificate: string; private_key: string } | null;
   oauth2?:
     | { token_url: string; client_secret?: string | null; client_auth?: StoredOAuth2["client_auth"] | null }
@@ -102,8 +106,10 @@ export async function refuseSecretsLeftBehind(
   input: SecretsInput,
 ): Promise<void> {
   if (input.url == null && (input.oauth2 == null || input.oauth2.client_secret != null)) return;
-  const [row] = await tx<Pick<EndpointRow, "url" | "sealed_custom_headers" | "sealed_client_key" | "oauth2">[]>`
-    select url, sealed_custom_headers, sealed_client_key, oauth2 from webhook_endpoints
+  const [row] = await tx<
+    Pick<EndpointRow, "url" | "sealed_custom_headers" | "sealed_client_key" | "oauth2" | "sealed_broker_credentials">[]
+  >`
+    select url, sealed_custom_headers, sealed_client_key, oauth2, sealed_broker_credentials from webhook_endpoints
     where company_id = ${companyId} and id = ${id} for no key update`;
   if (!row) throw notFound();
   const held: HeldSecrets = {
@@ -115,5 +121,6 @@ export async function refuseSecretsLeftBehind(
   const masked = input.secret_headers ? await maskedKept(box, id, input.secret_headers, row.sealed_custom_headers) : [];
   const errors = new ErrorBag();
   checkSecretsStay(errors, held, input, masked);
+  brokerCredentialsLeftBehind(errors, { url: row.url, credentials: !!row.sealed_broker_credentials }, input, MOVED);
   errors.throwIfAny(422);
 }

@@ -24,9 +24,12 @@ export function failureReason(result: { ok: boolean; httpStatus: number; respons
   return result.httpStatus === 0 ? result.responseBody : `HTTP ${result.httpStatus}`;
 }
 
-/** A 410 Gone disables the endpoint at once, whatever its history. */
-export function disablesAtOnce(httpStatus: number): boolean {
-  return httpStatus === 410;
+/**
+ * A 410 Gone disables the endpoint at once, whatever its history, and so does a broker's permanent refusal (no such
+ * exchange or stream, access refused: docs/webhooks.md, "Destinations").
+ */
+export function disablesAtOnce(httpStatus: number, permanent = false): boolean {
+  return httpStatus === 410 || permanent;
 }
 
 /**

@@ -7,6 +7,7 @@
 
 import type postgres from "postgres";
 import type { SqlOrTransaction } from "../../infra/db.ts";
+import type { TransportName } from "../destinations/transport.ts";
 
 /** A secret rotated away, as stored: sealed, with the instant it stops signing. */
 export type StoredPreviousSecret = { secret: string; expires_at: string };
@@ -86,6 +87,12 @@ export type EndpointRow = {
   updated_at: Date;
   /** OAuth2 client credentials for a bearer token sent with every attempt; null (or absent before 0042) for none. */
   oauth2?: StoredOAuth2 | null;
+  /** `http`, or the broker its url names (sql/0047, docs/webhooks.md "Destinations"); absent in fakes of older tests. */
+  transport?: TransportName;
+  /** Where on the broker its messages go (the transport's keys, `{type}` not replaced); null for http. */
+  destination?: Record<string, string | number> | null;
+  /** The broker's credentials as sealed JSON (domain/webhooks/endpoints/brokers.ts); null without. */
+  sealed_broker_credentials?: string | null;
 };
 
 /**

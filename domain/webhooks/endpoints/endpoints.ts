@@ -34,6 +34,15 @@ import {
 import { checkOAuth2, oauth2Column, type OAuth2Input, presentOAuth2, storedOAuth2 } from "./oauth2.ts";
 import { refuseSecretsLeftBehind } from "./bound_secrets.ts";
 import { payloadVersionOf } from "../outbox/payload_versions.ts";
+import {
+  brokerCredentialsColumn,
+  brokerTarget,
+  checkBrokerSettings,
+  destinationColumn,
+  presentBrokerCredentials,
+} from "./brokers.ts";
+import { acceptedSchemes, transportOfUrl } from "../destinations/registry.ts";
+import type { Destination } from "../destinations/transport.ts";
 
 /** Endpoint settings as a client sends them; `null` or absent means the default on create, unchanged on update. */
 export type EndpointSettings = {
@@ -56,8 +65,10 @@ export type EndpointSettings = {
   /** The payload version to pin (payload_versions.ts); `null` unpins (the first version), absent leaves it. */
   payload_version?: string | null;
 };
-export type EndpointCreateInput = EndpointSettings & CustomHeadersInput & { url: string };
-export type EndpointUpdateInput = EndpointSettings & CustomHeadersInput & { url?: string };
+/** Where a broker endpoint publishes and with which credentials (brokers.ts); absent leaves them on update. */
+type BrokerSettings = { destination?: unknown; broker_credentials?: unknown };
+export type EndpointCreateInput = EndpointSettings & CustomHeadersInput & BrokerSettings & { url: string };
+export type EndpointUpdateInput = EndpointSettings & CustomHeadersInput & BrokerSettings & { url?: string };
 
 /** Slot rows 0..99 can exist per endpoint: the ceiling of max_concurrency. */
 export const MAX_CONCURRENCY = 100;
@@ -73,6 +84,9 @@ export async function presentEndpoint(box: SecretBox, e: EndpointRow) {
     id: e.id,
     company_id: e.company_id,
     url: e.url,
+    transport: e.transport ?? "http",
+    destination: e.destination ?? null,
+    broker_credentials: await presentBrokerCredentials(box, e),
     status: e.status,
     disabled_reason: e.status === "disabled" ? e.disabled_reason : null,
     disabled_at: isoUtcOrNull(e.status === "disabled" ? e.disabled_at : null),
@@ -119,8 +133,9 @@ const URL_FORMAT = invalidFormat("an https:// URL", "https://example.com/hooks")
 
 /**
  * https only, unless private URLs are allowed (local development and tests), in which case http and loopback or
- * private hosts are accepted too; link-local and cloud metadata addresses never are. Names are not resolved here: the
- * delivery checks the resolved addresses.
+ * private hosts are accepted too; link-local and cloud metadata addresses never are. A broker URL (amqps://, tls://,
+ * rediss://, mqtts://, and their plaintext schemes where http is allowed) obeys the same address rules and its
+ * transport's (brokers.ts). Names are not resolved here: the delivery checks the resolved addresses.
  */
 export function checkEndpointUrl(errors: ErrorBag, raw: string, allowPrivateUrls: boolean) {
   let url: URL;
@@ -129,7 +144,16 @@ export function checkEndpointUrl(errors: ErrorBag, raw: string, allowPrivateUrls
   } catch {
     return errors.add("url", URL_FORMAT);
   }
-  if (!["https:", "http:"].includes(url.protocol) || !url.hostname) return errors.add("url", URL_FORMAT);
+  if (transportOfUrl(raw) !== "http" && transportOfUrl(raw) !== null) {
+    brokerTarget(errors, url, allowPrivateUrls);
+    return;
+  }
+  if (!["https:", "http:"].includes(url.protocol) || !url.hostname) {
+    return errors.add(
+      "url",
+      invalidFormat(`a URL starting ${acceptedSchemes(allowPrivateUrls).join(", ")}`, "https://example.com/hooks"),
+    );
+  }
   if (url.username || url.password) return errors.add("url", "must not contain credentials");
   if (isNeverReachable(url.hostname.replace(/^\[|\]$/g, ""))) {
     return errors.add("url", "must not point to a link-local or cloud metadata address (no setting allows it)");
@@ -162,20 +186,26 @@ async function refuseSecondAtUrl(
   tx: SqlOrTransaction,
   companyId: string,
   url: string,
+  destination: Destination | null,
   exceptId?: string,
 ): Promise<void> {
   const loopback = loopbackForm(url);
+  // a broker endpoint is one per url and destination: two exchanges on one vhost are two endpoints
+  const target = destination ? tx`and destination = ${tx.json(destination)}` : tx`and destination is null`;
   // a loopback URL is compared with the company's other active endpoints (at most its endpoint quota) in their one form
   const candidates = await tx<{ id: string; url: string }[]>`
     select id, url from webhook_endpoints
     where company_id = ${companyId} and status = 'active' and id is distinct from ${exceptId ?? null}::uuid
-      ${loopback === null ? tx`and url = ${url}` : tx``}
+      ${loopback === null ? tx`and url = ${url}` : tx``} ${target}
     order by url = ${url} desc, id`;
   const existing = candidates.find((e) => e.url === url || (loopback !== null && loopbackForm(e.url) === loopback));
   if (!existing) return;
   const alias = existing.url === url ? "" : ` (as ${existing.url}: localhost, 127.0.0.1 and [::1] are one receiver)`;
+  const what = destination ? "URL and destination" : "URL";
   throw conflict({
-    url: [`is already the URL of active endpoint ${existing.id}${alias}: update that endpoint, or disable it first`],
+    url: [
+      `is already the ${what} of active endpoint ${existing.id}${alias}: update that endpoint, or disable it first`,
+    ],
   });
 }
 
@@ -187,6 +217,13 @@ export function checkSchemeSettings(errors: ErrorBag, scheme: SignatureScheme, i
   if (scheme === "ed25519" && injectSecret) {
     errors.add("inject_secret_in_body", "must be false with signature_scheme ed25519, which has no shared secret");
   }
+}
+
+/** What only an HTTP receiver has: a broker endpoint has no TLS client certificate and no OAuth2 token to send. */
+function checkHttpOnly(errors: ErrorBag, input: { client_certificate?: unknown; oauth2?: unknown }, url: string) {
+  if (transportOfUrl(url) === "http") return;
+  if (input.client_certificate != null) errors.add("client_certificate", "is only for an https url");
+  if (input.oauth2 != null) errors.add("oauth2", "is only for an https url");
 }
 
 /** The settings' rules that depend on configuration (the URL) or on each other; throws every error at once. */
@@ -201,11 +238,18 @@ export function validateEndpointInput(
     secret_headers?: unknown;
     client_certificate?: Partial<ClientCertificateInput> | null;
     oauth2?: unknown;
+    destination?: unknown;
+    broker_credentials?: unknown;
   },
-  opts: { allowPrivateUrls: boolean },
+  opts: { allowPrivateUrls: boolean; creating?: boolean },
 ) {
   const errors = new ErrorBag();
-  if (typeof input.url === "string") checkEndpointUrl(errors, input.url, opts.allowPrivateUrls);
+  if (typeof input.url === "string") {
+    checkEndpointUrl(errors, input.url, opts.allowPrivateUrls);
+    // on create the destination is required; an update that gives the url checks what it gives against it
+    checkBrokerSettings(errors, input, input.url, { creating: opts.creating ?? false });
+    checkHttpOnly(errors, input, input.url);
+  }
   checkOAuth2(errors, input.oauth2, (bag, raw) => checkEndpointUrl(bag, raw, opts.allowPrivateUrls));
   checkFilter(errors, input.filter);
   checkRateLimit(errors, input.rate_limit);
@@ -221,9 +265,11 @@ export async function createEndpoint(
   input: EndpointCreateInput,
   opts: { allowPrivateUrls: boolean; quota: EndpointQuota; box: SecretBox },
 ): Promise<EndpointRow> {
-  validateEndpointInput(input, opts);
+  validateEndpointInput(input, { ...opts, creating: true });
   checkNewEndpointFilter(input);
   const id = newId();
+  const destination = destinationColumn(input.url, input.destination);
+  const brokerCredentials = await brokerCredentialsColumn(opts.box, id, input.broker_credentials, null);
   const maxConcurrency = input.max_concurrency ?? 10;
   const scheme = input.signature_scheme ?? "hmac-sha256";
   const credential = await newCredential(opts.box, id, scheme);
@@ -232,15 +278,16 @@ export async function createEndpoint(
   const oauth2 = await oauth2Column(opts.box, id, input.oauth2 ?? null, null);
   return await sql.begin(async (tx) => {
     await checkEndpointQuota(tx, companyId, opts.quota, { maxConcurrency });
-    await refuseSecondAtUrl(tx, companyId, input.url);
+    await refuseSecondAtUrl(tx, companyId, input.url, destination);
     const [row] = await tx<EndpointRow[]>`
       insert into webhook_endpoints (
-        id, company_id, url, filter, enabled_events, delivery_mode, event_payload_type, inject_secret_in_body,
+        id, company_id, url, transport, destination, sealed_broker_credentials, filter, enabled_events, delivery_mode, event_payload_type, inject_secret_in_body,
         wrap_in_notification, max_concurrency, event_mapping, signature_scheme, sealed_secret, sealed_signing_key,
         public_key, custom_headers, sealed_custom_headers, client_certificate, sealed_client_key, oauth2,
         payload_version
       ) values (
-        ${id}, ${companyId}, ${input.url}, ${input.filter ?? null}, ${input.enabled_events ?? ["*"]},
+        ${id}, ${companyId}, ${input.url}, ${transportOfUrl(input.url)}, ${destination ? tx.json(destination) : null},
+        ${brokerCredentials}, ${input.filter ?? null}, ${input.enabled_events ?? ["*"]},
         ${input.delivery_mode ?? "parallel"},
         ${input.event_payload_type ?? "snapshot"}, ${input.inject_secret_in_body ?? false},
         ${input.wrap_in_notification ?? false}, ${maxConcurrency},
@@ -298,18 +345,19 @@ export async function updateEndpoint(
     if (input.max_concurrency != null) {
       await checkEndpointQuota(tx, companyId, opts.quota, { endpointId: id, maxConcurrency: input.max_concurrency });
     }
-    if (input.url != null) {
+    const broker = await brokerChange(tx, companyId, id, input, opts.box);
+    if (input.url != null || input.destination !== undefined) {
       await tx`select 1 from companies where id = ${companyId} for update`;
       const [self] = await tx<{ status: string }[]>`
         select status from webhook_endpoints where company_id = ${companyId} and id = ${id}`;
-      if (self?.status === "active") await refuseSecondAtUrl(tx, companyId, input.url, id);
+      if (self?.status === "active") await refuseSecondAtUrl(tx, companyId, broker.url, broker.destination, id);
     }
     // after the company's lock, as every update takes its locks: the company, then the endpoint's row
     await refuseSecretsLeftBehind(tx, opts.box, companyId, id, input);
     await checkUpdatedEndpointFilter(tx, companyId, id, input);
     const { set: schemeSet } = await schemeSwitch(tx, companyId, id, input, opts.box);
     const { set: oauth2Set } = await oauth2Change(tx, companyId, id, input, opts.box);
-    const switching = tx`${schemeSet}${oauth2Set}`;
+    const switching = tx`${schemeSet}${oauth2Set}${broker.set}`;
     const { set: headers } = await customHeadersSet(tx, opts.box, companyId, id, input);
     // absent leaves the client certificate as it is; null removes it (docs/webhooks.md, "Client certificates (mTLS)")
     const client = input.client_certificate === undefined
@@ -346,6 +394,55 @@ async function setRateLimit(tx: SqlOrTransaction, id: string, rate: number | nul
     update webhook_endpoints set rate_limit = ${rate} where id = ${id} returning *`;
   await fitThrottle(tx, id);
   return row;
+}
+
+/**
+ * What an update does to a broker endpoint's `destination` and `broker_credentials` (brokers.ts), checked against the
+ * url it will have: the url keeps its transport (422 otherwise: a broker endpoint and an HTTP one deliver differently,
+ * so the change is a new endpoint), a destination given replaces the stored one, and credentials given replace the
+ * stored ones, which masked ones keep. Returns the url and destination the endpoint will have, and the SET fragment.
+ */
+async function brokerChange(
+  tx: SqlOrTransaction,
+  companyId: string,
+  id: string,
+  input: EndpointUpdateInput,
+  box: SecretBox,
+): Promise<{ url: string; destination: Destination | null; set: postgres.Fragment }> {
+  const [current] = await tx<Pick<EndpointRow, "url" | "transport" | "destination" | "sealed_broker_credentials">[]>`
+    select url, transport, destination, sealed_broker_credentials from webhook_endpoints
+    where company_id = ${companyId} and id = ${id}`;
+  if (!current) throw notFound();
+  const url = input.url ?? current.url;
+  const errors = new ErrorBag();
+  const transport = current.transport ?? "http";
+  if (input.url != null && transportOfUrl(input.url) !== transport) {
+    errors.add(
+      "url",
+      `cannot move this ${transport} endpoint to another transport: create a new endpoint for ${
+        input.url.split(":")[0]
+      }`,
+    );
+  }
+  if (input.url == null) {
+    checkBrokerSettings(errors, input, url, { creating: false });
+    checkHttpOnly(errors, input, url);
+  }
+  errors.throwIfAny(422);
+  const destination = input.destination !== undefined
+    ? destinationColumn(url, input.destination)
+    : current.destination ?? null;
+  const changed = input.destination !== undefined
+    ? tx`, destination = ${destination ? tx.json(destination) : null}`
+    : tx``;
+  if (input.broker_credentials === undefined) return { url, destination, set: changed };
+  const sealed = await brokerCredentialsColumn(
+    box,
+    id,
+    input.broker_credentials,
+    current.sealed_broker_credentials ?? null,
+  );
+  return { url, destination, set: tx`${changed}, sealed_broker_credentials = ${sealed}` };
 }
 
 /**
@@ -434,7 +531,7 @@ export async function enableEndpoint(
     const current = await getEndpoint(tx, companyId, id);
     if (current.status === "active") return current;
     await checkEndpointQuota(tx, companyId, opts.quota, { maxConcurrency: current.max_concurrency });
-    await refuseSecondAtUrl(tx, companyId, current.url, id);
+    await refuseSecondAtUrl(tx, companyId, current.url, current.destination ?? null, id);
     const [row] = await tx<EndpointRow[]>`
       update webhook_endpoints
       set status = 'active', updated_at = now(), disabled_reason = null, disabled_at = null, failing_since = null,

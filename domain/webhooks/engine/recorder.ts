@@ -97,7 +97,7 @@ function verdictsOf(
   for (const item of items) {
     const outcome = byEndpoint.get(item.endpointId) ?? { seen: item.seen, anyOk: false, gone: false, results: [] };
     outcome.anyOk ||= item.result.ok;
-    outcome.gone ||= disablesAtOnce(item.result.httpStatus);
+    outcome.gone ||= disablesAtOnce(item.result.httpStatus, item.result.permanent);
     outcome.results.push(item.result);
     byEndpoint.set(item.endpointId, outcome);
   }

@@ -45,6 +45,20 @@ export type SendResult = {
   responseHeaders?: Record<string, string>;
   /** A 429 or 503 answer's Retry-After, in seconds from the answer (at most a day); null otherwise. */
   retryAfterSeconds?: number | null;
+  /** A broker's permanent refusal (docs/webhooks.md, "Destinations"): disables the endpoint as a 410 does. */
+  permanent?: boolean;
+};
+
+/** A delivery as it is sent: its body and the headers that sign it, and the secrets an answer is cleared of. */
+export type SignedDelivery = { body: string; headers: Record<string, string>; echoed: Secret[] };
+
+/** What `sendDelivery` and a broker's publish (publisher.ts) deliver: one record of one event. */
+export type DeliveryToSend = {
+  id: string;
+  type: string;
+  data: Record<string, unknown>;
+  traceparent?: string | null;
+  occurredAt?: Date | null;
 };
 
 /** Headers of an answer that help to understand it; never cookies or credentials. */
@@ -127,19 +141,47 @@ export type SendOptions = {
 export async function sendDelivery(
   box: SecretBox,
   endpoint: EndpointRow,
-  delivery: {
-    id: string;
-    type: string;
-    data: Record<string, unknown>;
-    traceparent?: string | null;
-    occurredAt?: Date | null;
-  },
+  delivery: DeliveryToSend,
   opts: SendOptions,
 ): Promise<SendResult> {
-  const { secret, previous } = await openSecrets(box, endpoint);
-  const signingKeys = await openSigningKeys(box, endpoint);
   // each control is opened only for an endpoint that has it, as OAuth2 is below
   const client = endpoint.client_certificate ? await openClientCredential(box, endpoint) : null;
+  const signed = await signedDelivery(box, endpoint, delivery, client);
+  const { body, headers } = signed;
+  // a span of its own, continuing the trace of the request that emitted the event (docs/webhooks.md, "Tracing")
+  // the client certificate goes to the receiver only, never to the token URL (docs/webhooks.md, mTLS and OAuth2)
+  const toReceiver = client ? { ...opts, client } : opts;
+  return await tracedAttempt(endpoint, delivery, async (trace) => {
+    if (!endpoint.oauth2) {
+      return cleared(await sendWebhook(endpoint.url, body, { ...headers, ...trace }, toReceiver), signed.echoed);
+    }
+    return cleared(
+      await withBearer(
+        box,
+        endpoint,
+        endpoint.oauth2,
+        opts,
+        (bearer) =>
+          sendWebhook(endpoint.url, body, { ...headers, ...trace, authorization: `Bearer ${bearer}` }, toReceiver),
+      ),
+      signed.echoed,
+    );
+  });
+}
+
+/**
+ * A delivery rendered and signed for its endpoint, whatever carries it (an HTTP POST, or a broker's message:
+ * publisher.ts): the body, and the endpoint's custom headers with the signature headers after them, none of whose
+ * names a custom header may take (docs/webhooks.md, "Custom headers").
+ */
+export async function signedDelivery(
+  box: SecretBox,
+  endpoint: EndpointRow,
+  delivery: DeliveryToSend,
+  client: ClientCredential | null = null,
+): Promise<SignedDelivery> {
+  const { secret, previous } = await openSecrets(box, endpoint);
+  const signingKeys = await openSigningKeys(box, endpoint);
   // an ed25519 endpoint cannot inject a secret (checkSchemeSettings): its body never reads this one
   const body = renderBody({ ...endpoint, secret: secret ?? "" }, delivery);
   const secrets = [...(secret === null ? [] : [secret]), ...previous.map((p) => p.secret)];
@@ -154,34 +196,12 @@ export async function sendDelivery(
       ...standard,
     }
     : standard;
-  // the endpoint's own headers first: none of their names is one of ours (docs/webhooks.md, "Custom headers")
   const opened = hasCustomHeaders(endpoint) ? await headersToSend(box, endpoint) : null;
-  const custom = opened?.headers ?? {};
-  // a span of its own, continuing the trace of the request that emitted the event (docs/webhooks.md, "Tracing")
-  // the client certificate goes to the receiver only, never to the token URL (docs/webhooks.md, mTLS and OAuth2)
-  const toReceiver = client ? { ...opts, client } : opts;
-  const echoed = secretsAtHand(opened?.secret ?? {}, client);
-  return await tracedAttempt(endpoint, delivery, async (trace) => {
-    if (!endpoint.oauth2) {
-      return cleared(await sendWebhook(endpoint.url, body, { ...custom, ...headers, ...trace }, toReceiver), echoed);
-    }
-    return cleared(
-      await withBearer(
-        box,
-        endpoint,
-        endpoint.oauth2,
-        opts,
-        (bearer) =>
-          sendWebhook(
-            endpoint.url,
-            body,
-            { ...custom, ...headers, ...trace, authorization: `Bearer ${bearer}` },
-            toReceiver,
-          ),
-      ),
-      echoed,
-    );
-  });
+  return {
+    body,
+    headers: { ...opened?.headers ?? {}, ...headers },
+    echoed: secretsAtHand(opened?.secret ?? {}, client),
+  };
 }
 
 /**
@@ -202,7 +222,7 @@ function secretsAtHand(secretHeaders: Record<string, string>, client: ClientCred
  * The answer as it is recorded, logged and shown: its text and kept headers without `secrets` in any encoding
  * (redaction.ts). An endpoint without secrets keeps its answer as it came, at no cost.
  */
-function cleared(result: SendResult, secrets: Secret[]): SendResult {
+export function cleared(result: SendResult, secrets: Secret[]): SendResult {
   if (secrets.length === 0) return result;
   const headers = Object.entries(result.responseHeaders ?? {}).map(([name, value]) => [
     name,
@@ -442,7 +462,7 @@ const FAILURES: [RegExp, string][] = [
 ];
 
 /** What went wrong, with the error code so that an operator can look it up: "connection refused (ECONNREFUSED)". */
-function describeFailure(err: unknown): string {
+export function describeFailure(err: unknown): string {
   const raw = (err as { code?: unknown })?.code;
   // codes are short upper-case names; anything else is not shown, since a message could name an address
   const code = typeof raw === "string" && /^[A-Z0-9_]{2,64}$/.test(raw) ? raw : "";

@@ -30,7 +30,9 @@ export async function claimNext(sql: Sql, endpointId: string, opts: Lease): Prom
     ), free_slot as (
       select s.slot from webhook_slots s
       where s.endpoint_id = ${endpointId}
-        and s.slot < (select endpoint_slot_limit(ep.status, ep.delivery_mode, ep.max_concurrency) from ep)
+        -- from the transport's first slot (sql/0047: the previous release never leases a broker endpoint's)
+        and s.slot >= (select endpoint_first_slot(ep.transport) from ep)
+        and s.slot < (select endpoint_first_slot(ep.transport) + endpoint_slot_limit(ep.status, ep.delivery_mode, ep.max_concurrency) from ep)
         and lease_is_free(s.leased_until)
       order by s.slot limit 1
       for update skip locked
@@ -45,7 +47,7 @@ export async function claimNext(sql: Sql, endpointId: string, opts: Lease): Prom
     ), fan_out as (
       select ${endpointId}::uuid
       from slot_leased ts cross join ep
-      where ts.slot + 1 < endpoint_slot_limit(ep.status, ep.delivery_mode, ep.max_concurrency)
+      where ts.slot + 1 < endpoint_first_slot(ep.transport) + endpoint_slot_limit(ep.status, ep.delivery_mode, ep.max_concurrency)
         -- a throttled endpoint: its rate, not its slots, bounds it (throttle_turn.ts)
         and ep.rate_limit is null and exists (
         select 1 from webhook_deliveries d

@@ -196,7 +196,8 @@ export async function recordAttempts(
       select attempt.idx, attempt.endpoint_id, attempt.slot, endpoint.delivery_mode, attempt.delivery_id as attempted,
         moved.status = 'pending' as still_pending
       from batch attempt join records_moved moved on moved.idx = attempt.idx join endpoint_rows endpoint on endpoint.id = attempt.endpoint_id
-      where attempt.slot < endpoint_slot_limit(endpoint.status, endpoint.delivery_mode, endpoint.max_concurrency)
+      where attempt.slot < endpoint_first_slot(endpoint.transport)
+          + endpoint_slot_limit(endpoint.status, endpoint.delivery_mode, endpoint.max_concurrency)
         and attempt.endpoint_id not in (select id from endpoints_disabled)
         -- an endpoint told to wait by this batch hands over nothing: its hold is not in this statement's snapshot
         and attempt.endpoint_id not in (select endpoint_id from batch where hold_seconds is not null)
