@@ -318,7 +318,7 @@ export const Endpoint = z.object({
   broker_credentials: z.record(z.string(), z.string()).nullable().openapi({
     type: ["object", "null"],
     example: { username: "payments", password: "****" },
-    description: "The broker's user name and `****` for its password, or `{token: \"****\"}`; null without",
+    description: 'The broker\'s user name and `****` for its password, or `{token: "****"}`; null without',
   }),
   status: z.enum(["active", "disabled"]),
   disabled_reason: z.enum(["manual", "gone", "failing"]).nullable().openapi({

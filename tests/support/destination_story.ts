@@ -153,7 +153,10 @@ export async function tellDestinationStory(t: Deno.TestContext, ctx: TestContext
       await w.relay.cut();
       const since = new Date(Date.now() - 1000).toISOString();
       await emitNumbered(ctx, w.company, 7, 7);
-      await eventually("an attempt failed", async () => (await recordsOf(w.company, w.endpoint.id))[0]?.attempts_count > 0);
+      await eventually(
+        "an attempt failed",
+        async () => (await recordsOf(w.company, w.endpoint.id))[0]?.attempts_count > 0,
+      );
       // disabling fails what is pending; enabled again, the endpoint gets it back only by a recover
       assert.equal((await w.company.delete(`${ENDPOINTS}/${w.endpoint.id}`)).status, 200);
       assert.equal((await w.company.post(`${ENDPOINTS}/${w.endpoint.id}/enable`)).status, 200);
