@@ -13,9 +13,12 @@ import {
   type Transport,
   type TransportName,
 } from "./transport.ts";
+import { redisTransport } from "./redis.ts";
 
 /** Every broker transport this release delivers to. */
-export const TRANSPORTS: Partial<Record<BrokerTransportName, Transport>> = {};
+export const TRANSPORTS: Partial<Record<BrokerTransportName, Transport>> = {
+  redis: redisTransport,
+};
 
 /** The transport a URL scheme (`amqps:`, with or without the colon) names; null for http(s) and unknown schemes. */
 export function transportForScheme(protocol: string): Transport | null {
