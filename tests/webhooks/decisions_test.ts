@@ -47,7 +47,9 @@ Deno.test("decisions of an attempt's answer", async (t) => {
 
   await t.step("only 429 and 503 are asked to wait; 410 disables at once", () => {
     assert.deepEqual([200, 410, 429, 500, 503].map(honoursRetryAfter), [false, false, true, false, true]);
-    assert.deepEqual([200, 404, 410, 500].map(disablesAtOnce), [false, false, true, false]);
+    assert.deepEqual([200, 404, 410, 500].map((s) => disablesAtOnce(s)), [false, false, true, false]);
+    // a broker's permanent refusal (no such exchange, access refused) ends the endpoint as a 410 does
+    assert.deepEqual([disablesAtOnce(0, true), disablesAtOnce(0, false)], [true, false]);
   });
 
   await t.step("the plan holds the delay for every position of the schedule, nine retries in all", () => {
