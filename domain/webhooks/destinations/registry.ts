@@ -14,10 +14,12 @@ import {
   type TransportName,
 } from "./transport.ts";
 import { redisTransport } from "./redis.ts";
+import { mqttTransport } from "./mqtt.ts";
 
 /** Every broker transport this release delivers to. */
 export const TRANSPORTS: Partial<Record<BrokerTransportName, Transport>> = {
   redis: redisTransport,
+  mqtt: mqttTransport,
 };
 
 /** The transport a URL scheme (`amqps:`, with or without the colon) names; null for http(s) and unknown schemes. */
