@@ -102,6 +102,18 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
   if (!guarded.data) throw new Error(\`oauth2 endpoint: \${guarded.response.status}\`);
   const oauth2Client: string | undefined = guarded.data.data.oauth2?.client_id;
 
+  // a destination (docs/webhooks.md, "Destinations"): the events go to a RabbitMQ exchange instead of a URL
+  const broker = await client.POST("/api/v2/notifications/endpoints", {
+    body: {
+      url: "amqp://127.0.0.1:5672/%2F",
+      destination: { exchange: "payments", routing_key: "pay.{type}" },
+      broker_credentials: { username: "guest", password: "guest" },
+      enabled_events: ["identified"],
+    },
+  });
+  if (!broker.data) throw new Error(\`broker endpoint: \${JSON.stringify(broker.error)}\`);
+  const transport: "http" | "amqp" | "nats" | "redis" | "mqtt" = broker.data.data.transport;
+
   const events = await client.GET("/api/v2/notifications/events", {
     params: { query: { per_page: 5, order_by: "asc", status: "pending" } },
   });
@@ -149,6 +161,7 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
     endpointId: endpoint.data.data.id,
     requestId: events.response.headers.get("x-request-id"),
     oauth2: { clientId: oauth2Client, secretShown: JSON.stringify(guarded.data).includes("oauth2-secret") },
+    broker: { transport, destination: broker.data.data.destination, credentials: broker.data.data.broker_credentials },
     refused: { status: refused.response.status, errors },
     certificateExpiry,
     recovered: { failed: recovered.data.data.failed, skipped: recovered.data.data.skipped, skippedRemaining },
@@ -243,6 +256,11 @@ Deno.test("a client generated from the document compiles an integrator flow and 
       assert.deepEqual(result.events, [{ type: "identified", endpoint: result.endpointId, status: "pending" }]);
       assert.match(result.requestId ?? "", /^[0-9a-f-]{36}$/);
       assert.deepEqual(result.oauth2, { clientId: "payments", secretShown: false });
+      assert.deepEqual(result.broker, {
+        transport: "amqp",
+        destination: { exchange: "payments", routing_key: "pay.{type}" },
+        credentials: { username: "guest", password: "****" },
+      });
       assert.equal(result.refused.status, 422);
       assert.deepEqual(result.refused.errors, { document_number: ["must have 11 digits"] });
       assert.equal(result.certificateExpiry, undefined, "no client certificate");
