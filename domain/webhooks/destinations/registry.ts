@@ -15,9 +15,11 @@ import {
 } from "./transport.ts";
 import { redisTransport } from "./redis.ts";
 import { mqttTransport } from "./mqtt.ts";
+import { natsTransport } from "./nats.ts";
 
 /** Every broker transport this release delivers to. */
 export const TRANSPORTS: Partial<Record<BrokerTransportName, Transport>> = {
+  nats: natsTransport,
   redis: redisTransport,
   mqtt: mqttTransport,
 };
