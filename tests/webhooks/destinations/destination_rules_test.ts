@@ -8,6 +8,9 @@
 import assert from "node:assert/strict";
 import { newCompany, setup } from "../../support/helpers.ts";
 import { ENDPOINTS } from "../../support/endpoints.ts";
+import { createSecretBox } from "../../../domain/infra/secret_box.ts";
+import { openBrokerCredentials, resealBrokerCredentials } from "../../../domain/webhooks/endpoints/brokers.ts";
+import { TEST_ENCRYPTION_KEY } from "../../support/helpers.ts";
 
 const REDIS = "redis://127.0.0.1:6379/0";
 const stream = () => ({ stream: `rules-${crypto.randomUUID().slice(0, 8)}` });
@@ -83,6 +86,25 @@ Deno.test("broker endpoints: what a body may say, and what the previous release 
       assert.equal(given.status, 200, JSON.stringify(given.body));
       const token = await company.put(`${ENDPOINTS}/${id}`, { broker_credentials: { token: "abc" } });
       assert.match(token.body.errors.broker_credentials.token[0], /is not taken by redis/);
+    });
+
+    await t.step("after SECRET_ENCRYPTION_KEY is rotated, reseal-secrets moves broker credentials to it", async () => {
+      const made = await company.post(ENDPOINTS, {
+        url: REDIS,
+        destination: stream(),
+        broker_credentials: { username: "reseal", password: "sealed-with-the-old-key" },
+      });
+      const id = made.body.data.id;
+      const newKey = "5a".repeat(32);
+      const box = await createSecretBox(Uint8Array.fromHex(newKey), [Uint8Array.fromHex(TEST_ENCRYPTION_KEY)]);
+      assert.ok((await resealBrokerCredentials(ctx.sql, box)) >= 1);
+      const [row] = await ctx.sql`select sealed_broker_credentials from webhook_endpoints where id = ${id}`;
+      assert.ok(row.sealed_broker_credentials.startsWith(box.currentPrefix));
+      const alone = await createSecretBox(Uint8Array.fromHex(newKey));
+      assert.deepEqual(await openBrokerCredentials(alone, id, row.sealed_broker_credentials), {
+        username: "reseal",
+        password: "sealed-with-the-old-key",
+      });
     });
 
     await t.step("one endpoint per url and destination; an endpoint keeps its transport", async () => {
