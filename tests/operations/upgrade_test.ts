@@ -12,6 +12,8 @@ import { previousRelease, type Release } from "../support/releases.ts";
 import { httpCompany, runTask, type ServiceProcess, startService } from "../support/service_process.ts";
 import { sleep, startReceiver } from "../support/webhook_receiver.ts";
 import project from "../../deno.json" with { type: "json" };
+import amqp from "amqplib";
+import { connect } from "../../domain/infra/db.ts";
 
 const previous = await previousRelease();
 const whyNot = typeof previous === "string" ? previous : null;
@@ -214,6 +216,62 @@ async function endpointsAndSubject(w: World, company: Company, base: string) {
   return person.body.data.id as string;
 }
 
+/**
+ * A RabbitMQ exchange of the story's own with a queue bound to every key, read as a consumer would: the transaction ids
+ * of the messages in the order they first arrived. The broker endpoint publishing there is made through an instance of
+ * this release (docs/production.md, "Old and new side by side (1.3.0 and 1.4.0)").
+ */
+async function rabbitQueue() {
+  const connection = await amqp.connect("amqp://guest:guest@127.0.0.1:5672/%2F");
+  const channel = await connection.createChannel();
+  const exchange = `upgrade-story-${crypto.randomUUID().slice(0, 8)}`;
+  await channel.assertExchange(exchange, "topic", { durable: false });
+  const { queue } = await channel.assertQueue("", { exclusive: true });
+  await channel.bindQueue(queue, exchange, "#");
+  const arrivals: string[] = [];
+  await channel.consume(queue, (m) => {
+    if (!m) return;
+    const tx: string | undefined = JSON.parse(m.content.toString()).data?.transaction_id;
+    if (tx && !arrivals.includes(tx)) arrivals.push(tx);
+    channel.ack(m);
+  });
+  return {
+    exchange,
+    arrivals,
+    endpoint: (company: Company, base: string) =>
+      createEndpointAt(company, base, "amqp://127.0.0.1:5672/%2F", {
+        destination: { exchange, routing_key: "pay.{type}" },
+        broker_credentials: { username: "guest", password: "guest" },
+        delivery_mode: "sequential",
+      }),
+    close: async () => {
+      await channel.deleteExchange(exchange).catch(() => {});
+      await connection.close().catch(() => {});
+    },
+  };
+}
+
+/**
+ * What a story with a broker endpoint ends with: its messages are the pay-ins accepted from some point on, in order,
+ * and no instance of the previous release ever tried one of its records (a try would be an attempt the record counts:
+ * every record published once, or pending with none).
+ */
+async function assertBrokerClean(db: string, endpointId: string, arrivals: string[], accepted: string[]) {
+  const start = accepted.indexOf(arrivals[0]);
+  assert.ok(arrivals.length > 0 && start >= 0, `the broker endpoint got pay-ins (${arrivals.length})`);
+  assert.deepEqual(arrivals, accepted.slice(start, start + arrivals.length), "the broker endpoint: in order");
+  const sql = connect(db, { max: 1 });
+  try {
+    const records = await sql<{ status: string; attempts: number; n: number }[]>`
+      select status, attempts, count(*)::int as n from webhook_deliveries where endpoint_id = ${endpointId}
+      group by status, attempts order by status, attempts`;
+    const tried = records.filter((r) => !(r.status === "succeeded" && r.attempts === 1) && r.attempts !== 0);
+    assert.deepEqual(tried, [], `no record tried but by a publish that succeeded: ${JSON.stringify(records)}`);
+  } finally {
+    await sql.end();
+  }
+}
+
 /** Transaction ids in the order they first arrived at `path` (a retry repeats one; only the first counts). */
 function firstArrivals(w: World, path: string): string[] {
   const seen = new Set<string>();
@@ -261,10 +319,14 @@ async function handOver(
   const lb = balancer();
   const ended: Instance[] = [];
   const label = (r: Release | null) => r ? "old" : "new";
+  const rabbit = await rabbitQueue();
+  let brokerEndpoint: string | null = null;
   try {
     const first = [await launch(lb, `${label(from)}-1`, w.db, from), await launch(lb, `${label(from)}-2`, w.db, from)];
     const company = await httpCompany();
     const subject = await endpointsAndSubject(w, company, first[0].service.base);
+    // a broker endpoint, made through an instance of this release: at once when it starts the story, else once it joins
+    if (!from) brokerEndpoint = (await rabbit.endpoint(company, first[0].service.base)).id;
     const load = payIns(company, lb, subject);
     const reading = reads(company, lb, subject);
     const replacements: Instance[] = [];
@@ -273,6 +335,7 @@ async function handOver(
       const joining = await launch(lb, `${label(to)}-${n + 3}`, w.db, to);
       replacements.push(joining);
       if (n === 0) await hooks.joined?.({ ...joining, db: w.db });
+      if (n === 0 && !to) brokerEndpoint ??= (await rabbit.endpoint(company, joining.service.base)).id;
       await sleep(600);
       await retire(lb, leaving, ended);
     }
@@ -281,6 +344,12 @@ async function handOver(
     const read = await reading.stop();
     assert.deepEqual(reading.unexpected, [], "every read answered 200, through every hand-over");
     await assertClean(w, load, [...ended, ...replacements]);
+    if (!to) {
+      // every pay-in from the endpoint's making on reaches the broker once this release alone delivers
+      const last = load.accepted[load.accepted.length - 1];
+      await eventually("the broker endpoint to catch up", () => rabbit.arrivals.includes(last), 20_000).catch(() => {});
+    }
+    await assertBrokerClean(w.db, brokerEndpoint!, rabbit.arrivals, load.accepted);
     for (const r of [from, to]) {
       const version = r?.version ?? project.version;
       assert.ok((load.byVersion.get(version) ?? 0) > 0, `release ${version} accepted pay-ins`);
@@ -295,6 +364,7 @@ async function handOver(
   } finally {
     await lb.close();
     for (const i of lb.instances) await i.service.kill();
+    await rabbit.close();
     await w.receiver.close();
     await dropDatabase(w.db);
   }
