@@ -14,11 +14,13 @@ import {
   type TransportName,
 } from "./transport.ts";
 import { redisTransport } from "./redis.ts";
+import { amqpTransport } from "./amqp.ts";
 import { mqttTransport } from "./mqtt.ts";
 import { natsTransport } from "./nats.ts";
 
 /** Every broker transport this release delivers to. */
 export const TRANSPORTS: Partial<Record<BrokerTransportName, Transport>> = {
+  amqp: amqpTransport,
   nats: natsTransport,
   redis: redisTransport,
   mqtt: mqttTransport,
