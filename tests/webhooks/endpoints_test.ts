@@ -168,7 +168,10 @@ Deno.test("webhook endpoint management", async (t) => {
 
   await t.step("a bad url, unknown event types and a zero max_concurrency are listed together", async () => {
     const expected = {
-      url: ["has invalid format: expected an https:// URL, e.g. https://example.com/hooks"],
+      url: [
+        "has invalid format: expected a URL starting http://, https://, amqp://, amqps://, nats://, tls://, redis://, " +
+        "rediss://, mqtt://, mqtts://, e.g. https://example.com/hooks",
+      ],
       enabled_events: [`must be one of: *, ${EVENT_TYPES.join(", ")}`],
       max_concurrency: ["must be greater than or equal to 1"],
     };
