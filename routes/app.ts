@@ -30,6 +30,7 @@ import { webhookEndpointRoutes } from "./webhooks/endpoints.ts";
 import { webhookEndpointStatsRoutes } from "./webhooks/endpoint_stats.ts";
 import { webhookEventRoutes } from "./webhooks/events.ts";
 import { documentEventCatalogue, webhookEventTypeRoutes } from "./webhooks/event_types.ts";
+import { documentDestinations } from "./webhooks/schemas.ts";
 import { bankAccountRoutes } from "./bank_accounts/bank_accounts.ts";
 import { documentRoutes } from "./subjects/documents.ts";
 import { sandboxRoutes } from "./sandbox/sandbox.ts";
@@ -149,6 +150,7 @@ function documentApi(app: Router) {
   documentIdempotencyKey(app.openAPIRegistry);
   app.openAPIRegistry.registerComponent("headers", "RequestId", REQUEST_ID_HEADER);
   documentEventCatalogue(app.openAPIRegistry);
+  documentDestinations(app.openAPIRegistry);
   app.doc31("/openapi.json", {
     openapi: "3.1.0",
     info: { title: "Payments integrator API", version: "1.0.0", description: API_DESCRIPTION },

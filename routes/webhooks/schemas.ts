@@ -3,7 +3,7 @@
  * attempts, the events query, recover and the endpoint stats. The event types they name come from the domain's lists.
  */
 
-import { z } from "@hono/zod-openapi";
+import { type OpenAPIHono, z } from "@hono/zod-openapi";
 import { EVENT_TYPES, OPERATIONAL_EVENT_TYPES } from "../../domain/webhooks/outbox/events.ts";
 import { MAX_PREVIOUS_SECRETS } from "../../domain/webhooks/endpoints/credentials.ts";
 import { SIGNATURE_SCHEMES } from "../../domain/webhooks/endpoints/endpoint_row.ts";
@@ -231,12 +231,21 @@ const MqttDestination = z.object({
   topic: z.string().max(255).openapi({ example: "payments/{type}" }),
 }).openapi("MqttDestination", { description: "MQTT 5: QoS 1, the headers as user properties" });
 /**
+ * Puts the four destination shapes among the document's components, which the bodies' and the endpoint object's
+ * `destination` name in their `oneOf` (they are not zod schemas of a body: see `destination` below).
+ */
+export function documentDestinations(registry: OpenAPIHono["openAPIRegistry"]) {
+  for (const [name, shape] of Object.entries(DESTINATION_SHAPES)) registry.register(name, shape);
+}
+const DESTINATION_SHAPES = { AmqpDestination, NatsDestination, RedisDestination, MqttDestination };
+
+/**
  * Shape only for the document: which keys a destination must have depends on the url's transport, which the domain
  * checks (domain/webhooks/destinations/registry.ts), naming the key of another transport in its 422.
  */
 const destination = z.record(z.string(), z.unknown()).nullish().openapi({
-  // the four shapes are components of the document: the endpoint object's `destination` names them
-  oneOf: ["AmqpDestination", "NatsDestination", "RedisDestination", "MqttDestination"].map((name) => ({
+  // the four shapes are components of the document (`documentDestinations`)
+  oneOf: Object.keys(DESTINATION_SHAPES).map((name) => ({
     $ref: `#/components/schemas/${name}`,
   })),
   description: "Where on the broker: `{exchange, routing_key}` (amqp), `{subject}` (nats), `{stream, maxlen}` " +
@@ -310,9 +319,7 @@ export const Endpoint = z.object({
   }),
   destination: z.record(z.string(), z.union([z.string(), z.number()])).nullable().openapi({
     type: ["object", "null"],
-    oneOf: [AmqpDestination, NatsDestination, RedisDestination, MqttDestination].map((shape) => ({
-      $ref: `#/components/schemas/${shape.meta()?.id}`,
-    })),
+    oneOf: Object.keys(DESTINATION_SHAPES).map((name) => ({ $ref: `#/components/schemas/${name}` })),
     description: "Where on the broker it publishes; null for an http endpoint",
   }),
   broker_credentials: z.record(z.string(), z.string()).nullable().openapi({
