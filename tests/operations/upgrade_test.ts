@@ -256,7 +256,12 @@ async function rabbitQueue() {
  * and no instance of the previous release ever tried one of its records (a try would be an attempt the record counts:
  * every record published once, or pending with none).
  */
-async function assertBrokerClean(db: string, endpointId: string, arrivals: string[], accepted: string[]) {
+async function assertBrokerClean(
+  db: string,
+  endpointId: string,
+  arrivals: string[],
+  accepted: string[],
+): Promise<{ published: number; untried: number }> {
   const start = accepted.indexOf(arrivals[0]);
   assert.ok(arrivals.length > 0 && start >= 0, `the broker endpoint got pay-ins (${arrivals.length})`);
   assert.deepEqual(arrivals, accepted.slice(start, start + arrivals.length), "the broker endpoint: in order");
@@ -267,6 +272,8 @@ async function assertBrokerClean(db: string, endpointId: string, arrivals: strin
       group by status, attempts order by status, attempts`;
     const tried = records.filter((r) => !(r.status === "succeeded" && r.attempts === 1) && r.attempts !== 0);
     assert.deepEqual(tried, [], `no record tried but by a publish that succeeded: ${JSON.stringify(records)}`);
+    const count = (attempts: number) => records.filter((r) => r.attempts === attempts).reduce((n, r) => n + r.n, 0);
+    return { published: count(1), untried: count(0) };
   } finally {
     await sql.end();
   }
@@ -349,7 +356,7 @@ async function handOver(
       const last = load.accepted[load.accepted.length - 1];
       await eventually("the broker endpoint to catch up", () => rabbit.arrivals.includes(last), 20_000).catch(() => {});
     }
-    await assertBrokerClean(w.db, brokerEndpoint!, rabbit.arrivals, load.accepted);
+    const broker = await assertBrokerClean(w.db, brokerEndpoint!, rabbit.arrivals, load.accepted);
     for (const r of [from, to]) {
       const version = r?.version ?? project.version;
       assert.ok((load.byVersion.get(version) ?? 0) > 0, `release ${version} accepted pay-ins`);
@@ -358,7 +365,8 @@ async function handOver(
     console.log(
       `${name.replace("_", " ")}: ${load.accepted.length} pay-ins (${
         [...load.byVersion].map(([v, n]) => `${n} by ${v}`).join(", ")
-      }) and ${read} reads, none refused or failed`,
+      }) and ${read} reads, none refused or failed; the amqp:// endpoint: ${broker.published} published, ${broker.untried} ` +
+        "pending untried",
     );
     for (const i of replacements) await retire(lb, i, ended);
   } finally {
