@@ -10,13 +10,14 @@ import { CATALOGUE } from "../../domain/webhooks/outbox/catalogue.ts";
 import { EVENT_TYPES } from "../../domain/webhooks/outbox/events.ts";
 import { PAYLOAD_VERSIONS } from "../../domain/webhooks/outbox/payload_versions.ts";
 
-const Field: FC<{ id: string; label: string; hint?: string; wide?: boolean; children: unknown }> = (
-  { id, label, hint, wide, children },
+/** A labelled field; `live`: its hint is rewritten by the script, and a screen reader reads it out when it is. */
+const Field: FC<{ id: string; label: string; hint?: string; wide?: boolean; live?: boolean; children: unknown }> = (
+  { id, label, hint, wide, live, children },
 ) => (
   <p class={wide ? "field wide" : "field"}>
     <label for={id}>{label}</label>
     {children}
-    {hint && <small id={`${id}-hint`} class="hint">{hint}</small>}
+    {hint && <small id={`${id}-hint`} class="hint" aria-live={live ? "polite" : undefined}>{hint}</small>}
   </p>
 );
 
@@ -100,6 +101,135 @@ const Description: FC<{ text: string; words?: Record<string, string> }> = ({ tex
   </>
 );
 
+/** What the URL field's hint says until its scheme names a broker (the script then says which). */
+const URL_HINT = "https:// for an HTTP receiver; amqps://, tls:// (NATS), rediss:// or mqtts:// for a message broker";
+
+/**
+ * A broker endpoint's own fields (docs/webhooks.md, "Destinations"): where on the broker it publishes, one group per
+ * transport, and the broker's credentials. The script shows the group of the transport the URL's scheme names and
+ * keeps the others disabled, so that a hidden group is neither checked by the browser nor sent.
+ */
+const BrokerFields = () => (
+  <div id="endpoint-broker" class="contents" hidden>
+    <fieldset id="endpoint-destination-amqp" class="field wide choice" data-transport="amqp" hidden disabled>
+      <legend>RabbitMQ destination</legend>
+      <div class="fields">
+        <Field id="endpoint-exchange" label="Exchange" hint="Empty: the default exchange">
+          <input
+            id="endpoint-exchange"
+            name="exchange"
+            autocomplete="off"
+            placeholder="payments"
+            aria-describedby="endpoint-exchange-hint"
+          />
+        </Field>
+        <Field id="endpoint-routing-key" label="Routing key" hint="{type} is the event type; empty: {type}">
+          <input
+            id="endpoint-routing-key"
+            name="routing_key"
+            autocomplete="off"
+            placeholder="pay.{type}"
+            aria-describedby="endpoint-routing-key-hint"
+          />
+        </Field>
+      </div>
+    </fieldset>
+    <fieldset id="endpoint-destination-nats" class="field wide choice" data-transport="nats" hidden disabled>
+      <legend>NATS JetStream destination</legend>
+      <div class="fields">
+        <Field id="endpoint-subject" label="Subject" hint="A stream must take it; {type} is the event type" wide>
+          <input
+            id="endpoint-subject"
+            name="subject"
+            autocomplete="off"
+            required
+            placeholder="payments.{type}"
+            aria-describedby="endpoint-subject-hint"
+          />
+        </Field>
+      </div>
+    </fieldset>
+    <fieldset id="endpoint-destination-redis" class="field wide choice" data-transport="redis" hidden disabled>
+      <legend>Redis Streams destination</legend>
+      <div class="fields">
+        <Field id="endpoint-stream" label="Stream" hint="The stream's key; {type} is the event type">
+          <input
+            id="endpoint-stream"
+            name="stream"
+            autocomplete="off"
+            required
+            placeholder="payments"
+            aria-describedby="endpoint-stream-hint"
+          />
+        </Field>
+        <Field id="endpoint-maxlen" label="Max length" hint="Trimmed to about this many entries; empty: never">
+          <input
+            id="endpoint-maxlen"
+            name="maxlen"
+            type="number"
+            min="1"
+            max="10000000"
+            step="1"
+            placeholder="none"
+            aria-describedby="endpoint-maxlen-hint"
+          />
+        </Field>
+      </div>
+    </fieldset>
+    <fieldset id="endpoint-destination-mqtt" class="field wide choice" data-transport="mqtt" hidden disabled>
+      <legend>MQTT destination</legend>
+      <div class="fields">
+        <Field id="endpoint-topic" label="Topic" hint="Published with QoS 1; {type} is the event type" wide>
+          <input
+            id="endpoint-topic"
+            name="topic"
+            autocomplete="off"
+            required
+            placeholder="payments/{type}"
+            aria-describedby="endpoint-topic-hint"
+          />
+        </Field>
+      </div>
+    </fieldset>
+    {/* stored sealed and shown masked (docs/webhooks.md, Destinations): the password is written, never read back */}
+    <fieldset id="endpoint-credentials" class="field wide choice" disabled>
+      <legend>Broker credentials</legend>
+      <div class="fields">
+        <Field id="endpoint-broker-username" label="Username">
+          <input id="endpoint-broker-username" name="broker_username" autocomplete="off" />
+        </Field>
+        <Field
+          id="endpoint-broker-password"
+          label="Password"
+          hint="Stored sealed, shown masked; empty on a save keeps the stored one"
+        >
+          <input
+            id="endpoint-broker-password"
+            name="broker_password"
+            type="password"
+            autocomplete="new-password"
+            aria-describedby="endpoint-broker-password-hint"
+          />
+        </Field>
+        <div id="endpoint-token-field" class="contents" hidden>
+          <Field id="endpoint-broker-token" label="Token" hint="Instead of a username and password; stored sealed">
+            <input
+              id="endpoint-broker-token"
+              name="broker_token"
+              type="password"
+              autocomplete="off"
+              aria-describedby="endpoint-broker-token-hint"
+            />
+          </Field>
+        </div>
+        <Field id="endpoint-broker-remove" label="Remove the credentials">
+          <input id="endpoint-broker-remove" name="broker_remove" type="checkbox" />
+        </Field>
+      </div>
+    </fieldset>
+  </div>
+);
+
 const SignIn = () => (
   <section id="sign-in" class="card narrow" aria-labelledby="sign-in-title">
     <h2 id="sign-in-title">Sign in</h2>
@@ -172,9 +302,18 @@ const Endpoints = () => (
       <form id="endpoint-form">
         <input type="hidden" id="endpoint-id" name="id" />
         <div class="fields">
-          <Field id="endpoint-url" label="URL" wide>
-            <input id="endpoint-url" name="url" type="url" required placeholder="https://example.com/webhooks" />
+          {/* the scheme picks the transport: a broker's shows its fields below and hides the HTTP-only ones */}
+          <Field id="endpoint-url" label="URL" hint={URL_HINT} wide live>
+            <input
+              id="endpoint-url"
+              name="url"
+              type="url"
+              required
+              placeholder="https://example.com/webhooks"
+              aria-describedby="endpoint-url-hint"
+            />
           </Field>
+          <BrokerFields />
           <Field id="endpoint-mode" label="Delivery mode">
             <select id="endpoint-mode" name="delivery_mode">
               <option value="parallel">parallel</option>
@@ -236,62 +375,65 @@ const Endpoints = () => (
               aria-describedby="endpoint-secret-headers-hint"
             />
           </Field>
-          {/* mTLS (docs/webhooks.md, "Client certificates (mTLS)"): the key is sent, never shown back */}
-          <Field
-            id="endpoint-client-cert"
-            label="Client certificate (mTLS)"
-            hint="PEM, for receivers that require one; empty keeps the current one, unless the URL moves to another origin"
-            wide
-          >
-            <textarea
+          {/* what only an HTTP receiver has: hidden while the URL names a broker */}
+          <div id="endpoint-http-only" class="contents">
+            {/* mTLS (docs/webhooks.md, "Client certificates (mTLS)"): the key is sent, never shown back */}
+            <Field
               id="endpoint-client-cert"
-              name="client_certificate"
-              rows={3}
-              placeholder="-----BEGIN CERTIFICATE-----"
-              aria-describedby="endpoint-client-cert-hint"
-            />
-          </Field>
-          <Field id="endpoint-client-key" label="Its private key" hint="PEM, unencrypted; stored sealed" wide>
-            <textarea
-              id="endpoint-client-key"
-              name="client_key"
-              rows={3}
-              placeholder="-----BEGIN PRIVATE KEY-----"
-              aria-describedby="endpoint-client-key-hint"
-            />
-          </Field>
-          <Field id="endpoint-client-remove" label="Remove the client certificate">
-            <input id="endpoint-client-remove" name="client_remove" type="checkbox" />
-          </Field>
-          {/* OAuth2 client credentials (docs/webhooks.md): the secret is written here, never shown back */}
-          <Field id="endpoint-oauth2-url" label="OAuth2 token URL" hint="Empty: no bearer token" wide>
-            <input
-              id="endpoint-oauth2-url"
-              name="oauth2_token_url"
-              type="url"
-              placeholder="https://auth.example.com/oauth2/token"
-              aria-describedby="endpoint-oauth2-url-hint"
-            />
-          </Field>
-          <Field id="endpoint-oauth2-client" label="OAuth2 client id">
-            <input id="endpoint-oauth2-client" name="oauth2_client_id" autocomplete="off" />
-          </Field>
-          <Field
-            id="endpoint-oauth2-secret"
-            label="OAuth2 client secret"
-            hint="Empty on a save: the stored one is kept, unless the URL or token URL moves to another origin"
-          >
-            <input
+              label="Client certificate (mTLS)"
+              hint="PEM, for receivers that require one; empty keeps the current one, unless the URL moves to another origin"
+              wide
+            >
+              <textarea
+                id="endpoint-client-cert"
+                name="client_certificate"
+                rows={3}
+                placeholder="-----BEGIN CERTIFICATE-----"
+                aria-describedby="endpoint-client-cert-hint"
+              />
+            </Field>
+            <Field id="endpoint-client-key" label="Its private key" hint="PEM, unencrypted; stored sealed" wide>
+              <textarea
+                id="endpoint-client-key"
+                name="client_key"
+                rows={3}
+                placeholder="-----BEGIN PRIVATE KEY-----"
+                aria-describedby="endpoint-client-key-hint"
+              />
+            </Field>
+            <Field id="endpoint-client-remove" label="Remove the client certificate">
+              <input id="endpoint-client-remove" name="client_remove" type="checkbox" />
+            </Field>
+            {/* OAuth2 client credentials (docs/webhooks.md): the secret is written here, never shown back */}
+            <Field id="endpoint-oauth2-url" label="OAuth2 token URL" hint="Empty: no bearer token" wide>
+              <input
+                id="endpoint-oauth2-url"
+                name="oauth2_token_url"
+                type="url"
+                placeholder="https://auth.example.com/oauth2/token"
+                aria-describedby="endpoint-oauth2-url-hint"
+              />
+            </Field>
+            <Field id="endpoint-oauth2-client" label="OAuth2 client id">
+              <input id="endpoint-oauth2-client" name="oauth2_client_id" autocomplete="off" />
+            </Field>
+            <Field
               id="endpoint-oauth2-secret"
-              name="oauth2_client_secret"
-              type="password"
-              autocomplete="new-password"
-              aria-describedby="endpoint-oauth2-secret-hint"
-            />
-          </Field>
-          <Field id="endpoint-oauth2-scope" label="OAuth2 scope">
-            <input id="endpoint-oauth2-scope" name="oauth2_scope" />
-          </Field>
+              label="OAuth2 client secret"
+              hint="Empty on a save: the stored one is kept, unless the URL or token URL moves to another origin"
+            >
+              <input
+                id="endpoint-oauth2-secret"
+                name="oauth2_client_secret"
+                type="password"
+                autocomplete="new-password"
+                aria-describedby="endpoint-oauth2-secret-hint"
+              />
+            </Field>
+            <Field id="endpoint-oauth2-scope" label="OAuth2 scope">
+              <input id="endpoint-oauth2-scope" name="oauth2_scope" />
+            </Field>
+          </div>
           {/* docs/webhooks.md, "Payload versions": the first is what an endpoint that names none gets */}
           <Field id="endpoint-version" label="Payload version" hint="The body shape the receiver was built against">
             <select id="endpoint-version" name="payload_version" aria-describedby="endpoint-version-hint">
@@ -430,7 +572,7 @@ const Delivery = () => (
       {/* docs/webhooks.md, "What was sent": rendered again by the API, secrets masked */}
       <div id="delivery-request" class="request" hidden>
         <h4>Request sent</h4>
-        <p class="muted">
+        <p id="delivery-request-note" class="muted">
           Each attempt POSTs this to the endpoint; secrets are masked, signatures are made per attempt.
         </p>
         <pre id="delivery-request-headers" class="headers"></pre>

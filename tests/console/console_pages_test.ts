@@ -103,12 +103,16 @@ Deno.test({
         },
       );
 
-      await t.step("each endpoint row says its delivery mode, signature scheme and event types", async () => {
-        const listed = new Map((await rows(page, "endpoint-rows")).map((r) => [r[0], r[1]]));
-        assert.equal(listed.get(`${rx.url}/up`), "parallelhmac-sha256, shared secretidentified wire_created");
-        assert.equal(listed.get(downUrl), "paralleled25519, public keyidentified");
-        assert.equal(listed.get(`${rx.url}/off`), "parallelhmac-sha256, shared secretevery event type");
-      });
+      await t.step(
+        "each endpoint row says its transport, delivery mode, signature scheme and event types",
+        async () => {
+          const listed = new Map((await rows(page, "endpoint-rows")).map((r) => [r[0], r[1]]));
+          // a loopback receiver's URL is plain http (allowed in tests): its transport says so
+          assert.equal(listed.get(`${rx.url}/up`), "HTTPparallelhmac-sha256, shared secretidentified wire_created");
+          assert.equal(listed.get(downUrl), "HTTPparalleled25519, public keyidentified");
+          assert.equal(listed.get(`${rx.url}/off`), "HTTPparallelhmac-sha256, shared secretevery event type");
+        },
+      );
 
       await t.step("no mark depends on the reader's fonts, the disabled badge's included", async () => {
         const disabled = await page.$eval("#endpoint-rows .badge.disabled", (b) => getComputedStyle(b, "::before"));
@@ -142,6 +146,7 @@ Deno.test({
             (dts) => Object.fromEntries(dts.map((dt) => [dt.textContent, dt.nextElementSibling!.textContent])),
           );
           assert.equal(settings["Id"], up.id);
+          assert.equal(settings["Transport"], "HTTP");
           assert.equal(settings["Event types"], "identified wire_created");
           assert.equal(settings["Signature scheme"], "hmac-sha256, shared secret");
           assert.equal(settings["Delivery mode"], "parallel");

@@ -104,8 +104,8 @@ Deno.test({
         await page.waitForFunction(() => document.querySelectorAll("#endpoint-rows tr").length === 1);
         const [[url, settings, status]] = await rows(page, "endpoint-rows");
         assert.deepEqual([url, status], [`${rx.url}/console`, "active"]);
-        // its delivery mode, signature scheme and subscribed event types, a line each
-        assert.equal(settings, "parallelhmac-sha256, shared secretevery event type");
+        // its transport, delivery mode, signature scheme and subscribed event types, a line each
+        assert.equal(settings, "HTTPparallelhmac-sha256, shared secretevery event type");
         assert.match(await page.$eval("#endpoint-secret", (el) => el.textContent!), /shown once.*: [0-9a-f]{64}$/);
       });
 

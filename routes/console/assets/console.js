@@ -371,6 +371,62 @@ const clientCertificateOf = (e) => {
 };
 const schemeOf = (e) => SCHEMES[e.signature_scheme] ?? e.signature_scheme ?? "hmac-sha256, shared secret";
 
+// --- transports (docs/webhooks.md, "Destinations"): the broker a URL's scheme names, as the API reads it. The API
+// decides what it accepts; the page only picks the fields to show and the words to say.
+const BROKER_SCHEMES = {
+  amqp: "amqp",
+  amqps: "amqp",
+  nats: "nats",
+  tls: "nats",
+  redis: "redis",
+  rediss: "redis",
+  mqtt: "mqtt",
+  mqtts: "mqtt",
+};
+const TRANSPORT_NAMES = { amqp: "RabbitMQ", nats: "NATS JetStream", redis: "Redis Streams", mqtt: "MQTT" };
+/** What the API shows for a stored secret, and takes back as "keep the stored one". */
+const MASK = "****";
+/** The transport a URL names: a broker's name, or `http` for https:// and anything else. */
+function transportOfUrl(url) {
+  const scheme = /^\s*([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase();
+  return BROKER_SCHEMES[scheme] ?? "http";
+}
+const isBroker = (e) => (e.transport ?? "http") !== "http";
+/** The transport as a badge: the broker's name, or HTTPS (HTTP for a plaintext URL, allowed in development). */
+const transportBadge = (e) =>
+  text(
+    "span",
+    isBroker(e) ? TRANSPORT_NAMES[e.transport] ?? e.transport : /^https:/i.test(e.url) ? "HTTPS" : "HTTP",
+    "badge transport",
+  );
+/** Where on its broker an endpoint publishes, in words with the names as code: "exchange payments, routing key …". */
+function whereOf(e) {
+  const d = e.destination ?? {};
+  const name = (value) => text("code", String(value));
+  switch (e.transport) {
+    case "amqp":
+      return [
+        ...(d.exchange ? ["exchange ", name(d.exchange)] : ["the default exchange"]),
+        ", routing key ",
+        name(d.routing_key ?? "{type}"),
+      ];
+    case "nats":
+      return ["subject ", name(d.subject)];
+    case "redis":
+      return ["stream ", name(d.stream), d.maxlen ? `, trimmed to about ${d.maxlen} entries` : ""];
+    case "mqtt":
+      return ["topic ", name(d.topic)];
+    default:
+      return [JSON.stringify(d)];
+  }
+}
+/** A broker endpoint's credentials, set or not: the user name and a mask (the page never has the secret). */
+function credentialsOf(e) {
+  const c = e.broker_credentials;
+  if (!c) return "none";
+  return "token" in c ? `token ${MASK}` : `username ${c.username}, password ${MASK}`;
+}
+
 /** An endpoint's custom headers as one line, secret values masked as the API shows them; null when it has none. */
 function headersOf(e) {
   const all = [...Object.entries(e.headers ?? {}), ...Object.entries(e.secret_headers ?? {})];
@@ -380,11 +436,17 @@ function headersOf(e) {
 }
 
 /**
- * The "Settings" cell of an endpoint: its delivery mode, its signature scheme, the event types it receives, its custom
- * headers, and whether it sends an OAuth2 bearer token.
+ * The "Settings" cell of an endpoint: its transport (and, for a broker, where it publishes and with which credentials),
+ * its delivery mode, its signature scheme, the event types it receives, its custom headers, and whether it sends an
+ * OAuth2 bearer token.
  */
 function settingsCell(e) {
+  const where = el("span", ...(isBroker(e) ? whereOf(e) : []));
+  where.className = "where";
   const td = cell(
+    el("span", transportBadge(e)),
+    // a broker endpoint's destination and credentials (docs/webhooks.md, Destinations), under its transport
+    ...(isBroker(e) ? [where, text("span", `credentials: ${credentialsOf(e)}`, "note")] : []),
     text("span", e.delivery_mode),
     text("span", schemeOf(e), "note"),
     el("span", ...eventTypesOf(e)),
@@ -481,12 +543,14 @@ function showAttention(states) {
       what.append(badge("disabled"), ` ${DISABLED_BECAUSE[e.disabled_reason] ?? ""}: enable it`);
       if (h.failed) what.append(", then ");
     }
+    // what to fix: the receiver, or for a broker endpoint the broker (or its destination)
+    const fixed = isBroker(e) ? "the broker takes messages again" : "the receiver answers 2xx";
     if (h.failed) {
       const n = count(h.failed, h.failedMore);
       const one = h.failed === 1 && !h.failedMore;
       what.append(
         badge("failed", `${n} failed`),
-        ` ${one ? "delivery" : "deliveries"}: once the receiver answers 2xx, recover ${one ? "it" : "them"}`,
+        ` ${one ? "delivery" : "deliveries"}: once ${fixed}, recover ${one ? "it" : "them"}`,
       );
       if (h.retrying) what.append("; ");
     }
@@ -496,7 +560,9 @@ function showAttention(states) {
         badge("pending", `${h.retrying} retrying`),
         ` after a failed attempt${h.lastError ? ` (${h.lastError})` : ""}` +
           `${h.next ? `, next attempt ${nextAt(h.next)}` : ""}: ` +
-          `fix the receiver, or ${one ? "it fails" : "they fail"} once the retries run out`,
+          `fix the ${isBroker(e) ? "broker" : "receiver"}, or ${
+            one ? "it fails" : "they fail"
+          } once the retries run out`,
       );
     }
     li.append(what);
@@ -553,6 +619,87 @@ function showSecret(data) {
 let editedScheme = null;
 /** The OAuth2 settings of the endpoint being edited: those the form has no field for are saved as they were. */
 let editedOAuth2 = null;
+/** The broker credentials of the endpoint being edited, as shown (masked): what a save keeps. */
+let editedCredentials = null;
+
+// --- the form follows its URL: a broker's scheme shows that transport's destination and the credentials, and hides
+// (and disables, so they are neither checked nor sent) what only an HTTP receiver has
+const urlHint = $("endpoint-url-hint").textContent;
+let formTransport = "http";
+function showTransportFields() {
+  const transport = transportOfUrl($("endpoint-url").value);
+  const broker = transport !== "http";
+  $("endpoint-broker").hidden = !broker;
+  $("endpoint-http-only").hidden = broker;
+  for (const field of $("endpoint-http-only").querySelectorAll("input, textarea")) field.disabled = broker;
+  for (const group of document.querySelectorAll("#endpoint-broker fieldset[data-transport]")) {
+    group.hidden = group.dataset.transport !== transport;
+    group.disabled = group.hidden;
+  }
+  $("endpoint-credentials").disabled = !broker;
+  $("endpoint-token-field").hidden = transport !== "nats";
+  // said once per change of transport, not per key typed: the hint is read out by screen readers
+  if (transport !== formTransport) {
+    $("endpoint-url-hint").textContent = broker
+      ? `${TRANSPORT_NAMES[transport]}: where it publishes and its credentials are below; a client certificate ` +
+        "and OAuth2 are for HTTPS receivers only"
+      : urlHint;
+  }
+  formTransport = transport;
+}
+$("endpoint-url").addEventListener("input", showTransportFields);
+// a URL the browser restored into the form (Back, a reload) shows its fields too
+showTransportFields();
+
+/** The destination the form describes, for the transport its URL names (docs/webhooks.md, Destinations). */
+function destinationOfForm(transport) {
+  const value = (id) => $(id).value.trim();
+  switch (transport) {
+    case "amqp":
+      // no routing key: the API's default, the event type
+      return {
+        exchange: value("endpoint-exchange"),
+        ...(value("endpoint-routing-key") ? { routing_key: value("endpoint-routing-key") } : {}),
+      };
+    case "nats":
+      return { subject: value("endpoint-subject") };
+    case "redis":
+      return {
+        stream: value("endpoint-stream"),
+        ...(value("endpoint-maxlen") ? { maxlen: Number(value("endpoint-maxlen")) } : {}),
+      };
+    default:
+      return { topic: value("endpoint-topic") };
+  }
+}
+
+/**
+ * The credentials a save sends: null with the box ticked (removed); a token, or a username and password, typed; a
+ * username changed with no password typed, sent with the mask, which keeps the stored password; nothing typed sends
+ * nothing, which keeps what is stored. The API names what is missing (a URL moved to another broker needs them again).
+ */
+function credentialsOfForm(transport) {
+  if ($("endpoint-broker-remove").checked) return null;
+  const token = transport === "nats" ? $("endpoint-broker-token").value : "";
+  if (token) return { token };
+  const username = $("endpoint-broker-username").value.trim();
+  const password = $("endpoint-broker-password").value;
+  if (password) return { username, password };
+  const stored = editedCredentials && "username" in editedCredentials ? editedCredentials.username : null;
+  if (username && username === stored) return undefined;
+  if (username) return { username, password: stored === null ? "" : MASK };
+  return undefined;
+}
+
+/** The destination fields and the key of `destination` each shows. */
+const DESTINATION_FIELDS = [
+  ["endpoint-exchange", "exchange"],
+  ["endpoint-routing-key", "routing_key"],
+  ["endpoint-subject", "subject"],
+  ["endpoint-stream", "stream"],
+  ["endpoint-maxlen", "maxlen"],
+  ["endpoint-topic", "topic"],
+];
 
 function editEndpoint(e) {
   go("#overview");
@@ -560,6 +707,14 @@ function editEndpoint(e) {
   $("endpoint-scheme").value = e.signature_scheme ?? "hmac-sha256";
   editedScheme = $("endpoint-scheme").value;
   $("endpoint-url").value = e.url;
+  const d = e.destination ?? {};
+  for (const [id, key] of DESTINATION_FIELDS) $(id).value = d[key] ?? "";
+  editedCredentials = e.broker_credentials ?? null;
+  $("endpoint-broker-username").value = editedCredentials?.username ?? "";
+  $("endpoint-broker-password").value = "";
+  $("endpoint-broker-token").value = "";
+  $("endpoint-broker-remove").checked = false;
+  showTransportFields();
   $("endpoint-mode").value = e.delivery_mode;
   setEventTypes(e.enabled_events);
   $("endpoint-filter").value = e.filter ?? "";
@@ -618,6 +773,9 @@ $("endpoint-form").addEventListener("reset", () => {
   $("endpoint-id").value = "";
   editedScheme = null;
   editedOAuth2 = null;
+  editedCredentials = null;
+  // "reset" comes before the fields are cleared: the URL is read once they are
+  setTimeout(showTransportFields);
   $("endpoint-save").textContent = "Create endpoint";
   $("endpoint-form-title").textContent = "Add an endpoint";
 });
@@ -650,11 +808,20 @@ $("endpoint-form").addEventListener(
         : null,
       payload_version: $("endpoint-version").value,
     };
-    // mTLS: both PEMs set (or replace) it, the box removes it, nothing typed leaves it (docs/webhooks.md)
-    const certificate = $("endpoint-client-cert").value.trim();
-    const privateKey = $("endpoint-client-key").value.trim();
-    if (certificate || privateKey) body.client_certificate = { certificate, private_key: privateKey };
-    else if ($("endpoint-client-remove").checked) body.client_certificate = null;
+    const transport = transportOfUrl(body.url);
+    if (transport !== "http") {
+      // a broker endpoint has neither OAuth2 nor a client certificate (the API refuses them): its own settings instead
+      delete body.oauth2;
+      body.destination = destinationOfForm(transport);
+      const credentials = credentialsOfForm(transport);
+      if (credentials !== undefined) body.broker_credentials = credentials;
+    } else {
+      // mTLS: both PEMs set (or replace) it, the box removes it, nothing typed leaves it (docs/webhooks.md)
+      const certificate = $("endpoint-client-cert").value.trim();
+      const privateKey = $("endpoint-client-key").value.trim();
+      if (certificate || privateKey) body.client_certificate = { certificate, private_key: privateKey };
+      else if ($("endpoint-client-remove").checked) body.client_certificate = null;
+    }
     const { data } = id ? await api("PUT", `${ENDPOINTS}/${id}`, body) : await api("POST", ENDPOINTS, body);
     if (!id || body.signature_scheme !== editedScheme) showSecret(data);
     notice(id ? "Endpoint saved" : "Endpoint created");
@@ -878,6 +1045,10 @@ $("search-clear").addEventListener(
 );
 
 let shown = null;
+/** What the request panel says an attempt does with it: an HTTP POST, as the page says at first, or a publish. */
+const httpRequestNote = $("delivery-request-note").textContent;
+const BROKER_REQUEST_NOTE = "Each attempt publishes this body as one message to the broker, with these headers as " +
+  "its headers (a Redis entry's fields); secrets are masked, signatures are made per attempt.";
 
 async function showDelivery(id, focus = true) {
   const { data } = await api("GET", `${EVENTS}/${id}`);
@@ -887,17 +1058,27 @@ async function showDelivery(id, focus = true) {
   $("delivery").hidden = false;
   const attempts = data.attempts ?? [];
   const last = attempts.at(-1);
-  const lastFailed = last && !(last.http_status >= 200 && last.http_status < 300);
+  const endpoint = endpoints.find((e) => e.id === data.endpoint_id);
+  const broker = Boolean(endpoint && isBroker(endpoint));
+  // a broker's acknowledgement has no HTTP status (0, as a failure's): the attempt that succeeded is a succeeded
+  // record's last, unless the record was acknowledged by hand after a failure, which leaves its last_error
+  const ok = (a) =>
+    broker
+      ? data.status === "succeeded" && !data.last_error && a === last
+      : a.http_status >= 200 && a.http_status < 300;
+  const lastFailed = last && !ok(last);
   const lastError = data.last_error ??
     (lastFailed
-      ? `${last.http_status ? `HTTP ${last.http_status}` : "no answer"}: ${firstLine(last.response_body)}`
+      ? broker
+        ? firstLine(last.response_body)
+        : `${last.http_status ? `HTTP ${last.http_status}` : "no answer"}: ${firstLine(last.response_body)}`
       : null);
   const facts = [
     ["Id", data.id],
     ["Type", data.type],
     ["Status", badge(data.status)],
     ["Event", data.event_id],
-    ["Endpoint", endpoints.find((e) => e.id === data.endpoint_id)?.url ?? data.endpoint_id],
+    ["Endpoint", endpoint?.url ?? data.endpoint_id],
     ["Created", `${utc(data.inserted_at)} UTC`],
     ["Attempts", String(data.attempts_count ?? attempts.length)],
   ];
@@ -911,11 +1092,14 @@ async function showDelivery(id, focus = true) {
   // nothing to acknowledge once it succeeded
   $("delivery-acknowledge").hidden = data.status === "succeeded";
   $("delivery-request").hidden = !data.request;
+  $("delivery-request-note").textContent = broker ? BROKER_REQUEST_NOTE : httpRequestNote;
   if (data.request) {
     $("delivery-request-headers").textContent = Object.entries(data.request.headers).map(([k, v]) => `${k}: ${v}`)
       .join("\n");
     $("delivery-request-body").textContent = prettyJson(data.request.body);
   }
+  // a broker's answer is its acknowledgement (or why none came), not an HTTP status
+  $("attempt-rows-table").tHead.rows[0].cells[2].textContent = broker ? "Answer" : "HTTP status";
   fillTable(
     $("attempt-rows"),
     attempts.map((a) => {
@@ -923,11 +1107,12 @@ async function showDelivery(id, focus = true) {
       const response = document.createElement("td");
       const headers = Object.entries(a.response_headers ?? {}).map(([k, v]) => `${k}: ${v}`).join("\n");
       response.append(text("pre", a.response_body), text("pre", headers, "headers"));
-      const ok = a.http_status >= 200 && a.http_status < 300;
+      const answered = ok(a);
+      const status = broker ? (answered ? "broker answered" : "not acknowledged") : String(a.http_status);
       tr.append(
         text("td", String(a.attempt_number)),
         text("td", utc(a.inserted_at)),
-        cell(badge(ok ? "succeeded" : "failed", String(a.http_status))),
+        cell(badge(answered ? "succeeded" : "failed", status)),
         text("td", a.duration_ms === null ? "" : `${a.duration_ms} ms`),
         response,
       );
@@ -1071,11 +1256,14 @@ async function showEndpoint(id, more = false, focus = false) {
   const key = e.signature_scheme === "ed25519" && e.public_key ? [" ", text("code", e.public_key)] : [];
   $("endpoint-settings").replaceChildren(
     ...fact("Id", text("code", e.id)),
+    ...fact("Transport", transportBadge(e)),
+    ...(isBroker(e) ? [...fact("Publishes to", ...whereOf(e)), ...fact("Broker credentials", credentialsOf(e))] : []),
     ...fact("Event types", ...eventTypesOf(e)),
     ...fact("Signature scheme", schemeOf(e), ...key),
     ...fact("Delivery mode", e.delivery_mode),
     ...fact("Filter", e.filter ? text("code", e.filter) : "none: every event of these types"),
-    ...fact(
+    // a broker endpoint has no OAuth2 token and no client certificate to send: HTTP's alone
+    ...(isBroker(e) ? [] : fact(
       "OAuth2",
       ...(e.oauth2
         ? [
@@ -1085,11 +1273,11 @@ async function showEndpoint(id, more = false, focus = false) {
           e.oauth2.scope ? `, scope ${e.oauth2.scope}` : "",
         ]
         : ["none: no bearer token"]),
-    ),
+    )),
     ...fact("Body", `${e.event_payload_type}${e.wrap_in_notification ? ", wrapped in a notification" : ""}`),
     ...fact("Concurrency", `up to ${e.max_concurrency} at once`),
     ...fact("Rate limit", e.rate_limit ? `at most ${e.rate_limit} per second` : "none"),
-    ...fact("Client certificate", ...clientCertificateOf(e)),
+    ...(isBroker(e) ? [] : fact("Client certificate", ...clientCertificateOf(e))),
     ...fact("Payload version", text("code", e.payload_version)),
     ...fact("Created", `${utc(e.inserted_at)} UTC`),
     ...fact("Updated", `${utc(e.updated_at)} UTC`),
