@@ -26,6 +26,8 @@ const EVENTS = Number(Deno.env.get("BENCH_DESTINATION_EVENTS") ?? 20_000);
 const SEQUENTIAL_EVENTS = Number(Deno.env.get("BENCH_DESTINATION_SEQUENTIAL_EVENTS") ?? 2_000);
 const CAP_MS = Number(Deno.env.get("BENCH_DESTINATION_CAP_S") ?? 120) * 1000;
 const ROUNDS = Number(Deno.env.get("BENCH_DESTINATION_ROUNDS") ?? 1);
+/** How long a consumer may take to connect and make its place before the phase gives up on its broker. */
+const CONSUMER_START_MS = 15_000;
 
 /** The broker's server process on this machine, whose CPU a backlog adds to the figures (its `comm`). */
 const BROKER_PROCESS: Record<string, string> = {
@@ -93,8 +95,21 @@ async function brokerEnd(transport: string): Promise<End> {
     buffered = buffered.slice(at + 1);
     return line;
   };
-  const first = await nextLine();
-  if (first === null) throw new Error(`the ${transport} consumer ended before its place was made`);
+  // a broker that does not answer must not hold the phase: its consumer gets a moment to make its place
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const first = await Promise.race([
+    nextLine(),
+    new Promise<null>((resolve) => timer = setTimeout(() => resolve(null), CONSUMER_START_MS)),
+  ]).finally(() => clearTimeout(timer));
+  if (first === null) {
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      // it ended by itself
+    }
+    await child.status;
+    throw new Error(`the ${transport} consumer made no place on the broker within ${CONSUMER_START_MS} ms`);
+  }
   let latest: Reading = { received: 0, distinct: 0, out_of_order: 0 };
   const following = (async () => {
     for (let line = await nextLine(); line !== null; line = await nextLine()) latest = JSON.parse(line);
@@ -225,6 +240,7 @@ function figuresOf(prefix: string, backlogs: Backlog[], events: number): Figures
   };
   return {
     [`${prefix}_deliveries_per_s`]: round(median(backlogs.map((b) => b.perSecond)), 0),
+    [`${prefix}_rounds`]: backlogs.map((b) => round(b.perSecond, 0)).join(" "),
     [`${prefix}_not_succeeded`]: backlogs.reduce((n, b) => n + events - b.succeeded, 0),
     [`${prefix}_capped`]: backlogs.filter((b) => b.capped).length,
     [`${prefix}_not_read`]: backlogs.reduce((n, b) => n + Math.max(0, b.succeeded - b.reading.distinct), 0),
@@ -243,12 +259,13 @@ function figuresOf(prefix: string, backlogs: Backlog[], events: number): Figures
 /** The table the phase prints: per transport its rates and their ratio to HTTP's, and the CPU per delivery. */
 function table(transports: TransportName[], f: Figures): string[] {
   const cell = (v: unknown) => String(v ?? "n/a");
+  const ratio = (v: unknown) => (typeof v === "number" ? `${v.toFixed(2)}×` : "n/a");
   const rows = transports.map((t) => [
     t,
     cell(f[`dest_${t}_deliveries_per_s`]),
-    t === "http" ? "1.00×" : `${cell(f[`dest_${t}_vs_http`])}×`,
+    t === "http" ? "1.00×" : ratio(f[`dest_${t}_vs_http`]),
     cell(f[`dest_${t}_sequential_deliveries_per_s`]),
-    t === "http" ? "1.00×" : `${cell(f[`dest_${t}_sequential_vs_http`])}×`,
+    t === "http" ? "1.00×" : ratio(f[`dest_${t}_sequential_vs_http`]),
     cell(f[`dest_${t}_service_cpu_us`]),
     cell(f[`dest_${t}_postgres_cpu_us`]),
     cell(f[`dest_${t}_receiver_cpu_us`]),
@@ -285,6 +302,13 @@ export async function benchDestinations(): Promise<Figures> {
     Object.assign(figures, figuresOf(`dest_${t}_sequential`, sequential.get(t)!, SEQUENTIAL_EVENTS));
   }
   for (const t of transports.filter((t) => t !== "http")) {
+    // each round's ratio too: the rounds alternate transports, so a round's pair shares the machine's spell
+    for (const suffix of ["", "_sequential"]) {
+      const [mine, http] = [figures[`dest_${t}${suffix}_rounds`], figures[`dest_http${suffix}_rounds`]].map((r) =>
+        String(r).split(" ").map(Number)
+      );
+      figures[`dest_${t}${suffix}_vs_http_rounds`] = mine.map((v, i) => round(v / http[i], 2)).join(" ");
+    }
     const ratio = (prefix: string) =>
       round(
         Number(figures[`dest_${t}${prefix}_deliveries_per_s`]) / Number(figures[`dest_http${prefix}_deliveries_per_s`]),

@@ -532,6 +532,7 @@ function destinationDescriptions(): Record<string, Description> {
           [`${p}_deliveries_per_s`, {
             meaning: `${name}: deliveries/s from a full queue to ${endpoint}, until no record is pending`,
           }],
+          [`${p}_rounds`, { meaning: `${name}, ${endpoint}: deliveries/s of each round, in order` }],
           [`${p}_not_succeeded`, { meaning: `${name}, ${endpoint}: records not succeeded when the backlog ended` }],
           [`${p}_capped`, { meaning: `${name}, ${endpoint}: backlogs cut at BENCH_DESTINATION_CAP_S` }],
           [`${p}_not_read`, { meaning: `${name}, ${endpoint}: records succeeded that the consumer did not read` }],
@@ -551,6 +552,7 @@ function destinationDescriptions(): Record<string, Description> {
           }]);
         }
         if (t !== "http") {
+          entries.push([`${p}_vs_http_rounds`, { meaning: `${name}, ${endpoint}: each round's ratio to HTTP's` }]);
           entries.push([`${p}_vs_http`, {
             meaning: `${name} deliveries/s to ${endpoint} over HTTP's, same run, every publish awaiting its confirm`,
             ...(suffix ? {} : { target: atLeast(1) }),

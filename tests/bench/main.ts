@@ -84,6 +84,7 @@ const FEATURE_PHASES: { only: string; title?: string; named?: boolean; run: () =
   {
     only: "destinations",
     title: "Destinations: deliveries/s to each registered broker beside HTTP, parallel and sequential backlogs",
+    named: true, // needs the local brokers running and minutes per transport: alone only when named
     run: async () => (await import("./destinations.ts")).benchDestinations(),
   },
 ];
