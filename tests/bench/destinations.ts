@@ -284,7 +284,7 @@ function table(transports: TransportName[], f: Figures): string[] {
   ];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
-  return [line(head), ...rows.map(line)];
+  return [line(head), ...rows.map(line), "(µs: CPU per delivery of the parallel backlog, each side's, from /proc)"];
 }
 
 export async function benchDestinations(): Promise<Figures> {
