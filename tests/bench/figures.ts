@@ -503,7 +503,66 @@ const DESCRIPTIONS: Record<string, Description> = {
   },
   headers_five_vs_none: { meaning: "deliveries/s with five custom headers as a share of none, same run" },
   headers_deliveries_not_succeeded: { meaning: "records of the custom headers phase that did not succeed" },
+  dest_events_per_backlog: { meaning: "events in each parallel backlog of the destinations phase" },
+  dest_sequential_events_per_backlog: { meaning: "events in each sequential backlog of the destinations phase" },
+  dest_rounds: { meaning: "runs of every backlog, transports alternating; each rate is their median" },
+  dest_transports: { meaning: "http and the broker transports this release registers, in the order they ran" },
+  ...destinationDescriptions(),
 };
+
+/**
+ * The destinations phase's figures (tests/bench/destinations.ts), per transport and per backlog: `dest_<t>_…` for
+ * the parallel endpoint's, `dest_<t>_sequential_…` for the sequential one's. Every broker transport is described,
+ * registered or not: the phase covers each once it is.
+ */
+function destinationDescriptions(): Record<string, Description> {
+  const names: Record<string, string> = {
+    http: "HTTP (instant receiver)",
+    amqp: "RabbitMQ",
+    nats: "NATS JetStream",
+    redis: "Redis Streams",
+    mqtt: "MQTT",
+  };
+  const endpoints = { "": "a parallel endpoint (max_concurrency 100)", _sequential: "a sequential endpoint" };
+  return Object.fromEntries(
+    Object.entries(names).flatMap(([t, name]) =>
+      Object.entries(endpoints).flatMap(([suffix, endpoint]) => {
+        const p = `dest_${t}${suffix}`;
+        const entries: [string, Description][] = [
+          [`${p}_deliveries_per_s`, {
+            meaning: `${name}: deliveries/s from a full queue to ${endpoint}, until no record is pending`,
+          }],
+          [`${p}_rounds`, { meaning: `${name}, ${endpoint}: deliveries/s of each round, in order` }],
+          [`${p}_not_succeeded`, { meaning: `${name}, ${endpoint}: records not succeeded when the backlog ended` }],
+          [`${p}_capped`, { meaning: `${name}, ${endpoint}: backlogs cut at BENCH_DESTINATION_CAP_S` }],
+          [`${p}_not_read`, { meaning: `${name}, ${endpoint}: records succeeded that the consumer did not read` }],
+          [`${p}_duplicates`, { meaning: `${name}, ${endpoint}: messages the consumer read twice` }],
+          [`${p}_service_cpu_us`, { meaning: `${name}, ${endpoint}: the worker's process CPU per delivery (µs)` }],
+          [`${p}_postgres_cpu_us`, { meaning: `${name}, ${endpoint}: Postgres' CPU per delivery (µs)` }],
+          [`${p}_receiver_cpu_us`, {
+            meaning: `${name}, ${endpoint}: the receiver's or consumer's process CPU per delivery (µs)`,
+          }],
+          [`${p}_broker_cpu_us`, {
+            meaning: `${name}, ${endpoint}: the broker server's CPU per delivery, whoever else used it (µs)`,
+          }],
+        ];
+        if (suffix) {
+          entries.push([`${p}_out_of_order`, {
+            meaning: `${name}: messages the consumer read after a later record (0: in order)`,
+          }]);
+        }
+        if (t !== "http") {
+          entries.push([`${p}_vs_http_rounds`, { meaning: `${name}, ${endpoint}: each round's ratio to HTTP's` }]);
+          entries.push([`${p}_vs_http`, {
+            meaning: `${name} deliveries/s to ${endpoint} over HTTP's, same run, every publish awaiting its confirm`,
+            ...(suffix ? {} : { target: atLeast(1) }),
+          }]);
+        }
+        return entries;
+      })
+    ),
+  );
+}
 
 export type Verdict = { name: string; value: number | string; target: string; met: boolean };
 

@@ -81,6 +81,12 @@ const FEATURE_PHASES: { only: string; title?: string; named?: boolean; run: () =
     title: "Payload versions: rendering a body, pinned to the first version and to the latest",
     run: async () => (await import("./payload_versions.ts")).benchPayloadVersions(),
   },
+  {
+    only: "destinations",
+    title: "Destinations: deliveries/s to each registered broker beside HTTP, parallel and sequential backlogs",
+    named: true, // needs the local brokers running and minutes per transport: alone only when named
+    run: async () => (await import("./destinations.ts")).benchDestinations(),
+  },
 ];
 for (const phase of FEATURE_PHASES) {
   if (only ? only !== phase.only : phase.named) continue;
