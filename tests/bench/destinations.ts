@@ -316,6 +316,10 @@ export async function benchDestinations(): Promise<Figures> {
       );
     figures[`dest_${t}_vs_http`] = ratio("");
     figures[`dest_${t}_sequential_vs_http`] = ratio("_sequential");
+    figures[`dest_${t}_service_cpu_vs_http`] = round(
+      Number(figures[`dest_${t}_service_cpu_us`]) / Number(figures[`dest_http_service_cpu_us`]),
+      2,
+    );
   }
   for (const line of table(transports, figures)) console.log(line);
   return figures;
