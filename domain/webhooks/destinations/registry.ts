@@ -72,8 +72,8 @@ export function checkDestination(errors: ErrorBag, transport: Transport, destina
         foreign = true;
         errors.add(
           ["destination", key],
-          `is a key of ${other.name} destinations (${other.schemes.tls}://); a ${transport.name} destination ` +
-            `takes ${transport.destinationKeys.join(", ")}`,
+          `is a key of ${other.name} destinations (${other.schemes.tls}://); ${transport.name} destinations ` +
+            `take ${transport.destinationKeys.join(", ")}`,
         );
       }
     }
