@@ -112,12 +112,14 @@ export async function start(config: Config) {
 
   let worker: Worker | null = null;
   let draining = false;
+  const stopping = new AbortController();
   const deps = {
     sql,
     config,
     processId: crypto.randomUUID(),
     workerRunning: () => worker !== null,
     draining: () => draining,
+    stopping: stopping.signal,
   };
   if (config.worker) {
     worker = await startWorker(url, config.workerConcurrency, taskList(deps), upkeep(deps));
@@ -141,6 +143,7 @@ export async function start(config: Config) {
    */
   const stop = async ({ drainMs = 0 }: { drainMs?: number } = {}) => {
     draining = true;
+    stopping.abort();
     drain();
     const handedOver = (async () => {
       if (worker) await stopWorker(worker);

@@ -31,6 +31,7 @@ import { webhookEndpointStatsRoutes } from "./webhooks/endpoint_stats.ts";
 import { webhookEventRoutes } from "./webhooks/events.ts";
 import { documentEventCatalogue, webhookEventTypeRoutes } from "./webhooks/event_types.ts";
 import { documentDestinations } from "./webhooks/schemas.ts";
+import { webhookStreamRoutes } from "./webhooks/streams.ts";
 import { bankAccountRoutes } from "./bank_accounts/bank_accounts.ts";
 import { documentRoutes } from "./subjects/documents.ts";
 import { sandboxRoutes } from "./sandbox/sandbox.ts";
@@ -129,6 +130,7 @@ function mountRoutes(app: Router, deps: Deps, guard: TokenGuard) {
   app.route("/", webhookEndpointStatsRoutes(deps));
   app.route("/", webhookEventRoutes(deps));
   app.route("/", webhookEventTypeRoutes(deps));
+  app.route("/", webhookStreamRoutes(deps));
   app.route("/", portalLinkRoutes(deps));
   app.route("/", documentRoutes(deps));
   app.route("/", bankAccountRoutes(deps));

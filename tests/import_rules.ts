@@ -24,6 +24,8 @@ const LAYERS: [prefix: string, rank: number][] = [
   ["domain/webhooks/destinations/", 2.05],
   ["domain/webhooks/endpoints/", 2.1],
   ["domain/webhooks/engine/", 2.2],
+  // pull streams render and sign as the engine does, without its leases (docs/architecture.md, "Layers")
+  ["domain/webhooks/streams/", 2.3],
   ["domain/integrators/", 2],
   ["domain/requests/", 2],
   ["domain/subjects/", 3],

@@ -6,8 +6,9 @@ export type FieldErrors = { [field: string]: string[] | FieldErrors };
 
 export class ApiError extends Error {
   constructor(
-    readonly status: 400 | 401 | 403 | 404 | 405 | 408 | 409 | 413 | 422 | 429 | 500 | 503,
-    readonly errors: FieldErrors | { detail: string },
+    readonly status: 400 | 401 | 403 | 404 | 405 | 408 | 409 | 410 | 413 | 422 | 429 | 500 | 503,
+    /** Field errors, or a detail (with, for a pull stream's 410, the oldest cursor still readable). */
+    readonly errors: FieldErrors | { detail: string; oldest_cursor?: string },
     /** Headers the answer needs besides its body, such as `Allow` or `Retry-After`. */
     readonly headers?: Record<string, string>,
   ) {

@@ -12,4 +12,6 @@ export type Deps = {
   workerRunning?: () => boolean;
   /** True from SIGTERM on: `/readyz` answers 503 so a load balancer stops sending (docs/production.md, "Upgrading"). */
   draining?: () => boolean;
+  /** Aborted at SIGTERM: a pull stream's long poll answers at once, a live stream closes (docs/webhooks.md). */
+  stopping?: AbortSignal;
 };

@@ -50,6 +50,11 @@ export const TAGS = [
   { name: "Transactions", description: "Money a customer moved, and the totals of the year" },
   { name: "Wires", description: "Outgoing transfers; correcting the account of one the bank refused" },
   { name: "Webhook endpoints", description: "Where events are delivered, how, and with which secret" },
+  {
+    name: "Pull streams",
+    description:
+      "Events read with a cursor instead of pushed to a URL: long polling, Server-Sent Events, acknowledgements",
+  },
   { name: "Webhook events", description: "Delivery records: list, inspect, acknowledge, retry" },
   { name: "Portal links", description: "A short-lived link to the console for your customer's own webhook endpoints" },
   {

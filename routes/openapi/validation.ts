@@ -19,7 +19,15 @@ import {
 } from "../../domain/basics/errors.ts";
 
 /** What every authenticated request carries in its context. */
-export type AppEnv = { Variables: { companyId: string; sessionId: string | null; requestId: string } };
+export type AppEnv = {
+  Variables: {
+    companyId: string;
+    sessionId: string | null;
+    requestId: string;
+    /** Takes the request out of the in-flight bound (in_flight.ts): a pull stream's wait. */
+    leaveInFlight?: () => void;
+  };
+};
 
 /** Keys that wrap a request body (`{person: {...}}`); their absence is a 400 with a detail, not a field error. */
 const WRAPPER_KEYS = new Set(["person", "company", "bank_account", "document", "transaction", "user"]);

@@ -11,13 +11,21 @@ import { serviceUnavailable } from "../../domain/basics/errors.ts";
  */
 export function limitInFlight(max: number): MiddlewareHandler {
   let inFlight = 0;
-  return async (_c, next) => {
+  return async (c, next) => {
     if (inFlight >= max) throw serviceUnavailable(1);
     inFlight++;
+    let counted = true;
+    const leave = () => {
+      if (counted) inFlight--;
+      counted = false;
+    };
+    // a pull stream's long poll or live stream leaves the bound once it waits, under caps of its own: waiting
+    // requests must never make `/healthz` answer 503 (docs/webhooks.md, "Pull streams")
+    c.set("leaveInFlight", leave);
     try {
       await next();
     } finally {
-      inFlight--;
+      leave();
     }
   };
 }

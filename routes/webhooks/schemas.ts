@@ -34,7 +34,7 @@ const KNOWN_TYPES: ReadonlySet<string> = new Set(EVENT_TYPES);
 const ONE_OF_TYPES = `must be one of: ${EVENT_TYPES.join(", ")}`;
 
 /** `["*"]` or known event types; one flat message for the field, whatever element is wrong. */
-const enabledEvents = z.array(z.unknown()).superRefine((list, ctx) => {
+export const enabledEvents = z.array(z.unknown()).superRefine((list, ctx) => {
   if (list.length === 0) ctx.addIssue({ code: "custom", message: "is invalid" });
   else if (!list.every((t) => typeof t === "string" && (t === "*" || KNOWN_TYPES.has(t)))) {
     ctx.addIssue({ code: "custom", message: `must be one of: *, ${EVENT_TYPES.join(", ")}` });
@@ -68,7 +68,7 @@ const eventMapping = z.record(z.string(), z.string().trim().min(1, "is invalid")
  * The check against the subscribed types' schemas (domain/webhooks/outbox/filter_types.ts) runs in the domain, which
  * knows the stored types on update.
  */
-const filter = z.string().nullable().openapi({
+export const filter = z.string().nullable().openapi({
   type: ["string", "null"],
   maxLength: MAX_FILTER_LENGTH,
   example: 'data.bank_transaction.currency == "BRL" && double(data.bank_transaction.value) > 1000.0',
@@ -157,7 +157,7 @@ const oauth2 = z.object({
     "removes them on update. docs/webhooks.md, OAuth2 client credentials",
 });
 /** A payload version's name (domain/webhooks/outbox/payload_versions.ts). */
-const payloadVersion = z.enum(VERSION_NAMES).openapi({ example: LATEST_PAYLOAD_VERSION });
+export const payloadVersion = z.enum(VERSION_NAMES).openapi({ example: LATEST_PAYLOAD_VERSION });
 /** Deliveries per second (domain/webhooks/endpoints/throttle.ts holds the same bounds for every caller). */
 const rateLimit = z.number().min(MIN_RATE_LIMIT).max(MAX_RATE_LIMIT).nullable().openapi({
   type: ["number", "null"],

@@ -91,7 +91,9 @@ Deno.test("active webhook endpoints per company", async (t) => {
     }
     const fourth = await company.post(ENDPOINTS, { url: "https://example.com/3" });
     assert.equal(fourth.status, 422);
-    assert.deepEqual(fourth.body, { errors: { detail: "at most 3 active endpoints per company: disable one first" } });
+    assert.deepEqual(fourth.body, {
+      errors: { detail: "at most 3 active endpoints per company, pull streams included: disable or delete one first" },
+    });
   });
 
   await t.step("disabling one makes room", async () => {

@@ -27,16 +27,22 @@ export async function checkEndpointQuota(
   change: { endpointId?: string; maxConcurrency: number },
 ): Promise<void> {
   await tx`select 1 from companies where id = ${companyId} for update`;
-  const [use] = await tx<{ active: number; others: number; current: number | null; active_self: boolean }[]>`
+  const [use] = await tx<
+    { active: number; others: number; current: number | null; active_self: boolean; streams: number }[]
+  >`
     select
       count(*) filter (where id is distinct from ${change.endpointId ?? null}::uuid)::int as active,
       coalesce(sum(max_concurrency) filter (where id is distinct from ${change.endpointId ?? null}::uuid), 0)::int
         as others,
       max(max_concurrency) filter (where id = ${change.endpointId ?? null}::uuid) as current,
-      bool_or(id = ${change.endpointId ?? null}::uuid) as active_self
+      bool_or(id = ${change.endpointId ?? null}::uuid) as active_self,
+      -- a pull stream counts as an endpoint, with no concurrency (docs/webhooks.md, "Pull streams")
+      (select count(*)::int from webhook_streams where company_id = ${companyId}) as streams
     from webhook_endpoints where company_id = ${companyId} and status = 'active'`;
-  if (change.endpointId === undefined && use.active >= quota.endpoints) {
-    throw unprocessable(`at most ${quota.endpoints} active endpoints per company: disable one first`);
+  if (change.endpointId === undefined && use.active + use.streams >= quota.endpoints) {
+    throw unprocessable(
+      `at most ${quota.endpoints} active endpoints per company, pull streams included: disable or delete one first`,
+    );
   }
   // a disabled endpoint holds no slots; an unchanged or lowered value never needs room it does not have
   if (change.endpointId !== undefined && (!use.active_self || change.maxConcurrency <= (use.current ?? 0))) return;
