@@ -14,6 +14,7 @@ import { identifyRegisteredPayers } from "../domain/rails/bank_transactions.ts";
 import { releaseDeadLeases, wakeStalledEndpoints } from "../domain/webhooks/engine/recovery.ts";
 import { TASKS } from "../domain/infra/tasks.ts";
 import { pruneHistory } from "../domain/webhooks/endpoints/retention.ts";
+import { keepStreams, retireStreamLog } from "../domain/webhooks/streams/streams.ts";
 import { log } from "../domain/basics/log.ts";
 import { webhookDrainers } from "./drain_webhooks.ts";
 import { retryWireTask } from "./retry_wire.ts";
@@ -74,8 +75,14 @@ export function upkeep(deps: Deps) {
   const pruneOld = atMostEvery(
     HOUR_MS,
     "webhook history prune",
-    () => pruneHistory(sql, { retentionDays: config.eventRetentionDays }),
+    async () => {
+      await pruneHistory(sql, { retentionDays: config.eventRetentionDays });
+      // the pull streams' log goes with the events it orders (docs/webhooks.md, "Pull streams")
+      await retireStreamLog(sql, new Date(Date.now() - config.eventRetentionDays * 86_400_000));
+    },
   );
+  // a stream's backlog cap, and `listen` streams nobody reads (docs/webhooks.md, "Pull streams")
+  const keepPullStreams = atMostEvery(60_000, "pull streams upkeep", () => keepStreams(sql));
   const pruneAuth = atMostEvery(
     60_000,
     "sessions and limits prune",
@@ -94,6 +101,7 @@ export function upkeep(deps: Deps) {
     onSweep: () => {
       pruneOld();
       pruneAuth();
+      keepPullStreams();
       return Promise.all([
         wakeStalledEndpoints(sql),
         identifyRegisteredPayers(sql),

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { Webhook } from "standardwebhooks";
 import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
 import { createApp } from "../../routes/app.ts";
+import { keepStreams, retireStreamLog } from "../../domain/webhooks/streams/streams.ts";
 import { type Company, newCompany, setup, type TestContext } from "../support/helpers.ts";
 import { ENDPOINTS } from "../support/endpoints.ts";
 import { seqId, seqOf } from "../support/webhook_receiver.ts";
@@ -143,22 +144,28 @@ Deno.test("pull streams: read, acknowledge, wait, follow", async (t) => {
       await again.cancel();
     });
 
-    await t.step("a cursor into what is gone answers 410 with the oldest still readable", async () => {
+    await t.step("past the backlog cap the oldest go, counted; a cursor into them answers 410", async () => {
       const old = (await read()).body.next_cursor;
-      await emitSeq(ctx, company, 40, 41);
-      // what the upkeep does past the backlog cap or the retention: the floor moves on, counting what it passed
-      await ctx.sql`
-        update webhook_streams set floor_txid = l.txid, floor_event = l.event_id, dropped = dropped + 1
-        from (select txid, event_id from stream_log where company_id = ${company.id}
-              order by txid desc, event_id desc offset 1 limit 1) l
-        where id = ${stream.id}`;
+      await emitSeq(ctx, company, 40, 43);
+      await keepStreams(ctx.sql, { cap: 2 });
       const gone = await read(`?after=${encodeURIComponent(old)}`);
       assert.equal(gone.status, 410);
       const oldest = gone.body.errors.oldest_cursor;
-      assert.deepEqual(seqs((await read(`?after=${encodeURIComponent(oldest)}`)).body.data), [41]);
-      assert.equal((await company.get(`${STREAMS}/${stream.id}`)).body.data.dropped, 1);
+      assert.deepEqual(seqs((await read(`?after=${encodeURIComponent(oldest)}`)).body.data), [42, 43]);
+      // the committed position was passed too: a read from it starts at what is kept
+      assert.deepEqual(seqs((await read()).body.data), [42, 43]);
       const stats = await company.get(`${STREAMS}/${stream.id}/stats`);
-      assert.deepEqual([stats.body.data.backlog, stats.body.data.dropped], [1, 1]);
+      // 30 and 31 (followed live, never acknowledged) and 40, 41 went
+      assert.deepEqual([stats.body.data.backlog, stats.body.data.dropped], [2, 4]);
+    });
+
+    await t.step("the retention takes the log with the events, counting what was never read", async () => {
+      await retireStreamLog(ctx.sql, new Date(Date.now() + 60_000));
+      const after = await company.get(`${STREAMS}/${stream.id}`);
+      assert.equal(after.body.data.dropped, 6);
+      assert.deepEqual((await read()).body.data, []);
+      const [{ n }] = await ctx.sql`select count(*)::int as n from stream_log where company_id = ${company.id}`;
+      assert.equal(n, 0);
     });
 
     await t.step("when the instance stops, a long poll answers at once", async () => {

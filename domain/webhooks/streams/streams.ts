@@ -210,11 +210,23 @@ export async function acknowledge(
 export const NIL = "00000000-0000-0000-0000-000000000000";
 
 /**
+ * `committedOf` in SQL, for a log row `l` of a stream `s`: the row is after the committed position, which is the last
+ * acknowledgement or the floor, whichever is further (the floor passes an old acknowledgement when it moves on).
+ */
+function afterCommitted(sql: SqlOrTransaction) {
+  const floorAhead = sql`(s.acked_txid is null or (s.acked_txid, coalesce(s.acked_event, ${NIL}::uuid))
+    < (s.floor_txid, coalesce(s.floor_event, ${NIL}::uuid)))`;
+  return sql`(l.txid, l.event_id) > (
+    case when ${floorAhead} then s.floor_txid else s.acked_txid end,
+    case when ${floorAhead} then coalesce(s.floor_event, ${NIL}::uuid) else coalesce(s.acked_event, ${NIL}::uuid) end)`;
+}
+
+/**
  * The upkeep of streams (jobs/index.ts, every sweep): a stream whose unacknowledged backlog passed MAX_STREAM_BACKLOG
  * has its floor moved to keep the newest ones, counting what it dropped; a `listen` stream nobody read for
  * LISTEN_STREAM_IDLE_DAYS goes. One statement each, over every company (a maintenance pass: no tenant's request).
  */
-export async function keepStreams(sql: Sql): Promise<void> {
+export async function keepStreams(sql: Sql, opts: { cap?: number } = {}): Promise<void> {
   await sql`
     delete from webhook_streams
     where kind = 'listen' and coalesce(last_read_at, inserted_at) < now() - ${LISTEN_STREAM_IDLE_DAYS} * interval '1 day'`;
@@ -223,20 +235,58 @@ export async function keepStreams(sql: Sql): Promise<void> {
       select s.id, cut.txid, cut.event_id, (
         select count(*) from stream_log l
         where l.company_id = s.company_id
-          and (l.txid, l.event_id) > (coalesce(s.acked_txid, s.floor_txid), coalesce(s.acked_event, s.floor_event, ${NIL}::uuid))
+          and ${afterCommitted(sql)}
           and (l.txid, l.event_id) <= (cut.txid, cut.event_id)
           and ('*' = any(s.enabled_events) or l.type = any(s.enabled_events))
       ) as dropped
       from webhook_streams s cross join lateral (
         select l.txid, l.event_id from stream_log l
         where l.company_id = s.company_id
-          and (l.txid, l.event_id) > (coalesce(s.acked_txid, s.floor_txid), coalesce(s.acked_event, s.floor_event, ${NIL}::uuid))
+          and ${afterCommitted(sql)}
           and ('*' = any(s.enabled_events) or l.type = any(s.enabled_events))
         order by l.txid desc, l.event_id desc
-        offset ${MAX_STREAM_BACKLOG} limit 1
+        offset ${opts.cap ?? MAX_STREAM_BACKLOG} limit 1
       ) cut
     )
     update webhook_streams s set floor_txid = over.txid, floor_event = over.event_id,
       dropped = s.dropped + over.dropped, updated_at = now()
     from over where s.id = over.id`;
+}
+
+/** Log rows deleted per statement by the retention. */
+const RETIRE_BATCH = 5_000;
+
+/**
+ * The retention of the streams' log (jobs/index.ts, with the webhook history's): its rows of events older than
+ * `cutoff` go, and first each stream whose committed position is before the last of them has its floor moved past
+ * them, counting the messages of its types it never acknowledged as dropped, so a cursor into them answers 410
+ * instead of skipping them silently. A maintenance pass over every company. Answers the rows deleted.
+ */
+export async function retireStreamLog(sql: Sql, cutoff: Date): Promise<number> {
+  await sql`
+    with gone as (
+      select s.id, last.txid, last.event_id, (
+        select count(*) from stream_log l
+        where l.company_id = s.company_id and l.event_inserted_at < ${cutoff}
+          and ${afterCommitted(sql)}
+          and ('*' = any(s.enabled_events) or l.type = any(s.enabled_events))
+      ) as dropped
+      from webhook_streams s cross join lateral (
+        select l.txid, l.event_id from stream_log l
+        where l.company_id = s.company_id and l.event_inserted_at < ${cutoff}
+          and (l.txid, l.event_id) > (s.floor_txid, coalesce(s.floor_event, ${NIL}::uuid))
+        order by l.txid desc, l.event_id desc limit 1
+      ) last
+    )
+    update webhook_streams s set floor_txid = gone.txid, floor_event = gone.event_id,
+      dropped = s.dropped + gone.dropped, updated_at = now()
+    from gone where s.id = gone.id`;
+  let deleted = 0;
+  for (;;) {
+    const batch = await sql`
+      delete from stream_log where ctid = any(array(
+        select ctid from stream_log where event_inserted_at < ${cutoff} limit ${RETIRE_BATCH}))`;
+    deleted += batch.count;
+    if (batch.count < RETIRE_BATCH) return deleted;
+  }
 }
