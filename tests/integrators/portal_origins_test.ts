@@ -118,6 +118,11 @@ Deno.test("a portal session calls what an endpoint owner does and sign-out, neve
       ["GET", "/api/v1/subject/people"],
       ["POST", "/api/sandbox/payins"],
       ["POST", "/api/v1/sign_in"],
+      // pull streams are the platform's: the portal shows endpoints only (docs/webhooks.md, "Pull streams")
+      ["GET", "/api/v2/notifications/streams"],
+      ["POST", "/api/v2/notifications/streams"],
+      ["GET", `/api/v2/notifications/streams/${id}/messages`],
+      ["GET", `/api/v2/notifications/streams/${id}/live`],
     ]
   ) assert.ok(!portalMayCall(method, path), `${method} ${path}`);
 });

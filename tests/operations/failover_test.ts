@@ -16,6 +16,45 @@ import { createEndpointAt } from "../support/endpoints.ts";
 const whyNot = await clusterUnavailable();
 if (whyNot) console.warn(`failover_test: ignored: ${whyNot}`);
 
+/**
+ * A pull stream's consumer through the failovers (docs/webhooks.md, "Pull streams"): long polls from its last cursor
+ * through either instance, acknowledging each page it read; what it read, by transaction id, and in which order. An
+ * error or a 503 while there is no primary is retried from the same cursor, as a consumer would.
+ */
+function streamConsumer(company: Company, instances: ServiceProcess[], streamId: string) {
+  const read: string[] = [];
+  let cursor: string | null = null;
+  let running = true;
+  const path = `/api/v2/notifications/streams/${streamId}`;
+  const done = (async () => {
+    for (let i = 0; running; i++) {
+      const base = instances[i % instances.length].base;
+      const query: string = cursor ? `?wait=1&after=${encodeURIComponent(cursor)}` : "?wait=1";
+      const res: { status: number; body: { data: { body: string }[]; next_cursor: string } } = await company
+        .call(base, "GET", `${path}/messages${query}`).catch(() => ({
+          status: 0,
+          body: { data: [], next_cursor: "" },
+        }));
+      if (res.status !== 200) {
+        await sleep(100);
+        continue;
+      }
+      for (const m of res.body.data) read.push(JSON.parse(m.body).data?.transaction_id);
+      cursor = res.body.next_cursor;
+      if (res.body.data.length) {
+        await company.call(base, "POST", `${path}/ack`, { cursor }).catch(() => {});
+      }
+    }
+  })();
+  return {
+    read,
+    stop: async () => {
+      running = false;
+      await done;
+    },
+  };
+}
+
 /** Pay-ins accepted before the primary goes, and after writes resume. */
 const BEFORE = 10;
 const AFTER = 10;
@@ -262,6 +301,9 @@ Deno.test({
         const made = await createEndpointAt(company, a.base, `${receiver.url}${path}`, settings);
         secrets.set(path, made.secret);
       }
+      const streamMade = await company.call(a.base, "POST", "/api/v2/notifications/streams", {});
+      assert.equal(streamMade.status, 201, JSON.stringify(streamMade.body));
+      const consumer = streamConsumer(company, services, streamMade.body.data.id);
       const person = await company.call(b.base, "POST", "/api/v1/subject/people", {
         person: { document_number: "52998224725", document_type: "cpf", social_name: "Ana", fiscal_country: "BRA" },
       });
@@ -326,6 +368,20 @@ Deno.test({
           return [path, seen.length - new Set(seen).size];
         }));
         console.log(`delivered twice: ${JSON.stringify(twice)}`);
+        // the stream's consumer read every acknowledged pay-in, none skipped by a cursor, in the order accepted
+        await eventually(
+          "every acknowledged pay-in read from the stream",
+          () => {
+            const got = new Set(consumer.read);
+            return ids.every((id) => got.has(id));
+          },
+          30_000,
+          100,
+        );
+        const position = new Map(ids.map((id, i) => [id, i]));
+        // at least once: a page whose answer was lost with its connection is read again from the same cursor
+        const firsts = [...new Set(consumer.read.filter((tx) => position.has(tx)).map((tx) => position.get(tx)!))];
+        assert.deepEqual(firsts, [...firsts].sort((x, y) => x - y), "read in the order the pay-ins were accepted");
         assert.ok(twice["/sequential"] <= 1 && twice["/parallel"] <= 3, JSON.stringify(twice));
       };
 
@@ -439,6 +495,7 @@ Deno.test({
       });
 
       await t.step("stop: no process of the cluster is left; a second stop is harmless", async () => {
+        await consumer.stop();
         await Promise.all(services.splice(0).map((s) => s.stop()));
         await sql?.end({ timeout: 1 });
         sql = null;
