@@ -252,6 +252,58 @@ async function rabbitQueue() {
 }
 
 /**
+ * A pull stream's consumer (docs/webhooks.md, "Pull streams"), made and read through instances of this release only
+ * (the previous one has no stream routes): long polls from its cursor, acknowledging what it read; the transaction ids
+ * in the order read.
+ */
+function streamConsumer(company: Company, lb: Balancer) {
+  const read: string[] = [];
+  let stream: string | null = null;
+  let cursor: string | null = null;
+  let running = true;
+  const current = () => lb.instances.find((i) => i.ready && i.version === project.version);
+  const done = (async () => {
+    while (running) {
+      const instance = current();
+      if (!instance || !stream) {
+        await sleep(50);
+        continue;
+      }
+      const path = `/api/v2/notifications/streams/${stream}`;
+      const query: string = cursor ? `?wait=1&after=${encodeURIComponent(cursor)}` : "?wait=1";
+      const res: { status: number; body: { data: { body: string }[]; next_cursor: string } } = await company
+        .call(instance.service.base, "GET", `${path}/messages${query}`)
+        .catch(() => ({ status: 0, body: { data: [], next_cursor: "" } }));
+      if (res.status !== 200) {
+        await sleep(50);
+        continue;
+      }
+      for (const m of res.body.data) {
+        const tx: string | undefined = JSON.parse(m.body).data?.transaction_id;
+        if (tx && !read.includes(tx)) read.push(tx);
+      }
+      cursor = res.body.next_cursor;
+      if (res.body.data.length) {
+        await company.call(instance.service.base, "POST", `${path}/ack`, { cursor }).catch(() => {});
+      }
+    }
+  })();
+  return {
+    read,
+    /** Makes the stream through an instance of this release, and starts reading it. */
+    make: async (base: string) => {
+      const made = await company.call(base, "POST", "/api/v2/notifications/streams", {});
+      assert.equal(made.status, 201, JSON.stringify(made.body));
+      stream = made.body.data.id;
+    },
+    stop: async () => {
+      running = false;
+      await done;
+    },
+  };
+}
+
+/**
  * What a story with a broker endpoint ends with: its messages are the pay-ins accepted from some point on, in order,
  * and no instance of the previous release ever tried one of its records (a try would be an attempt the record counts:
  * every record published once, or pending with none).
@@ -328,12 +380,16 @@ async function handOver(
   const label = (r: Release | null) => r ? "old" : "new";
   const rabbit = await rabbitQueue();
   let brokerEndpoint: string | null = null;
+  let streamReading: { stop: () => Promise<void> } | null = null;
   try {
     const first = [await launch(lb, `${label(from)}-1`, w.db, from), await launch(lb, `${label(from)}-2`, w.db, from)];
     const company = await httpCompany();
     const subject = await endpointsAndSubject(w, company, first[0].service.base);
     // a broker endpoint, made through an instance of this release: at once when it starts the story, else once it joins
+    const streamReader = streamConsumer(company, lb);
+    streamReading = streamReader;
     if (!from) brokerEndpoint = (await rabbit.endpoint(company, first[0].service.base)).id;
+    if (!from) await streamReader.make(first[0].service.base);
     const load = payIns(company, lb, subject);
     const reading = reads(company, lb, subject);
     const replacements: Instance[] = [];
@@ -343,6 +399,7 @@ async function handOver(
       replacements.push(joining);
       if (n === 0) await hooks.joined?.({ ...joining, db: w.db });
       if (n === 0 && !to) brokerEndpoint ??= (await rabbit.endpoint(company, joining.service.base)).id;
+      if (n === 0 && !to) await streamReader.make(joining.service.base);
       await sleep(600);
       await retire(lb, leaving, ended);
     }
@@ -357,6 +414,17 @@ async function handOver(
       await eventually("the broker endpoint to catch up", () => rabbit.arrivals.includes(last), 20_000).catch(() => {});
     }
     const broker = await assertBrokerClean(w.db, brokerEndpoint!, rabbit.arrivals, load.accepted);
+    if (!to) {
+      const last = load.accepted[load.accepted.length - 1];
+      await eventually("the stream's consumer to catch up", () => streamReader.read.includes(last), 20_000)
+        .catch(() => {});
+    }
+    await streamReader.stop();
+    // the stream: the pay-ins from its making on (all of them once this release alone serves), in order, none skipped
+    const start = load.accepted.indexOf(streamReader.read[0]);
+    assert.ok(start >= 0 && streamReader.read.length > 0, `the stream was read (${streamReader.read.length})`);
+    assert.deepEqual(streamReader.read, load.accepted.slice(start, start + streamReader.read.length), "stream order");
+    if (!to) assert.equal(start + streamReader.read.length, load.accepted.length, "the stream read to the last pay-in");
     for (const r of [from, to]) {
       const version = r?.version ?? project.version;
       assert.ok((load.byVersion.get(version) ?? 0) > 0, `release ${version} accepted pay-ins`);
@@ -372,6 +440,7 @@ async function handOver(
   } finally {
     await lb.close();
     for (const i of lb.instances) await i.service.kill();
+    await streamReading?.stop();
     await rabbit.close();
     await w.receiver.close();
     await dropDatabase(w.db);
