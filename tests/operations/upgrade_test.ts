@@ -434,7 +434,7 @@ async function handOver(
       `${name.replace("_", " ")}: ${load.accepted.length} pay-ins (${
         [...load.byVersion].map(([v, n]) => `${n} by ${v}`).join(", ")
       }) and ${read} reads, none refused or failed; the amqp:// endpoint: ${broker.published} published, ${broker.untried} ` +
-        "pending untried",
+        `pending untried; the stream: ${streamReader.read.length} read`,
     );
     for (const i of replacements) await retire(lb, i, ended);
   } finally {
