@@ -114,6 +114,22 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
   if (!broker.data) throw new Error(\`broker endpoint: \${JSON.stringify(broker.error)}\`);
   const transport: "http" | "amqp" | "nats" | "redis" | "mqtt" = broker.data.data.transport;
 
+  // a pull stream (docs/webhooks.md, "Pull streams"): read with a cursor, acknowledged
+  const stream = await client.POST("/api/v2/notifications/streams", {
+    body: { enabled_events: ["identified"], description: "ledger" },
+  });
+  if (!stream.data) throw new Error(\`stream: \${stream.response.status}\`);
+  const page = await client.GET("/api/v2/notifications/streams/{id}/messages", {
+    params: { path: { id: stream.data.data.id }, query: { limit: 10, wait: 0 } },
+  });
+  if (!page.data) throw new Error(\`messages: \${page.response.status}\`);
+  const acked = await client.POST("/api/v2/notifications/streams/{id}/ack", {
+    params: { path: { id: stream.data.data.id } },
+    body: { cursor: page.data.next_cursor },
+  });
+  if (!acked.data) throw new Error(\`ack: \${acked.response.status}\`);
+  const streamSecret: string = stream.data.data.secret;
+
   const events = await client.GET("/api/v2/notifications/events", {
     params: { query: { per_page: 5, order_by: "asc", status: "pending" } },
   });
@@ -162,6 +178,12 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
     requestId: events.response.headers.get("x-request-id"),
     oauth2: { clientId: oauth2Client, secretShown: JSON.stringify(guarded.data).includes("oauth2-secret") },
     broker: { transport, destination: broker.data.data.destination, credentials: broker.data.data.broker_credentials },
+    stream: {
+      secretLength: streamSecret.length,
+      messages: page.data.data.map((m) => m.type),
+      hasMore: page.data.has_more,
+      committed: acked.data.data.cursor === page.data.next_cursor,
+    },
     refused: { status: refused.response.status, errors },
     certificateExpiry,
     recovered: { failed: recovered.data.data.failed, skipped: recovered.data.data.skipped, skippedRemaining },
@@ -261,6 +283,8 @@ Deno.test("a client generated from the document compiles an integrator flow and 
         destination: { exchange: "payments", routing_key: "pay.{type}" },
         credentials: { username: "guest", password: "****" },
       });
+      // the payin of the flow came before the stream was made: a stream starts with what follows it
+      assert.deepEqual(result.stream, { secretLength: 64, messages: [], hasMore: false, committed: true });
       assert.equal(result.refused.status, 422);
       assert.deepEqual(result.refused.errors, { document_number: ["must have 11 digits"] });
       assert.equal(result.certificateExpiry, undefined, "no client certificate");
