@@ -26,7 +26,14 @@ import { backlogOf, MAX_PAGE, type Page, readPage } from "../../domain/webhooks/
 import { decodeCursor, type Position } from "../../domain/webhooks/streams/cursors.ts";
 import { newRouter } from "../openapi/router.ts";
 import type { AppEnv } from "../openapi/validation.ts";
-import { bodyErrorResponses, errorResponses, IdParam, jsonBody, jsonResponse } from "../openapi/schemas.ts";
+import {
+  bodyErrorResponses,
+  errorResponses,
+  IdParam,
+  jsonBody,
+  jsonResponse,
+  requestIdHeader,
+} from "../openapi/schemas.ts";
 import {
   AckBody,
   ListenBody,
@@ -106,7 +113,7 @@ const remove = createRoute({
   tags,
   summary: "Delete a stream (its messages are events, which stay)",
   request: { params: IdParam },
-  responses: { 204: { description: "Deleted" }, ...errorResponses },
+  responses: { 204: { description: "Deleted", headers: requestIdHeader }, ...errorResponses },
 });
 const messages = createRoute({
   operationId: "readWebhookStreamMessages",
@@ -119,6 +126,7 @@ const messages = createRoute({
     200: jsonResponse("A page of messages", MessagesPage),
     410: {
       description: "The cursor is before the oldest message kept: `errors.oldest_cursor` is where to read on",
+      headers: requestIdHeader,
     },
     ...errorResponses,
   },
@@ -135,6 +143,7 @@ const live = createRoute({
       description: "`text/event-stream`: an `event: message` per message (its JSON as `data`), a comment line every " +
         "15 s, and `event: closed` with the last cursor when the service stops",
       content: { "text/event-stream": { schema: z.string() } },
+      headers: requestIdHeader,
     },
     ...errorResponses,
   },
@@ -145,7 +154,12 @@ const ack = createRoute({
   path: `${base}/{id}/ack`,
   tags,
   summary: "Move the committed position forward to a cursor (never back)",
-  request: { params: IdParam, body: jsonBody(AckBody) },
+  request: {
+    params: IdParam,
+    body: jsonBody(AckBody, {
+      cursor: "MTIzNDU2OjAxOWE3ZjQ0LTAwMDAtNzAwMC04MDAwLTAwMDAwMDAwMDAwMQ.4b1c2d3e4f5a6b7c8d9e0f1a",
+    }),
+  },
   responses: { 200: jsonResponse("The stream", StreamEnvelope), ...bodyErrorResponses },
 });
 const stats = createRoute({

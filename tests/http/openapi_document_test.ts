@@ -133,6 +133,8 @@ Deno.test("the OpenAPI document: what a client generator and a reader of /docs r
         const url = path.replace(/\{(\w+)\}/g, (_, name: string) => pathIds[name]);
         const sent = typeof body === "object" && body !== null && "subject_id" in body
           ? { ...body, subject_id: ids.person, ...("bank_account_id" in body ? { bank_account_id: ids.account } : {}) }
+          : typeof body === "object" && body !== null && "cursor" in body
+          ? { cursor: ids.cursor } // a cursor is signed for its stream: the example stands for one of this stream's
           : typeof body === "object" && body !== null && "transaction" in body
           ? { transaction: { ...(body.transaction as object), subject_id: ids.person, to_bank_account_id: ids.brl } }
           : body;
@@ -159,6 +161,11 @@ Deno.test("the OpenAPI document: what a client generator and a reader of /docs r
       await run("updateWebhookEndpoint", { id: endpoint });
       await run("sendWebhookTestEvent", { id: endpoint });
       await run("recoverWebhookEndpoint", { id: endpoint });
+      const stream = (await run("createWebhookStream")).data.id;
+      await run("updateWebhookStream", { id: stream });
+      await run("listenWebhookStream");
+      ids.cursor = (await company.get(`/api/v2/notifications/streams/${stream}`)).body.data.cursor;
+      await run("acknowledgeWebhookStream", { id: stream });
       await run("createSandboxPayin");
       await run("createSandboxCardPayment");
       await run("createSandboxPayout");
