@@ -1,0 +1,188 @@
+/**
+ * `deno task listen` as a developer runs it (docs/webhooks.md, "Listening locally"): the service and the command as
+ * processes of their own, events forwarded to a local URL that verifies each signature with the secret the command
+ * printed, every event once and in order across a restart of the service, a local URL that answers 500 retried and
+ * then skipped, Ctrl-C, and `--cleanup` deleting the stream.
+ */
+import assert from "node:assert/strict";
+import { Webhook } from "standardwebhooks";
+import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
+import { connect } from "../../domain/infra/db.ts";
+import { developmentCompanyId } from "../../domain/infra/local_secrets.ts";
+import { setLogLevel } from "../../domain/basics/log.ts";
+import { dropDatabase, eventually, freshDatabase, TEST_JWT_SECRET } from "../support/helpers.ts";
+import { httpCompany, runTask, startService } from "../support/service_process.ts";
+import { seqId, seqOf } from "../support/webhook_receiver.ts";
+
+const root = new URL("../..", import.meta.url).pathname;
+const STREAMS = "/api/v2/notifications/streams";
+const LINE = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ identified [0-9a-f-]{36} -> (\d{3}) in \d+ ms/;
+
+Deno.test("deno task listen forwards every event once, in order, verified, across a restart", async (t) => {
+  setLogLevel("silent");
+  const url = await freshDatabase("listen_command");
+  let service = await startService(url);
+  const port = Number(new URL(service.base).port);
+  const sql = connect(url, { max: 2 });
+  // the development company of this checkout: the one a token signed from the local secret names
+  const company = await httpCompany(
+    await developmentCompanyId(`${root}.data/secrets`) as ReturnType<typeof crypto.randomUUID>,
+  );
+  const env = {
+    DATABASE_URL: url,
+    HOST: "127.0.0.1",
+    PORT: String(port),
+    JWT_SECRET: TEST_JWT_SECRET,
+    LOG_LEVEL: "error",
+  };
+
+  // the local URL: verifies each signature with the secret the command printed; answers 500 to the seqs in `refuse`
+  let secret = "";
+  const verified: number[] = [];
+  const tries = new Map<number, number>();
+  const refuse = new Set<number>();
+  let badSignatures = 0;
+  const receiver = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
+    const body = await req.text();
+    let seq: number;
+    try {
+      const event = new Webhook(secret, { format: "raw" }).verify(body, Object.fromEntries(req.headers)) as {
+        data: { transaction_id: string };
+      };
+      seq = seqOf(event.data.transaction_id);
+    } catch {
+      badSignatures++;
+      return new Response("bad signature", { status: 400 });
+    }
+    if (req.headers.get("content-type") !== "application/json") return new Response("type", { status: 415 });
+    tries.set(seq, (tries.get(seq) ?? 0) + 1);
+    if (refuse.has(seq)) return new Response("boom", { status: 500 });
+    verified.push(seq);
+    return new Response(null, { status: 204 });
+  });
+  const hooks = `http://127.0.0.1:${receiver.addr.port}/hooks`;
+
+  const listen = new Deno.Command(Deno.execPath(), {
+    args: ["task", "-q", "listen", "--forward-to", hooks, "--events", "identified"],
+    cwd: root,
+    env,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const out: string[] = [];
+  let err = "";
+  const decoder = new TextDecoder();
+  let partial = "";
+  const reading = listen.stdout.pipeTo(
+    new WritableStream({
+      write(chunk) {
+        const lines = (partial + decoder.decode(chunk, { stream: true })).split("\n");
+        partial = lines.pop()!;
+        out.push(...lines);
+      },
+    }),
+  );
+  const erring = listen.stderr.pipeTo(new WritableStream({ write: (c) => void (err += decoder.decode(c)) }));
+  let exited = false;
+  listen.status.then(() => exited = true);
+  const emit = (from: number, to: number) =>
+    sql.begin(async (tx) => {
+      for (let seq = from; seq <= to; seq++) {
+        await emitEvent(tx, company.id, "identified", { transaction_id: seqId(seq) });
+      }
+    });
+  const upTo = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
+  const show = () => `${out.join("\n")}\n${err}`;
+
+  try {
+    await t.step("it makes the machine's stream and prints its secret", async () => {
+      const line = await eventually("the secret line", () => {
+        if (exited) throw new Error(`listen exited:\n${show()}`);
+        return out.find((l) => l.startsWith("listen: secret "));
+      }, 15_000);
+      secret = line.slice("listen: secret ".length);
+      assert.match(secret, /^[0-9a-f]{64}$/);
+      assert.ok(out.some((l) => l.includes('new Webhook(secret, { format: "raw" })')), show());
+      const streams = (await company.call(service.base, "GET", STREAMS)).body.data;
+      assert.equal(streams.length, 1);
+      assert.deepEqual([streams[0].kind, streams[0].name, streams[0].enabled_events], [
+        "listen",
+        Deno.hostname(),
+        ["identified"],
+      ]);
+      assert.equal(streams[0].secret, secret);
+    });
+
+    await t.step("each event reaches the local URL verified, one line each, acknowledged", async () => {
+      await emit(1, 4);
+      await sql.begin((tx) => emitEvent(tx, company.id, "wire_created", { id: "w" })); // not subscribed
+      await eventually("events 1-4", () => verified.length >= 4, 10_000);
+      assert.deepEqual(verified, upTo(4));
+      const lines = out.filter((l) => LINE.test(l));
+      assert.deepEqual(lines.map((l) => l.match(LINE)![1]), ["204", "204", "204", "204"], show());
+      const stream = (await company.call(service.base, "GET", STREAMS)).body.data[0];
+      await eventually("the last one acknowledged", async () => {
+        const rest = await company.call(service.base, "GET", `${STREAMS}/${stream.id}/messages`);
+        return rest.body.data.length === 0;
+      });
+    });
+
+    await t.step("a restart of the service: it reconnects from its cursor, nothing lost or repeated", async () => {
+      await service.stop();
+      await emit(5, 7); // while the service is down
+      service = await startService(url, {}, { port });
+      await emit(8, 10);
+      await eventually("events 5-10", () => verified.length >= 10, 15_000);
+      await new Promise((r) => setTimeout(r, 300)); // a repeat would arrive by now
+      assert.deepEqual(verified, upTo(10));
+      assert.ok(out.some((l) => l.includes("reconnecting from cursor")), show());
+      assert.ok(out.some((l) => l === "listen: reconnected"), show());
+    });
+
+    await t.step(
+      "a local URL answering 500 is retried, then skipped with its line; the next event arrives",
+      async () => {
+        refuse.add(11);
+        await emit(11, 12);
+        await eventually("event 12", () => verified.includes(12), 10_000);
+        assert.deepEqual(verified, [...upTo(10), 12]);
+        assert.equal(tries.get(11), 4, "the first try and 3 retries");
+        const skipped = out.find((l) => l.includes("skipped after 4 tries"));
+        assert.ok(skipped, show());
+        assert.match(skipped, LINE);
+        // the line tells how to read the skipped event again
+        const path = skipped.slice(skipped.indexOf("GET ") + 4);
+        const again = await company.call(service.base, "GET", path);
+        assert.equal(again.status, 200);
+        assert.deepEqual(again.body.data.map((m: { body: string }) => seqOf(JSON.parse(m.body).data.transaction_id)), [
+          11,
+        ]);
+      },
+    );
+
+    await t.step("Ctrl-C stops it cleanly", async () => {
+      listen.kill("SIGINT");
+      const status = await listen.status;
+      await reading;
+      await erring;
+      assert.equal(status.code, 0, show());
+      assert.match(out.at(-1) ?? "", /^listen: stopped/);
+      assert.equal(badSignatures, 0);
+    });
+
+    await t.step("--cleanup deletes the machine's stream", async () => {
+      const cleanup = await runTask(url, ["listen", "--cleanup"], env);
+      assert.equal(cleanup.code, 0, cleanup.stderr);
+      assert.match(cleanup.stdout, /^listen: deleted stream /m);
+      assert.deepEqual((await company.call(service.base, "GET", STREAMS)).body.data, []);
+    });
+  } finally {
+    if (!exited) listen.kill("SIGKILL");
+    await listen.status;
+    await service.stop();
+    await receiver.shutdown();
+    await sql.end();
+    await dropDatabase(url);
+  }
+});
