@@ -19,9 +19,10 @@ export async function* serverEvents(
   let data: string[] = [];
   let id: string | undefined;
   let pendingCr = false;
-  for await (const chunk of body.pipeThrough(new TextDecoderStream())) {
+  const decoder = new TextDecoder();
+  for await (const bytes of body) {
     onActivity();
-    buffer += chunk;
+    buffer += decoder.decode(bytes, { stream: true });
     // a CR at the end of a chunk may be the first half of a CRLF: the LF that follows is not another line
     if (pendingCr && buffer.startsWith("\n")) buffer = buffer.slice(1);
     pendingCr = false;

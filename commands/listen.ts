@@ -94,7 +94,7 @@ let position = stream.cursor;
 let pendingAck: string | null = null;
 await follow();
 await flushAck();
-say(`stopped; the next run reads on after cursor ${position}`);
+say("stopped; the next run starts after the last event the local URL took");
 Deno.exit(0);
 
 /** Follows the stream until Ctrl-C: reconnects with the last cursor after an error, a close, or a restart. */
