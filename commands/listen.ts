@@ -252,6 +252,7 @@ async function flushAck() {
 async function ownStream(): Promise<Stream> {
   const wanted = args.events ?? ["*"];
   const res = await api("POST", `${STREAMS}/listen`, { name, enabled_events: wanted });
+  if (res.status >= 500 || res.status === 429) throw new Error(`POST ${STREAMS}/listen answered ${res.status}`);
   if (res.status !== 200 && res.status !== 201) {
     throw new Fatal(`POST ${STREAMS}/listen answered ${res.status}: ${JSON.stringify(res.body)}`);
   }
@@ -278,14 +279,16 @@ async function cleanup() {
   }
 }
 
-/** `step` once the service answers: a network error is waited out (one line said), anything else thrown. */
+/** `step` once the service answers: anything but a `Fatal` is waited out, with one line said. */
 async function untilReachable<T>(step: () => Promise<T>): Promise<T | null> {
   for (let failures = 0; !stop.signal.aborted; failures++) {
     try {
       return await step();
     } catch (err) {
-      if (err instanceof Fatal || !(err instanceof TypeError)) fail(err instanceof Error ? err.message : String(err));
-      if (failures === 0) say(`waiting for the service at ${service}${args.url ? "" : " (deno task start)"}`);
+      if (err instanceof Fatal) fail(err.message);
+      // not listening yet, starting, or busy: each is waited out alike
+      const why = err instanceof TypeError ? "" : `: ${err instanceof Error ? err.message : String(err)}`;
+      if (failures === 0) say(`waiting for the service at ${service}${args.url ? "" : " (deno task start)"}${why}`);
       await sleep(Math.min(RECONNECT_FIRST_MS * 2 ** failures, RECONNECT_MAX_MS), stop.signal);
     }
   }
