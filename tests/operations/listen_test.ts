@@ -62,30 +62,9 @@ Deno.test("deno task listen forwards every event once, in order, verified, acros
   });
   const hooks = `http://127.0.0.1:${receiver.addr.port}/hooks`;
 
-  const listen = new Deno.Command(Deno.execPath(), {
-    args: ["task", "-q", "listen", "--forward-to", hooks, "--events", "identified"],
-    cwd: root,
-    env,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const out: string[] = [];
-  let err = "";
-  const decoder = new TextDecoder();
-  let partial = "";
-  const reading = listen.stdout.pipeTo(
-    new WritableStream({
-      write(chunk) {
-        const lines = (partial + decoder.decode(chunk, { stream: true })).split("\n");
-        partial = lines.pop()!;
-        out.push(...lines);
-      },
-    }),
-  );
-  const erring = listen.stderr.pipeTo(new WritableStream({ write: (c) => void (err += decoder.decode(c)) }));
-  let exited = false;
-  listen.status.then(() => exited = true);
+  let signedIn = null as Listener | null; // set by a step
+  const listen = startListen(["--forward-to", hooks, "--events", "identified"], env);
+  const out = listen.out;
   const emit = (from: number, to: number) =>
     sql.begin(async (tx) => {
       for (let seq = from; seq <= to; seq++) {
@@ -93,12 +72,12 @@ Deno.test("deno task listen forwards every event once, in order, verified, acros
       }
     });
   const upTo = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
-  const show = () => `${out.join("\n")}\n${err}`;
+  const show = listen.show;
 
   try {
     await t.step("it makes the machine's stream and prints its secret", async () => {
       const line = await eventually("the secret line", () => {
-        if (exited) throw new Error(`listen exited:\n${show()}`);
+        if (listen.exited()) throw new Error(`listen exited:\n${show()}`);
         return out.find((l) => l.startsWith("listen: secret "));
       }, 15_000);
       secret = line.slice("listen: secret ".length);
@@ -140,14 +119,27 @@ Deno.test("deno task listen forwards every event once, in order, verified, acros
       assert.ok(out.some((l) => l === "listen: reconnected"), show());
     });
 
+    await t.step("a service killed: one line while it waits, then every event once", async () => {
+      const waits = () => out.filter((l) => l.includes("reconnecting from cursor")).length;
+      const before = waits();
+      await service.kill();
+      await emit(11, 12);
+      await new Promise((r) => setTimeout(r, 1_000)); // several tries fail meanwhile
+      service = await startService(url, {}, { port });
+      await eventually("events 11-12", () => verified.length >= 12, 15_000);
+      await new Promise((r) => setTimeout(r, 300));
+      assert.deepEqual(verified, upTo(12));
+      assert.equal(waits(), before + 1, show());
+    });
+
     await t.step(
       "a local URL answering 500 is retried, then skipped with its line; the next event arrives",
       async () => {
-        refuse.add(11);
-        await emit(11, 12);
-        await eventually("event 12", () => verified.includes(12), 10_000);
-        assert.deepEqual(verified, [...upTo(10), 12]);
-        assert.equal(tries.get(11), 4, "the first try and 3 retries");
+        refuse.add(13);
+        await emit(13, 14);
+        await eventually("event 14", () => verified.includes(14), 10_000);
+        assert.deepEqual(verified, [...upTo(12), 14]);
+        assert.equal(tries.get(13), 4, "the first try and 3 retries");
         const skipped = out.find((l) => l.includes("skipped after 4 tries"));
         assert.ok(skipped, show());
         assert.match(skipped, LINE);
@@ -156,19 +148,35 @@ Deno.test("deno task listen forwards every event once, in order, verified, acros
         const again = await company.call(service.base, "GET", path);
         assert.equal(again.status, 200);
         assert.deepEqual(again.body.data.map((m: { body: string }) => seqOf(JSON.parse(m.body).data.transaction_id)), [
-          11,
+          13,
         ]);
       },
     );
 
     await t.step("Ctrl-C stops it cleanly", async () => {
-      listen.kill("SIGINT");
-      const status = await listen.status;
-      await reading;
-      await erring;
+      const status = await listen.stop();
       assert.equal(status.code, 0, show());
       assert.match(out.at(-1) ?? "", /^listen: stopped/);
       assert.equal(badSignatures, 0);
+    });
+
+    await t.step("with --url it signs in as a user, and a new run starts after what was acknowledged", async () => {
+      const username = `listen-${crypto.randomUUID().slice(0, 8)}@example.com`;
+      const made = await runTask(url, ["user:create", "--company", company.id, "--username", username], env);
+      assert.equal(made.code, 0, made.stderr);
+      const password = made.lines.at(-1)!;
+      signedIn = startListen(["--forward-to", hooks, "--events", "identified", "--url", service.base], {
+        ...env,
+        LISTEN_USERNAME: username,
+        LISTEN_PASSWORD: password,
+      });
+      await eventually("signed in", () => signedIn!.out.some((l) => l.startsWith("listen: secret ")), 15_000);
+      assert.ok(signedIn.out.some((l) => l.startsWith(`listen: signed in as ${username}: the token expires at `)));
+      await emit(15, 15);
+      await eventually("event 15", () => verified.includes(15), 10_000);
+      await new Promise((r) => setTimeout(r, 300));
+      assert.deepEqual(verified, [...upTo(12), 14, 15], signedIn.show());
+      assert.equal((await signedIn.stop()).code, 0, signedIn.show());
     });
 
     await t.step("--cleanup deletes the machine's stream", async () => {
@@ -178,11 +186,57 @@ Deno.test("deno task listen forwards every event once, in order, verified, acros
       assert.deepEqual((await company.call(service.base, "GET", STREAMS)).body.data, []);
     });
   } finally {
-    if (!exited) listen.kill("SIGKILL");
-    await listen.status;
+    await listen.kill();
+    await signedIn?.kill();
     await service.stop();
     await receiver.shutdown();
     await sql.end();
     await dropDatabase(url);
   }
 });
+
+type Listener = ReturnType<typeof startListen>;
+
+/** `deno task listen <args>` as a process of its own, its stdout kept in lines. */
+function startListen(args: string[], env: Record<string, string>) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["task", "-q", "listen", ...args],
+    cwd: root,
+    env,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const out: string[] = [];
+  let err = "";
+  let partial = "";
+  const decoder = new TextDecoder();
+  const drained = Promise.all([
+    child.stdout.pipeTo(
+      new WritableStream({
+        write(chunk) {
+          const lines = (partial + decoder.decode(chunk, { stream: true })).split("\n");
+          partial = lines.pop()!;
+          out.push(...lines);
+        },
+      }),
+    ),
+    child.stderr.pipeTo(new WritableStream({ write: (c) => void (err += new TextDecoder().decode(c)) })),
+  ]);
+  let exited = false;
+  child.status.then(() => exited = true);
+  const end = async (signal: Deno.Signal) => {
+    if (!exited) child.kill(signal);
+    const status = await child.status;
+    await drained;
+    return status;
+  };
+  return {
+    out,
+    exited: () => exited,
+    show: () => `${out.join("\n")}\n${err}`,
+    /** Ctrl-C. */
+    stop: () => end("SIGINT"),
+    kill: () => end("SIGKILL"),
+  };
+}
