@@ -10,7 +10,8 @@ import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
 import { connect } from "../../domain/infra/db.ts";
 import { developmentCompanyId } from "../../domain/infra/local_secrets.ts";
 import { setLogLevel } from "../../domain/basics/log.ts";
-import { dropDatabase, eventually, freshDatabase, TEST_JWT_SECRET } from "../support/helpers.ts";
+import { dropDatabase, eventually, freshDatabase, TEST_JWT_SECRET, TEST_TOKENS } from "../support/helpers.ts";
+import { signToken } from "../../domain/integrators/tokens.ts";
 import { httpCompany, runTask, startService } from "../support/service_process.ts";
 import { seqId, seqOf } from "../support/webhook_receiver.ts";
 
@@ -124,7 +125,7 @@ Deno.test("deno task listen forwards every event once, in order, verified, acros
       const before = waits();
       await service.kill();
       await emit(11, 12);
-      await new Promise((r) => setTimeout(r, 1_000)); // several tries fail meanwhile
+      await new Promise((r) => setTimeout(r, 700)); // a few tries fail meanwhile
       service = await startService(url, {}, { port });
       await eventually("events 11-12", () => verified.length >= 12, 15_000);
       await new Promise((r) => setTimeout(r, 300));
@@ -160,24 +161,58 @@ Deno.test("deno task listen forwards every event once, in order, verified, acros
       assert.equal(badSignatures, 0);
     });
 
-    await t.step("with --url it signs in as a user, and a new run starts after what was acknowledged", async () => {
-      const username = `listen-${crypto.randomUUID().slice(0, 8)}@example.com`;
-      const made = await runTask(url, ["user:create", "--company", company.id, "--username", username], env);
-      assert.equal(made.code, 0, made.stderr);
-      const password = made.lines.at(-1)!;
-      signedIn = startListen(["--forward-to", hooks, "--events", "identified", "--url", service.base], {
-        ...env,
-        LISTEN_USERNAME: username,
-        LISTEN_PASSWORD: password,
-      });
-      await eventually("signed in", () => signedIn!.out.some((l) => l.startsWith("listen: secret ")), 15_000);
-      assert.ok(signedIn.out.some((l) => l.startsWith(`listen: signed in as ${username}: the token expires at `)));
-      await emit(15, 15);
-      await eventually("event 15", () => verified.includes(15), 10_000);
-      await new Promise((r) => setTimeout(r, 300));
-      assert.deepEqual(verified, [...upTo(12), 14, 15], signedIn.show());
-      assert.equal((await signedIn.stop()).code, 0, signedIn.show());
-    });
+    await t.step(
+      "with --url it signs in as a user, renews the token before it expires, and starts after what was acknowledged",
+      async () => {
+        const username = `listen-${crypto.randomUUID().slice(0, 8)}@example.com`;
+        const made = await runTask(url, ["user:create", "--company", company.id, "--username", username], env);
+        assert.equal(made.code, 0, made.stderr);
+        const password = made.lines.at(-1)!;
+        // the remote service, as a relay to it whose sign-in answers a token of a few seconds (a real one lives a day)
+        let signIns = 0;
+        const relayed = new Set<AbortController>();
+        const remote = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
+          const path = new URL(req.url).pathname + new URL(req.url).search;
+          const relay = new AbortController();
+          relayed.add(relay);
+          const answer = await fetch(`${service.base}${path}`, {
+            method: req.method,
+            headers: req.headers,
+            body: req.body,
+            signal: relay.signal,
+          });
+          if (path !== "/api/v1/sign_in" || answer.status !== 200) return answer;
+          signIns++;
+          const signedInAs = await answer.json();
+          return Response.json({ ...signedInAs, jwt: await signToken(TEST_TOKENS, company.id, 3) });
+        });
+        try {
+          signedIn = startListen([
+            "--forward-to",
+            hooks,
+            "--events",
+            "identified",
+            "--url",
+            `http://127.0.0.1:${remote.addr.port}`,
+          ], { ...env, LISTEN_USERNAME: username, LISTEN_PASSWORD: password });
+          await eventually("signed in", () => signedIn!.out.some((l) => l.startsWith("listen: secret ")), 15_000);
+          assert.ok(signedIn.out.some((l) => l.startsWith(`listen: signed in as ${username}: the token expires at `)));
+          await emit(15, 15);
+          await eventually("event 15", () => verified.includes(15), 10_000);
+          await new Promise((r) => setTimeout(r, 1_800)); // past half the token's life
+          await emit(16, 16);
+          await eventually("event 16", () => verified.includes(16), 10_000);
+          await new Promise((r) => setTimeout(r, 300));
+          assert.deepEqual(verified, [...upTo(12), 14, 15, 16], signedIn.show());
+          assert.equal(signIns, 2, signedIn.show());
+          assert.ok(signedIn.out.some((l) => l.startsWith(`listen: signed in again as ${username}`)), signedIn.show());
+          assert.equal((await signedIn.stop()).code, 0, signedIn.show());
+        } finally {
+          for (const relay of relayed) relay.abort(); // the live stream it relays never ends by itself
+          await remote.shutdown();
+        }
+      },
+    );
 
     await t.step("--cleanup deletes the machine's stream", async () => {
       const cleanup = await runTask(url, ["listen", "--cleanup"], env);
