@@ -204,7 +204,8 @@ Deno.test("deno task listen forwards every event once, in order, verified, acros
           await eventually("event 16", () => verified.includes(16), 10_000);
           await new Promise((r) => setTimeout(r, 300));
           assert.deepEqual(verified, [...upTo(12), 14, 15, 16], signedIn.show());
-          assert.equal(signIns, 2, signedIn.show());
+          assert.ok(signIns >= 2, signedIn.show()); // more under load: each renewal is at half the life left
+          assert.ok(!signedIn.out.some((l) => l.includes("refused")), signedIn.show());
           assert.ok(signedIn.out.some((l) => l.startsWith(`listen: signed in again as ${username}`)), signedIn.show());
           assert.equal((await signedIn.stop()).code, 0, signedIn.show());
         } finally {
