@@ -58,9 +58,11 @@ export async function startService(
     stderr?: "inherit";
     /** Another release's tree (tests/support/releases.ts): its own main.ts, deno.json and packages. */
     release?: string;
+    /** The port of an instance that stopped, so its clients find the new one where they left it (a restart). */
+    port?: number;
   } = {},
 ): Promise<ServiceProcess> {
-  const port = freePort();
+  const port = opts.port ?? freePort();
   const tree = opts.release ?? root;
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", ...opts.v8Flags ?? [], "--allow-all", "--config", `${tree}deno.json`, `${tree}main.ts`],
