@@ -78,7 +78,7 @@ export async function readPage(
     select txid::text as txid, event_id, type, event_inserted_at from stream_log
     where company_id = ${stream.company_id}
       and (txid, event_id) > (${from.txid}::xid8, ${from.event ?? NIL}::uuid)
-      and txid < pg_snapshot_xmin(pg_current_snapshot())
+      and txid < (${horizon(sql)})
       ${all ? sql`` : sql`and type = any(${stream.enabled_events})`}
     order by txid, event_id
     limit ${SCAN_LIMIT + 1}`;
@@ -101,6 +101,23 @@ export async function readPage(
   }
   const more = rows.length > SCAN_LIMIT || scanned.some((r) => before(last, { txid: r.txid, event: r.event_id }));
   return { data, next_cursor: encodeCursor(stream.id, secret, last), has_more: more };
+}
+
+/**
+ * Below what transaction id every log row is committed and visible to this statement: the oldest transaction still
+ * running when its snapshot was taken, leaving out those another database's session is running now (they cannot
+ * write this database's log), so one long transaction of another database does not hold every stream back. A
+ * transaction that is not found running elsewhere counts, whatever it is: one that ended since the snapshot may be
+ * this database's, whose rows the snapshot does not see yet. A role that may not see other sessions' transaction ids
+ * (pg_read_all_stats) gets the plain oldest running transaction.
+ */
+function horizon(sql: Sql) {
+  return sql`
+    select coalesce(min(x), pg_snapshot_xmax(pg_current_snapshot()))
+    from pg_snapshot_xip(pg_current_snapshot()) x
+    where (x::text::bigint % 4294967296) not in (
+      select backend_xid::text::bigint from pg_stat_activity
+      where backend_xid is not null and datname is distinct from current_database())`;
 }
 
 /** The stream's filter on one event, within the company's filter time (docs/webhooks.md, "Filters"). */
