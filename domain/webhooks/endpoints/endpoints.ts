@@ -310,10 +310,10 @@ export async function createEndpoint(
         ${input.payload_version ?? null}
       ) returning *`;
     // a statement of its own, as rate_limit's: the create statement stays as it was
-    if (input.batch) await setBatch(tx, id, input.batch);
+    const made = input.batch ? await setBatch(tx, id, input.batch) : row;
     await fitSlots(tx, [id]);
     if (input.rate_limit != null) return await setRateLimit(tx, id, input.rate_limit);
-    return row;
+    return made;
   });
 }
 
