@@ -73,6 +73,10 @@ export function webhookDrainers({ sql, config, processId }: Deps): Companion {
       const claimBatched = async (): Promise<Claim | null> => {
         const claim = await waitingOutOutages(() => claimBatch(sql, endpointId, { ...lease, batchId: newId() }));
         batched = Boolean(claim?.endpoint.batch);
+        // `batch` removed since the run began: the endpoint's slots are claimNext's again
+        if (claim && !batched && claim.endpoint.status === "active") {
+          return await waitingOutOutages(() => claimNext(sql, endpointId, lease));
+        }
         const delivery = claim?.delivery;
         if (!claim || !delivery?.batch) return claim;
         // a new batch stops growing before its array would pass the size bound (batches.ts); a batch due again
