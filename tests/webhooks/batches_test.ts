@@ -74,6 +74,11 @@ Deno.test("batches: arrays signed once, a unit across retries, in order, one req
         const batchIds = new Set(listed.filter((r) => ids.includes(r.id)).map((r) => r.batch_id));
         assert.deepEqual([...batchIds], [a.headers.get("webhook-id")]);
       }
+      // the detail shows the record's own body, and the batch's id as what its requests are signed under
+      const detail = (await company.get(`${EVENTS}/${listed[0].id}`)).body.data;
+      assert.equal(detail.batch_id, listed[0].batch_id);
+      assert.equal(detail.request.headers["webhook-id"], listed[0].batch_id);
+      assert.equal(JSON.parse(detail.request.body).id, listed[0].id);
       // the stats count events and requests
       const stats = (await company.get(`${ENDPOINTS}/${id}/stats`)).body.data;
       assert.equal(stats.attempts.total, 10);
