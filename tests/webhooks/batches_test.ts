@@ -8,6 +8,8 @@
 import assert from "node:assert/strict";
 import { Webhook } from "standardwebhooks";
 import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
+import { companions, taskList } from "../../jobs/index.ts";
+import { startWorker, stopWorker } from "../../domain/infra/worker.ts";
 import { type Company, eventually, newCompany, setup } from "../support/helpers.ts";
 import { createEndpoint, ENDPOINTS, EVENTS } from "../support/endpoints.ts";
 import { type Arrival, seqId, seqOf, startReceiver } from "../support/webhook_receiver.ts";
@@ -161,6 +163,36 @@ Deno.test("batches: arrays signed once, a unit across retries, in order, one req
         );
       } finally {
         await slow.close();
+      }
+    });
+
+    await t.step("two sets of drainers split no batch and send no event twice", async () => {
+      const company = await newCompany(ctx);
+      const { id } = await createEndpoint(company, `${rx.url}/two`, {
+        batch: { max_events: 5, max_wait_ms: 100 },
+        max_concurrency: 3,
+      });
+      const second = await startWorker(ctx.url, 8, taskList(ctx.deps), {
+        companions: companions({ ...ctx.deps, processId: crypto.randomUUID() }),
+      });
+      try {
+        for (let i = 0; i < 6; i++) await emitMany(company, 100 + i * 10, 10);
+        await eventually("60 events", () => rx.at("/two").flatMap(seqsOf).length >= 60);
+      } finally {
+        await stopWorker(second);
+      }
+      const arrivals = rx.at("/two");
+      const seqs = arrivals.flatMap(seqsOf);
+      assert.equal(seqs.length, 60, "no event twice");
+      assert.equal(new Set(seqs).size, 60);
+      assert.ok(arrivals.every((a) => a.body.length <= 5));
+      assert.ok(rx.maxInFlight("/two") <= 3, `${rx.maxInFlight("/two")} in flight`);
+      // every request is one batch, as its records say
+      const listed = await records(company, id);
+      const batchOf = new Map(listed.map((r) => [r.id, r.batch_id]));
+      for (const a of arrivals) {
+        const ids = (a.body as { id: string }[]).map((b) => batchOf.get(b.id));
+        assert.deepEqual(new Set(ids), new Set([a.headers.get("webhook-id")]));
       }
     });
 
