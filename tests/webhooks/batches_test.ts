@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import { Webhook } from "standardwebhooks";
 import { emitEvent } from "../../domain/webhooks/outbox/events.ts";
+import { DEFERRED_UNTIL } from "../../domain/webhooks/outbox/filter_deferrals.ts";
 import { companions, taskList } from "../../jobs/index.ts";
 import { startWorker, stopWorker } from "../../domain/infra/worker.ts";
 import { type Company, eventually, newCompany, setup } from "../support/helpers.ts";
@@ -123,6 +124,28 @@ Deno.test("batches: arrays signed once, a unit across retries, in order, one req
       assert.deepEqual(sent, [40, 41, 42, 43, 44, 45, 46, 47]);
       assert.equal(rx.maxInFlight("/seq"), 1);
     });
+
+    await t.step(
+      "a record waiting for its filter's verdict holds a sequential endpoint's batch behind it",
+      async () => {
+        const company = await newCompany(ctx);
+        const { id } = await createEndpoint(company, `${rx.url}/deferred`, {
+          batch: { max_events: 5, max_wait_ms: 200 },
+          delivery_mode: "sequential",
+        });
+        await emitMany(company, 90, 2);
+        // the second as a filter deferral leaves it (filter_deferrals.ts), before the partial batch's wait ends
+        const [, second] = await records(company, id);
+        await ctx.sql`update webhook_deliveries set next_attempt_at = ${DEFERRED_UNTIL} where id = ${second.id}`;
+        await eventually("the first alone", () => rx.at("/deferred").length >= 1);
+        assert.deepEqual(seqsOf(rx.at("/deferred")[0]), [90]);
+        // its verdict: due now; the next event wakes the endpoint, and the rest go together, in order
+        await ctx.sql`update webhook_deliveries set next_attempt_at = now() where id = ${second.id}`;
+        await emitMany(company, 92, 1);
+        await eventually("the rest", () => rx.at("/deferred").length >= 2);
+        assert.deepEqual(rx.at("/deferred").slice(1).flatMap(seqsOf), [91, 92]);
+      },
+    );
 
     await t.step("acknowledging one record acknowledges its batch; retrying one retries the batch", async () => {
       const company = await newCompany(ctx);

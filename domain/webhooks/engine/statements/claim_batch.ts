@@ -68,7 +68,8 @@ export async function claimBatch(
       for update of s skip locked`;
     if (!free) return nothing();
     const max = batch.max_events;
-    const waited = tx`ceil(extract(epoch from d.next_attempt_at - now()) * 1000 + ${batch.max_wait_ms})::int`;
+    // float8: a record deferred by its filter is due in 9999 (filter_deferrals.ts), out of an int's range
+    const waited = tx`ceil(extract(epoch from d.next_attempt_at - now()) * 1000 + ${batch.max_wait_ms})::float8`;
     const candidates = endpoint.delivery_mode === "sequential"
       ? await tx<Candidate[]>`
           select d.id, d.batch_id, d.next_attempt_at <= now() and lease_is_free(d.leased_until) as ready,
