@@ -9,6 +9,7 @@ import { MAX_PREVIOUS_SECRETS } from "../../domain/webhooks/endpoints/credential
 import { SIGNATURE_SCHEMES } from "../../domain/webhooks/endpoints/endpoint_row.ts";
 import { MAX_FILTER_LENGTH } from "../../domain/webhooks/outbox/filters.ts";
 import { MAX_RATE_LIMIT, MIN_RATE_LIMIT } from "../../domain/webhooks/endpoints/throttle.ts";
+import { MAX_BATCH_EVENTS, MAX_BATCH_WAIT_MS, MIN_BATCH_EVENTS } from "../../domain/webhooks/endpoints/batch_rules.ts";
 import {
   MAX_CUSTOM_HEADERS,
   MAX_CUSTOM_HEADERS_CHARS,
@@ -166,6 +167,24 @@ const rateLimit = z.number().min(MIN_RATE_LIMIT).max(MAX_RATE_LIMIT).nullable().
     `(0.5: one every two seconds), from ${MIN_RATE_LIMIT} to ${MAX_RATE_LIMIT}. null removes the throttle on ` +
     "update; absent: none on create, unchanged on update. docs/webhooks.md, Throttle",
 });
+/** Batches (domain/webhooks/endpoints/batch_rules.ts holds the same bounds and the rules between settings). */
+const batchShape = z.object({
+  max_events: z.number().int().min(MIN_BATCH_EVENTS).max(MAX_BATCH_EVENTS).openapi({
+    example: 50,
+    description: `At most this many events a request, ${MIN_BATCH_EVENTS} to ${MAX_BATCH_EVENTS}`,
+  }),
+  max_wait_ms: z.number().int().min(0).max(MAX_BATCH_WAIT_MS).openapi({
+    example: 200,
+    description: `A batch goes once its oldest event has waited this long, if not full before; 0 to ` +
+      `${MAX_BATCH_WAIT_MS}`,
+  }),
+}).openapi("WebhookBatch");
+const batch = batchShape.nullable().openapi({
+  description: "Deliver in batches: one request carries a JSON array of up to `max_events` bodies (at most 1 MB), " +
+    "signed once, with `webhook-batch-size`. Not with `wrap_in_notification`, `inject_secret_in_body`, `rate_limit` " +
+    "or a broker url. null removes it on update; absent: none on create, unchanged on update. docs/webhooks.md, " +
+    "Batches",
+});
 const rateLimitAnswer = z.number().nullable().openapi({
   description: "Deliveries per second at most (docs/webhooks.md, Throttle); null: no throttle",
   example: 5,
@@ -188,6 +207,7 @@ const settings = {
   }),
   filter: filter.optional(),
   rate_limit: rateLimit.optional(),
+  batch: batch.optional(),
   client_certificate: clientCertificate.optional(),
   oauth2: oauth2.optional(),
   payload_version: payloadVersion.nullish().openapi({
@@ -345,6 +365,9 @@ export const Endpoint = z.object({
     example: 'data.bank_transaction.currency == "BRL" && double(data.bank_transaction.value) > 1000.0',
   }),
   rate_limit: rateLimitAnswer,
+  batch: batchShape.nullable().openapi({
+    description: "Its events go in batches (docs/webhooks.md, Batches); null: one event a request",
+  }),
   secret: z.string().nullable().openapi({
     description: "64 lowercase hex characters; null for an ed25519 endpoint, which has no shared secret",
   }),
@@ -432,6 +455,11 @@ export const Delivery = z.object({
   type: z.string(),
   status: z.enum(["pending", "succeeded", "failed"]),
   attempts_count: z.number().int().openapi({ description: "Attempts made so far, manual retries included" }),
+  batch_id: z.string().nullable().openapi({
+    description: "The batch that carries it (the `webhook-id` of its requests), kept across its retries; null for a " +
+      "record sent alone or not yet sent. An acknowledge or a retry applies to its whole batch. docs/webhooks.md, " +
+      "Batches",
+  }),
   next_attempt_at: ts.nullable().openapi({
     description: "When the next attempt is due while the record is pending; null once it succeeded or failed, " +
       "while its filter's verdict is deferred, and while it waits behind its sequential endpoint's head (waiting_for)",
@@ -639,6 +667,10 @@ export const EndpointStats = z.object({
     network: outcomeCount("Connection refused or reset, TLS or DNS failure"),
     refused: outcomeCount("The service refused to call the URL (a private address, say)"),
   }).openapi("WebhookEndpointAttemptCounts"),
+  requests: z.object({
+    total: outcomeCount("Requests made since `since`: a batch's request counts once, its events each in `attempts`"),
+    batches: outcomeCount("Of them, the requests that carried a batch (docs/webhooks.md, Batches)"),
+  }).openapi("WebhookEndpointRequestCounts"),
   success_rate: z.number().nullable().openapi({
     description: "succeeded / total, 4 decimals; null without attempts",
     example: 0.9875,

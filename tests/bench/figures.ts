@@ -440,6 +440,22 @@ const DESCRIPTIONS: Record<string, Description> = {
       target: { text: `<= ${rate + 1}`, met: (v: number) => v <= rate + 1 },
     }],
   ])),
+  batches_one_by_one_events_per_s: {
+    meaning: "events/s of a backlog emitted at once to an instant receiver, one event a request (max_concurrency 10)",
+  },
+  batches_of_50_events_per_s: { meaning: "the same backlog to an endpoint with batch max_events 50 (events/s)" },
+  batches_of_50_vs_one_by_one: {
+    meaning: "batches of 50 over one by one, same run",
+    target: atLeast(5, "x"),
+  },
+  batches_latency_one_by_one_p50_ms: { meaning: "10 events/s one by one: emitted to received, p50 (ms)" },
+  batches_latency_one_by_one_p99_ms: { meaning: "the same, p99 (ms)" },
+  batches_latency_200ms_p50_ms: { meaning: "10 events/s with batch max_wait_ms 200: emitted to received, p50 (ms)" },
+  batches_latency_200ms_p99_ms: {
+    meaning: "the same, p99 (ms): the wait a batch adds, and its delivery",
+    target: { text: "<= 250 ms", met: (v: number) => v <= 250 },
+  },
+  batches_latency_added_p99_ms: { meaning: "p99 batched minus p99 one by one (ms)" },
   replay_10k_queue_ms: {
     meaning: "one recover with include_skipped queuing 10,000 events missed while disabled, among 30,000 (ms)",
   },

@@ -82,6 +82,11 @@ const FEATURE_PHASES: { only: string; title?: string; named?: boolean; run: () =
     run: async () => (await import("./payload_versions.ts")).benchPayloadVersions(),
   },
   {
+    only: "batches",
+    title: "Batches: events/s in batches of 50 against one by one, and the latency max_wait_ms adds",
+    run: async () => (await import("./batches.ts")).benchBatches(),
+  },
+  {
     only: "destinations",
     title: "Destinations: deliveries/s to each registered broker beside HTTP, parallel and sequential backlogs",
     named: true, // needs the local brokers running and minutes per transport: alone only when named

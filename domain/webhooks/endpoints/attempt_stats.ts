@@ -70,11 +70,15 @@ export type EndpointTally = {
   anySucceeded: boolean;
   /** `failureReason` of the batch's last failed attempt; null when none failed. */
   lastFailure: string | null;
+  /** Requests that carried batches (docs/webhooks.md, "Batches"), and the records they carried. */
+  batchRequests: number;
+  batchedEvents: number;
 };
 
 type Attempt = {
   endpointId: string;
   result: { ok: boolean; httpStatus: number; responseBody: string; durationMs: number };
+  batch?: { first: boolean };
 };
 
 /**
@@ -84,7 +88,7 @@ type Attempt = {
  */
 export function tallyAttempts(attempts: readonly Attempt[]): EndpointTally[] {
   const byEndpoint = new Map<string, EndpointTally>();
-  for (const { endpointId, result } of attempts) {
+  for (const { endpointId, result, batch } of attempts) {
     let tally = byEndpoint.get(endpointId);
     if (!tally) {
       tally = {
@@ -93,6 +97,8 @@ export function tallyAttempts(attempts: readonly Attempt[]): EndpointTally[] {
         durations: new Array(DURATION_BUCKETS).fill(0),
         anySucceeded: false,
         lastFailure: null,
+        batchRequests: 0,
+        batchedEvents: 0,
       };
       byEndpoint.set(endpointId, tally);
     }
@@ -100,6 +106,10 @@ export function tallyAttempts(attempts: readonly Attempt[]): EndpointTally[] {
     tally.durations[durationBucket(Math.round(result.durationMs))]++;
     tally.anySucceeded ||= result.ok;
     tally.lastFailure = failureReason(result) ?? tally.lastFailure;
+    if (batch) {
+      tally.batchedEvents++;
+      if (batch.first) tally.batchRequests++;
+    }
   }
   return [...byEndpoint.values()].sort((a, b) =>
     a.endpointId < b.endpointId ? -1 : a.endpointId > b.endpointId ? 1 : 0

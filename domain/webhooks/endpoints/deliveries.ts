@@ -26,6 +26,8 @@ type DeliveryRow = {
   attempts: number;
   next_attempt_at: Date | null;
   last_error: string | null;
+  /** The batch that carries it (docs/webhooks.md, "Batches"); null when sent alone. */
+  batch_id: string | null;
   payload: Record<string, unknown>;
   event_created_at: Date;
   inserted_at: Date;
@@ -56,6 +58,7 @@ export function presentDelivery(d: DeliveryRow, attempts?: AttemptRow[]) {
     type: d.type,
     status: d.status,
     attempts_count: d.attempts,
+    batch_id: d.batch_id ?? null,
     // a deferred record waits for its filter's verdict, and a record queued behind its sequential endpoint's head for
     // that head, not for a time of their own (docs/webhooks.md, "Delivery modes and ordering")
     next_attempt_at: isDeferred(d.next_attempt_at) || d.head ? null : isoUtcOrNull(d.next_attempt_at),
@@ -192,7 +195,7 @@ type RecordRow = Omit<DeliveryRow, "payload" | "event_created_at">;
 
 const recordColumns = (sql: SqlOrTransaction) =>
   sql`d.id, d.event_id, d.endpoint_id, d.company_id, d.type, d.status, d.attempts, d.next_attempt_at, d.last_error,
-    d.inserted_at`;
+    d.batch_id, d.inserted_at`;
 
 /**
  * The records with their events' data, in their order. The events are read by a statement of their own rather than
@@ -237,6 +240,10 @@ export async function acknowledgeDelivery(sql: Sql, companyId: string, id: strin
       where company_id = ${companyId} and id = ${id}
       returning id, endpoint_id`;
     if (!row) throw notFound();
+    // a batch is a unit: its other records are acknowledged with it (docs/webhooks.md, "Batches")
+    await tx`
+      update webhook_deliveries set status = 'succeeded', next_attempt_at = null, updated_at = now()
+      where company_id = ${companyId} and id = any(${batchMates(tx, companyId, id)}) and id <> ${id}`;
     await wakeEndpoints(tx, [row.endpoint_id]);
     return { id: row.id, status: "succeeded" as const };
   });
@@ -264,6 +271,16 @@ async function requeue(
   return count;
 }
 
+/**
+ * The records of the batch that carries record `id` (webhook_batches, sql/0049), as an array expression; empty for a
+ * record sent alone. By the batch's primary key: the records' `batch_id` has no index.
+ */
+function batchMates(tx: SqlOrTransaction, companyId: string, id: string) {
+  return tx`coalesce((select b.delivery_ids from webhook_batches b
+    where b.company_id = ${companyId} and b.id = (select d.batch_id from webhook_deliveries d
+      where d.company_id = ${companyId} and d.id = ${id})), '{}'::uuid[])`;
+}
+
 /** A disabled endpoint receives nothing more: saying a retry was enqueued would be a promise not kept. */
 function refuseDisabled(endpointStatus: string) {
   if (endpointStatus !== "active") throw unprocessable("endpoint is disabled");
@@ -280,7 +297,12 @@ export async function retryDelivery(sql: Sql, companyId: string, id: string) {
     if (!row) throw notFound();
     if (row.status === "succeeded") throw unprocessable("event already succeeded");
     refuseDisabled(row.endpoint_status);
-    await requeue(tx, companyId, row.endpoint_id, [id]);
+    // a batch is retried whole, as it was sent (docs/webhooks.md, "Batches"); its records not succeeded
+    const [mates] = await tx<{ ids: string[] }[]>`
+      select coalesce(array_agg(d.id), '{}') as ids from webhook_deliveries d
+      where d.company_id = ${companyId} and d.id = any(${batchMates(tx, companyId, id)}) and d.id <> ${id}
+        and d.status <> 'succeeded'`;
+    await requeue(tx, companyId, row.endpoint_id, [id, ...mates.ids]);
   });
 }
 

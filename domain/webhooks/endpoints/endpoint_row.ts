@@ -25,6 +25,9 @@ export type StoredPreviousSigningKey = { secret_key: string; public_key: string;
 
 export type DisabledReason = "manual" | "gone" | "failing";
 
+/** An endpoint's `batch` setting as stored (sql/0049, docs/webhooks.md "Batches"). */
+export type BatchSetting = { max_events: number; max_wait_ms: number };
+
 /** How the client authenticates at the token URL (RFC 6749 §2.3.1; the names are RFC 8414's). */
 export const OAUTH2_CLIENT_AUTH = ["client_secret_basic", "client_secret_post"] as const;
 
@@ -93,6 +96,8 @@ export type EndpointRow = {
   destination?: Record<string, string | number> | null;
   /** The broker's credentials as sealed JSON (domain/webhooks/endpoints/brokers.ts); null without. */
   sealed_broker_credentials?: string | null;
+  /** Its events go in batches of at most `max_events` (docs/webhooks.md, "Batches"); null or absent: one by one. */
+  batch?: BatchSetting | null;
 };
 
 /**

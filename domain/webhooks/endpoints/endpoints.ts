@@ -15,7 +15,8 @@ import { emitEndpointDisabled } from "../outbox/operational.ts";
 import { checkFilter } from "../outbox/filters.ts";
 import { checkNewEndpointFilter, checkUpdatedEndpointFilter } from "./typed_filter.ts";
 import { newCredential, newCredentialSet, openSecrets, previousPublicKeys, retiringCurrent } from "./credentials.ts";
-import { disabling, type EndpointRow, type SignatureScheme } from "./endpoint_row.ts";
+import { type BatchSetting, disabling, type EndpointRow, type SignatureScheme } from "./endpoint_row.ts";
+import { checkBatch, storedBatch } from "./batch_rules.ts";
 import { checkRateLimit, fitThrottle } from "./throttle.ts";
 import {
   checkCustomHeaders,
@@ -64,6 +65,8 @@ export type EndpointSettings = {
   oauth2?: OAuth2Input | null;
   /** The payload version to pin (payload_versions.ts); `null` unpins (the first version), absent leaves it. */
   payload_version?: string | null;
+  /** Deliver in batches (batch_rules.ts); `null` removes it on update, absent leaves it. */
+  batch?: BatchSetting | null;
 };
 /** Where a broker endpoint publishes and with which credentials (brokers.ts); absent leaves them on update. */
 type BrokerSettings = { destination?: unknown; broker_credentials?: unknown };
@@ -99,6 +102,7 @@ export async function presentEndpoint(box: SecretBox, e: EndpointRow) {
     event_mapping: e.event_mapping,
     filter: e.filter,
     rate_limit: e.rate_limit ?? null,
+    batch: storedBatch(e.batch),
     secret,
     previous_secret: previous[0]?.secret ?? null,
     previous_secret_expires_at: isoUtcOrNull(previous[0]?.expiresAt ?? null),
@@ -266,6 +270,14 @@ export async function createEndpoint(
   opts: { allowPrivateUrls: boolean; quota: EndpointQuota; box: SecretBox },
 ): Promise<EndpointRow> {
   validateEndpointInput(input, { ...opts, creating: true });
+  const batchErrors = new ErrorBag();
+  checkBatch(batchErrors, input.batch, {
+    transport: transportOfUrl(input.url) ?? "http",
+    wrap_in_notification: input.wrap_in_notification ?? false,
+    inject_secret_in_body: input.inject_secret_in_body ?? false,
+    rate_limit: input.rate_limit ?? null,
+  });
+  batchErrors.throwIfAny(422);
   checkNewEndpointFilter(input);
   const id = newId();
   const destination = destinationColumn(input.url, input.destination);
@@ -297,9 +309,11 @@ export async function createEndpoint(
         ${oauth2 ? tx.json(oauth2) : null},
         ${input.payload_version ?? null}
       ) returning *`;
+    // a statement of its own, as rate_limit's: the create statement stays as it was
+    const made = input.batch ? await setBatch(tx, id, input.batch) : row;
     await fitSlots(tx, [id]);
     if (input.rate_limit != null) return await setRateLimit(tx, id, input.rate_limit);
-    return row;
+    return made;
   });
 }
 
@@ -358,6 +372,7 @@ export async function updateEndpoint(
     const { set: schemeSet } = await schemeSwitch(tx, companyId, id, input, opts.box);
     const { set: oauth2Set } = await oauth2Change(tx, companyId, id, input, opts.box);
     const switching = tx`${schemeSet}${oauth2Set}${broker.set}`;
+    await checkBatchAfterUpdate(tx, companyId, id, input);
     const { set: headers } = await customHeadersSet(tx, opts.box, companyId, id, input);
     // absent leaves the client certificate as it is; null removes it (docs/webhooks.md, "Client certificates (mTLS)")
     const client = input.client_certificate === undefined
@@ -378,10 +393,42 @@ export async function updateEndpoint(
           update webhook_endpoints set event_mapping = ${mapping}${switching}${headers}${client}, updated_at = now()
           where company_id = ${companyId} and id = ${id} returning *`;
     if (!row) throw notFound();
+    // the slots move with it (2,000,000 on for a batched endpoint: sql/0049), by fitSlots below
+    const batched = input.batch !== undefined ? await setBatch(tx, id, input.batch) : row;
     await fitSlots(tx, [id]);
     if (input.rate_limit !== undefined) return await setRateLimit(tx, id, input.rate_limit);
-    return row;
+    return batched;
   });
+}
+
+/** Sets (or with null removes) the endpoint's `batch` (docs/webhooks.md, "Batches"); its slots follow by fitSlots. */
+async function setBatch(tx: SqlOrTransaction, id: string, batch: BatchSetting | null): Promise<EndpointRow> {
+  const stored = storedBatch(batch);
+  const [row] = await tx<EndpointRow[]>`
+    update webhook_endpoints set batch = ${stored ? tx.json(stored) : null} where id = ${id} returning *`;
+  return row;
+}
+
+/**
+ * The batch rules (batch_rules.ts) on the values the endpoint will have after the update: a batch given, or one kept
+ * while a setting it cannot go with is turned on. 404 is left to the update itself.
+ */
+async function checkBatchAfterUpdate(tx: SqlOrTransaction, companyId: string, id: string, input: EndpointUpdateInput) {
+  const [current] = await tx<
+    Pick<EndpointRow, "transport" | "wrap_in_notification" | "inject_secret_in_body" | "rate_limit" | "batch">[]
+  >`
+    select transport, wrap_in_notification, inject_secret_in_body, rate_limit, batch from webhook_endpoints
+    where company_id = ${companyId} and id = ${id}`;
+  if (!current) return;
+  const batch = input.batch !== undefined ? input.batch : current.batch;
+  const errors = new ErrorBag();
+  checkBatch(errors, batch, {
+    transport: (input.url ? transportOfUrl(input.url) : null) ?? current.transport ?? "http",
+    wrap_in_notification: input.wrap_in_notification ?? current.wrap_in_notification,
+    inject_secret_in_body: input.inject_secret_in_body ?? current.inject_secret_in_body,
+    rate_limit: input.rate_limit !== undefined ? input.rate_limit : current.rate_limit ?? null,
+  });
+  errors.throwIfAny(422);
 }
 
 /**

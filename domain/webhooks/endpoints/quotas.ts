@@ -61,22 +61,26 @@ export async function checkEndpointQuota(
 
 /**
  * Slot rows follow the endpoints: max_concurrency of them for an active endpoint, none for a disabled one, numbered
- * from its transport's first slot (0 for http, 1,000,000 for a broker: `endpoint_first_slot` in sql/0047, which the
- * previous release never leases). Rows a lowered max_concurrency or a disable leaves over are deleted unless a
- * delivery holds them (its lease ends on its own; the claim never takes a slot past the limit).
+ * from its slot base (0 for http, 1,000,000 for a broker, 2,000,000 for a batched endpoint: `endpoint_slot_base` in
+ * sql/0049, whose slots the previous release never leases). Rows a lowered max_concurrency or a disable leaves over
+ * are deleted unless a delivery holds them (its lease ends on its own; the claim never takes a slot past the limit).
+ * Rows of another base (`batch` set or removed) are deleted even while held: the previous release would lease such a
+ * row of a batched endpoint once its lease ran out. The attempt holding one still records; it hands nothing over
+ * (record.ts), so the endpoint may have that attempt in flight beside the new range's for its duration.
  */
 export async function fitSlots(tx: SqlOrTransaction, endpointIds: string[]) {
   if (endpointIds.length === 0) return;
   await tx`
     insert into webhook_slots (endpoint_id, slot)
-    select e.id, endpoint_first_slot(e.transport) + s
+    select e.id, endpoint_slot_base(e.transport, e.batch) + s
     from webhook_endpoints e cross join generate_series(0, e.max_concurrency - 1) s
     where e.id = any(${endpointIds}::uuid[]) and e.status = 'active'
     on conflict do nothing`;
   await tx`
     delete from webhook_slots s using webhook_endpoints e
     where e.id = s.endpoint_id and e.id = any(${endpointIds}::uuid[])
-      and (s.slot < endpoint_first_slot(e.transport)
-        or s.slot >= endpoint_first_slot(e.transport) + case when e.status = 'active' then e.max_concurrency else 0 end)
-      and (s.leased_until is null or s.leased_until < now())`;
+      and (s.slot < endpoint_slot_base(e.transport, e.batch) or s.slot >= endpoint_slot_base(e.transport, e.batch)
+        + 1000000 or (s.slot >= endpoint_slot_base(e.transport, e.batch)
+          + case when e.status = 'active' then e.max_concurrency else 0 end
+        and (s.leased_until is null or s.leased_until < now())))`;
 }

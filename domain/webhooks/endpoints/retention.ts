@@ -76,6 +76,13 @@ export async function pruneHistory(
                order by bucket limit ${batch})`,
         batch,
       );
+      // a batch's list of records goes with them (docs/webhooks.md, "Batches")
+      await inBatches(
+        () =>
+          conn`delete from webhook_batches where id in (
+               select id from webhook_batches where inserted_at < ${cutoff} order by inserted_at limit ${batch})`,
+        batch,
+      );
       // a disabled period that ended before the cutoff holds nothing a replay could still send (replay.ts)
       await conn`delete from webhook_endpoint_disabled_periods where disabled_until < ${cutoff}`;
       for (const table of LOGS) {

@@ -16,12 +16,15 @@ export const DEFAULT_STATS_HOURS = 24;
 export const ROLL_UP_AFTER_HOURS = 24;
 
 /** The counted columns of a minute or hour row, named by code (attempt_stats.ts), never by input. */
-const COUNTED = [...OUTCOMES, ...DURATION_COLUMNS];
+const COUNTED = [...OUTCOMES, ...DURATION_COLUMNS, "batch_requests", "batched_events"];
 
 export type EndpointStats = {
   endpoint_id: string;
   since: string;
+  /** Attempts per event: a batch's request counts once for every record it carried. */
   attempts: { total: number; failed: number } & Record<Outcome, number>;
+  /** Requests made: `total` (a batch's counting once), of which `batches` carried batches (docs/webhooks.md, "Batches"). */
+  requests: { total: number; batches: number };
   success_rate: number | null;
   duration_ms: { p50: number | null; p95: number | null };
   last_success_at: string | null;
@@ -29,6 +32,8 @@ export type EndpointStats = {
 };
 
 type StatsRow = Record<Outcome, string> & {
+  batch_requests: string;
+  batched_events: string;
   durations: string[];
   last_success_at: Date | null;
   last_failure_at: Date | null;
@@ -82,7 +87,8 @@ export async function endpointStats(
       select coalesce(sum(s.succeeded), 0) as succeeded, coalesce(sum(s.http_3xx), 0) as http_3xx,
         coalesce(sum(s.http_4xx), 0) as http_4xx, coalesce(sum(s.http_5xx), 0) as http_5xx,
         coalesce(sum(s.timeout), 0) as timeout, coalesce(sum(s.network), 0) as network,
-        coalesce(sum(s.refused), 0) as refused, array[${histogram}]::text[] as durations
+        coalesce(sum(s.refused), 0) as refused, array[${histogram}]::text[] as durations,
+        coalesce(sum(s.batch_requests), 0) as batch_requests, coalesce(sum(s.batched_events), 0) as batched_events
       from (
         select ${counted} from webhook_endpoint_stats s
         where ${ofEndpoint} and s.bucket >= ${fromText}::text::timestamptz
@@ -108,6 +114,10 @@ function presentStats(endpointId: string, from: Date, row: StatsRow): EndpointSt
     endpoint_id: endpointId,
     since: isoUtc(from),
     attempts: { total, failed: total - counts.succeeded, ...counts },
+    requests: {
+      total: total - Number(row.batched_events) + Number(row.batch_requests),
+      batches: Number(row.batch_requests),
+    },
     success_rate: total === 0 ? null : Math.round((counts.succeeded / total) * 10_000) / 10_000,
     duration_ms: { p50: durationQuantile(histogram, 0.5), p95: durationQuantile(histogram, 0.95) },
     last_success_at: isoUtcOrNull(row.last_success_at),

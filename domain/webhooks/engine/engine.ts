@@ -73,6 +73,8 @@ export class Drainers {
   /** The lease statements (claim, record, release) whose answer has not come yet. */
   readonly #unanswered = new Set<Promise<unknown>>();
   #releasing: Promise<void> = Promise.resolve();
+  /** Batched endpoints to wake when their partial batch has waited long enough (`#wakeIn`), by id. */
+  readonly #batchWakes = new Map<string, { at: number; timer: ReturnType<typeof setTimeout> }>();
 
   constructor(private readonly sql: Sql, private readonly opts: DrainersOptions) {}
 
@@ -92,6 +94,8 @@ export class Drainers {
     this.#stopping.abort();
     this.#queue.close();
     if (this.#timer) clearTimeout(this.#timer);
+    for (const { timer } of this.#batchWakes.values()) clearTimeout(timer);
+    this.#batchWakes.clear();
     this.#timerAt = -Infinity; // arms nothing more
     const grace = setTimeout(() => this.#abort.abort(), this.opts.graceMs ?? 5_000);
     await Promise.all(this.#runs);
@@ -137,6 +141,23 @@ export class Drainers {
     return this.#releasing;
   }
 
+  /**
+   * Wakes `endpointId` in `ms` (a partial batch's oldest record will have waited its `max_wait_ms` then:
+   * claim_batch.ts), once: an earlier wake-up already set for it stands. Should this process stop or die first, the
+   * records are due, and the look for due records of another process's start or sweep wakes the endpoint.
+   */
+  #wakeIn(endpointId: string, ms: number): void {
+    const at = Date.now() + ms;
+    const set = this.#batchWakes.get(endpointId);
+    if (set && set.at <= at) return;
+    if (set) clearTimeout(set.timer);
+    const timer = setTimeout(() => {
+      this.#batchWakes.delete(endpointId);
+      if (!this.#stopping.signal.aborted) this.#queue.wake(endpointId);
+    }, Math.max(1, ms));
+    this.#batchWakes.set(endpointId, { at, timer });
+  }
+
   /** A record recorded by this process comes due again at `at`: the timer wakes its endpoint then (or sooner). */
   dueAt(at: Date | null): void {
     if (at) this.#arm(at.getTime() - Date.now());
@@ -154,6 +175,7 @@ export class Drainers {
           // past its budget a run goes on until an endpoint with fewer runs waits (wake_queue.ts)
           othersWaiting: () => yielded ||= this.#queue.yieldTurn(id),
           throttledFor: (ms) => this.dueAt(new Date(Date.now() + ms)),
+          batchDueIn: (ms) => this.#wakeIn(id, ms),
         });
       } catch (err) {
         // What it held went back (`drainEndpoint`); the recovery sweep wakes the endpoint again.
@@ -172,14 +194,18 @@ export class Drainers {
    * came, and each record it hands a run is in `#held` until the run recorded or released it.
    */
   #tracked(steps: DrainSteps): DrainSteps {
+    // a batch holds every record it carries (docs/webhooks.md, "Batches")
+    const idsOf = (delivery: ClaimedDelivery) => delivery.batch?.records.map((r) => r.id) ?? [delivery.id];
     const hold = (claim: Claim | null) => {
-      if (claim?.delivery) this.#held.set(claim.delivery.id, (this.#held.get(claim.delivery.id) ?? 0) + 1);
+      for (const id of claim?.delivery ? idsOf(claim.delivery) : []) this.#held.set(id, (this.#held.get(id) ?? 0) + 1);
       return claim;
     };
     const drop = (delivery: ClaimedDelivery) => {
-      const n = (this.#held.get(delivery.id) ?? 0) - 1;
-      if (n > 0) this.#held.set(delivery.id, n);
-      else this.#held.delete(delivery.id);
+      for (const id of idsOf(delivery)) {
+        const n = (this.#held.get(id) ?? 0) - 1;
+        if (n > 0) this.#held.set(id, n);
+        else this.#held.delete(id);
+      }
     };
     const unanswered = <T>(statement: Promise<T>): Promise<T> => {
       this.#unanswered.add(statement);
@@ -336,6 +362,8 @@ export async function drainEndpoint(
     othersWaiting?: () => boolean;
     /** The endpoint's throttle holds its next record this many ms: wake it then (the retry timer). */
     throttledFor?: (ms: number) => void;
+    /** A batched endpoint's partial batch goes in this many ms (claim_batch.ts): wake it then. */
+    batchDueIn?: (ms: number) => void;
   },
 ): Promise<DrainEnd> {
   const { budget, now, signal, othersWaiting = () => true } = opts;
@@ -349,6 +377,11 @@ export async function drainEndpoint(
       return "inactive";
     }
     if (!delivery) {
+      if (claim.batchWaitMs != null) {
+        // the run ends rather than wait: the batch may fill meanwhile, and its wake-up claims it then
+        opts.batchDueIn?.(claim.batchWaitMs);
+        return "idle";
+      }
       const waitMs = claim.throttleWaitMs;
       if (waitMs == null) return "idle";
       // past its budget a throttled run gives its drainer back rather than wait, as any run does

@@ -133,12 +133,14 @@ function mergeCarried(a: Carried | undefined, b: Carried): Carried {
  */
 async function writeBatch(
   sql: Sql,
-  items: Submitted[],
+  submitted: Submitted[],
   opts: RecorderOptions,
   carried: Map<string, Carried>,
 ): Promise<Recorded[]> {
   let tries = 0;
-  const verdicts = verdictsOf(items, opts, carried);
+  // one verdict per request, a batch's included (its failure is one in a row); one item per record
+  const verdicts = verdictsOf(submitted, opts, carried);
+  const { items, origins } = perRecord(submitted);
   const until = Date.now() + LEASE_SLACK_MS * 0.8;
   // A batch that may disable an endpoint or exhaust a record is written in a transaction with the operational events
   // it causes (operational.ts); any other batch, successes and most failures alike, stays one statement.
@@ -166,7 +168,50 @@ async function writeBatch(
   }
   const later = transitionsOf(items, rows);
   if (!inTransaction && later) await announceInOwnTransaction(sql, later, until);
-  return await toRecorded(sql, items.length, rows, until);
+  // each request answers by its first record's row: a batch's records all got its outcome
+  return await toRecorded(
+    sql,
+    submitted.length,
+    rows.filter((r) => origins[r.idx].first).map((r) => ({
+      ...r,
+      idx: origins[r.idx].submitted,
+    })),
+    until,
+  );
+}
+
+/**
+ * A batch's request as one item per record (docs/webhooks.md, "Batches"): each record gets the attempt's result,
+ * under an attempt id of its own, leased with the batch's token and slot. `origins` says which request each item
+ * came from, and whether it is its first.
+ */
+function perRecord(submitted: Submitted[]): {
+  items: Submitted[];
+  origins: { submitted: number; first: boolean }[];
+} {
+  if (!submitted.some((s) => s.delivery.batch)) {
+    return { items: submitted, origins: submitted.map((_, i) => ({ submitted: i, first: true })) };
+  }
+  const items: Submitted[] = [];
+  const origins: { submitted: number; first: boolean }[] = [];
+  submitted.forEach((item, i) => {
+    const batch = item.delivery.batch;
+    if (!batch) {
+      items.push(item);
+      origins.push({ submitted: i, first: true });
+      return;
+    }
+    batch.records.forEach((record, k) => {
+      items.push({
+        ...item,
+        delivery: { ...item.delivery, ...record, batch: undefined },
+        attemptId: k === 0 ? item.attemptId : newId(),
+        batch: { id: batch.id, first: k === 0 },
+      });
+      origins.push({ submitted: i, first: k === 0 });
+    });
+  });
+  return { items, origins };
 }
 
 /**

@@ -146,7 +146,37 @@ export async function sendDelivery(
 ): Promise<SendResult> {
   // each control is opened only for an endpoint that has it, as OAuth2 is below
   const client = endpoint.client_certificate ? await openClientCredential(box, endpoint) : null;
-  const signed = await signedDelivery(box, endpoint, delivery, client);
+  return await postSigned(box, endpoint, delivery, await signedDelivery(box, endpoint, delivery, client), client, opts);
+}
+
+/**
+ * A batch's request (docs/webhooks.md, "Batches"): the bodies of its records as `sendDelivery` renders them one by
+ * one, in one JSON array (`batchBody`, batches.ts), signed once under both schemes with the batch's id as
+ * `webhook-id`, and `webhook-batch-size` saying how many it carries. The same POST, OAuth2 token, client certificate,
+ * custom headers and answer clearing as a single delivery.
+ */
+export async function sendBatch(
+  box: SecretBox,
+  endpoint: EndpointRow,
+  batch: { id: string; body: string; size: number; first: DeliveryToSend },
+  opts: SendOptions,
+): Promise<SendResult> {
+  const client = endpoint.client_certificate ? await openClientCredential(box, endpoint) : null;
+  const { secret, previous } = await openSecrets(box, endpoint);
+  const signed = await signedBody(box, endpoint, batch.id, batch.body, secret, previous, client);
+  signed.headers["webhook-batch-size"] = String(batch.size);
+  return await postSigned(box, endpoint, { ...batch.first, id: batch.id }, signed, client, opts);
+}
+
+/** The POST of a signed body, with the endpoint's bearer token when it has OAuth2, in a span of its own. */
+async function postSigned(
+  box: SecretBox,
+  endpoint: EndpointRow,
+  delivery: DeliveryToSend,
+  signed: SignedDelivery,
+  client: ClientCredential | null,
+  opts: SendOptions,
+): Promise<SendResult> {
   const { body, headers } = signed;
   // a span of its own, continuing the trace of the request that emitted the event (docs/webhooks.md, "Tracing")
   // the client certificate goes to the receiver only, never to the token URL (docs/webhooks.md, mTLS and OAuth2)
@@ -181,12 +211,25 @@ export async function signedDelivery(
   client: ClientCredential | null = null,
 ): Promise<SignedDelivery> {
   const { secret, previous } = await openSecrets(box, endpoint);
-  const signingKeys = await openSigningKeys(box, endpoint);
   // an ed25519 endpoint cannot inject a secret (checkSchemeSettings): its body never reads this one
   const body = renderBody({ ...endpoint, secret: secret ?? "" }, delivery);
+  return await signedBody(box, endpoint, delivery.id, body, secret, previous, client);
+}
+
+/** A body signed for its endpoint under `id` (a record's, or a batch's), with the custom headers before the signatures. */
+async function signedBody(
+  box: SecretBox,
+  endpoint: EndpointRow,
+  id: string,
+  body: string,
+  secret: string | null,
+  previous: { secret: string }[],
+  client: ClientCredential | null,
+): Promise<SignedDelivery> {
+  const signingKeys = await openSigningKeys(box, endpoint);
   const secrets = [...(secret === null ? [] : [secret]), ...previous.map((p) => p.secret)];
   const timestamp = Math.floor(Date.now() / 1000);
-  const standard = standardWebhookHeaders(delivery.id, timestamp, body, secrets, {
+  const standard = standardWebhookHeaders(id, timestamp, body, secrets, {
     signingKeys,
     asymmetricFirst: endpoint.signature_scheme === "ed25519",
   });

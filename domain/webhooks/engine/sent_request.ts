@@ -21,7 +21,15 @@ export async function sentRequest(
   sql: SqlOrTransaction,
   box: SecretBox,
   companyId: string,
-  delivery: { id: string; type: string; endpoint_id: string; payload: Record<string, unknown>; inserted_at: Date },
+  delivery: {
+    id: string;
+    type: string;
+    endpoint_id: string;
+    payload: Record<string, unknown>;
+    inserted_at: Date;
+    /** The batch that carries it (docs/webhooks.md, "Batches"): its requests' `webhook-id`. */
+    batch_id?: string | null;
+  },
 ): Promise<{ body: string; headers: Record<string, string> } | undefined> {
   const [endpoint] = await sql<EndpointRow[]>`
     select * from webhook_endpoints where company_id = ${companyId} and id = ${delivery.endpoint_id}`;
@@ -46,7 +54,8 @@ export async function sentRequest(
       "content-type": "application/json",
       "user-agent": USER_AGENT,
       ...(hmac ? { "service-signature": MADE_PER_ATTEMPT } : {}),
-      "webhook-id": delivery.id,
+      // a batch's request is signed under the batch's id; the record's body is its element of the array
+      "webhook-id": delivery.batch_id ?? delivery.id,
       "webhook-timestamp": MADE_PER_ATTEMPT,
       "webhook-signature": MADE_PER_ATTEMPT,
       ...(endpoint.oauth2 ? { authorization: "Bearer [token]" } : {}),

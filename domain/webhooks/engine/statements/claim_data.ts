@@ -24,6 +24,21 @@ export type ClaimedDelivery = {
    * is the last, so whether its failure may exhaust the record (`delivery.exhausted`). Absent: unknown.
    */
   scheduleAttempts?: number;
+  /**
+   * A batch (docs/webhooks.md, "Batches"): the records it carries, in event order, the first being the one above;
+   * every one leased with `token` and the slot. Absent for a record sent alone.
+   */
+  batch?: { id: string; records: BatchedRecord[]; /** Formed by this claim: its first attempt. */ fresh?: boolean };
+};
+
+/** One record of a batch, with its event's data. */
+export type BatchedRecord = {
+  id: string;
+  type: string;
+  data: Record<string, unknown>;
+  traceparent?: string | null;
+  occurredAt?: Date | null;
+  scheduleAttempts?: number;
 };
 
 /** The endpoint as a claim saw it, and the record leased (null when nothing may start now). */
@@ -35,6 +50,11 @@ export type Claim = {
    * for it (docs/webhooks.md, "Throttle"); null or absent otherwise.
    */
   throttleWaitMs?: number | null;
+  /**
+   * With no record leased: in how many milliseconds a batched endpoint's partial batch will have waited its
+   * `max_wait_ms` (claim_batch.ts); null or absent otherwise.
+   */
+  batchWaitMs?: number | null;
 };
 
 /**

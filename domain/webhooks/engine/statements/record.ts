@@ -26,6 +26,11 @@ export type RecordItem = {
   plan: number[];
   /** Seconds every record of the endpoint waits (a 429 with Retry-After: `endpointHoldSeconds`); null: none. */
   holdSeconds?: number | null;
+  /**
+   * The record went in a batch's request (docs/webhooks.md, "Batches"): one item per record, every one with the
+   * request's result; `first` on one of them, so the request counts once in the health aggregate.
+   */
+  batch?: { id: string; first: boolean };
 };
 
 /**
@@ -199,6 +204,8 @@ export async function recordAttempts(
       where attempt.slot < endpoint_first_slot(endpoint.transport)
           + endpoint_slot_limit(endpoint.status, endpoint.delivery_mode, endpoint.max_concurrency)
         and attempt.endpoint_id not in (select id from endpoints_disabled)
+        -- a batched endpoint's slot carries batches, which its own claim forms (claim_batch.ts)
+        and endpoint.batch is null
         -- an endpoint told to wait by this batch hands over nothing: its hold is not in this statement's snapshot
         and attempt.endpoint_id not in (select endpoint_id from batch where hold_seconds is not null)
     ), ${fillSlots(sql, until, lease.owner)}, slots_handed_over as (
@@ -228,7 +235,13 @@ export const STATS_SHARDS = 4;
 let nextShard = Math.floor(Math.random() * STATS_SHARDS);
 
 /** What of an attempt of the batch the aggregate needs. */
-type Recorded = { endpointId: string; delivery: { id: string }; attemptId: string; result: SendResult };
+type Recorded = {
+  endpointId: string;
+  delivery: { id: string };
+  attemptId: string;
+  result: SendResult;
+  batch?: { id: string; first: boolean };
+};
 
 /**
  * The CTEs by which the record statement keeps the endpoints' health aggregate (sql/0027,
@@ -259,6 +272,16 @@ export function recordStats(
   const buckets = sql.unsafe(DURATION_COLUMNS.join(", "));
   const fromArray = sql.unsafe(DURATION_COLUMNS.map((_, k) => `durations[${k + 1}]`).join(", "));
   const added = sql.unsafe(DURATION_COLUMNS.map((c) => `${c} = s.${c} + excluded.${c}`).join(", "));
+  // requests beside events, only when the statement carries a batch's: the one-by-one statement stays as it was
+  const batched = tallies.some((t) => t.batchedEvents > 0);
+  const batchInput = batched
+    ? sql`, ${tallies.map((t) => t.batchRequests)}::int[], ${tallies.map((t) => t.batchedEvents)}::int[]`
+    : sql``;
+  const batchNames = batched ? sql`, batch_requests, batched_events` : sql``;
+  const batchAdded = batched
+    ? sql`, batch_requests = coalesce(s.batch_requests, 0) + excluded.batch_requests,
+        batched_events = coalesce(s.batched_events, 0) + excluded.batched_events`
+    : sql``;
   return sql`, tally as (
       select t.*, t.histogram::int[] as durations, e.company_id from unnest(
         ${tallies.map((t) => t.endpointId)}::uuid[],
@@ -271,16 +294,16 @@ export function recordStats(
         ${count("refused")}::int[],
         ${tallies.map((t) => `{${t.durations.join(",")}}`)}::text[],
         ${tallies.map((t) => String(t.anySucceeded))}::text[]::bool[],
-        ${tallies.map((t) => t.lastFailure)}::text[]
+        ${tallies.map((t) => t.lastFailure)}::text[]${batchInput}
       ) with ordinality as t(endpoint_id, succeeded, http_3xx, http_4xx, http_5xx, timeout, network, refused,
-        histogram, any_succeeded, last_failure, n)
+        histogram, any_succeeded, last_failure${batchNames}, n)
       join webhook_endpoints e on e.id = t.endpoint_id
       ${fresh}
     ), minute_stats as (
       insert into webhook_endpoint_stats as s (endpoint_id, bucket, shard, company_id, succeeded, http_3xx, http_4xx,
-        http_5xx, timeout, network, refused, ${buckets})
+        http_5xx, timeout, network, refused, ${buckets}${batchNames})
       select endpoint_id, date_trunc('minute', now()), ${shard}::smallint, company_id, succeeded, http_3xx, http_4xx, http_5xx, timeout,
-        network, refused, ${fromArray}
+        network, refused, ${fromArray}${batchNames}
       from tally order by n
       on conflict (endpoint_id, bucket, shard) do update set
         succeeded = s.succeeded + excluded.succeeded,
@@ -290,7 +313,7 @@ export function recordStats(
         timeout = s.timeout + excluded.timeout,
         network = s.network + excluded.network,
         refused = s.refused + excluded.refused,
-        ${added}
+        ${added}${batchAdded}
     ), last_outcomes as (
       insert into webhook_endpoint_health as h (endpoint_id, shard, company_id, last_success_at, last_failure_at,
         last_failure_reason)

@@ -24,6 +24,21 @@ export async function releaseClaim(sql: Sql, endpointId: string, delivery: Claim
 }
 
 /**
+ * `releaseClaim` for a batch (docs/webhooks.md, "Batches"): its slot and every record it carries, which keep their
+ * batch for the next claim.
+ */
+export async function releaseBatchClaim(sql: Sql, endpointId: string, delivery: ClaimedDelivery): Promise<void> {
+  const ids = delivery.batch?.records.map((r) => r.id) ?? [delivery.id];
+  await sql`
+    with freed as (
+      update webhook_slots set delivery_id = null, leased_until = null, leased_by = null
+      where endpoint_id = ${endpointId} and slot = ${delivery.slot} and delivery_id = ${delivery.id}
+    )
+    update webhook_deliveries set lease_token = null, leased_until = null, leased_by = null
+    where id = any(${ids}::uuid[]) and lease_token = ${delivery.token}`;
+}
+
+/**
  * Gives back, in one statement, the slots and records this process (`owner`) leased before its worker liveness
  * session opened again and holds no more: those of a claim or a hand-over that committed on a primary which went away
  * before its answer came back (docs/production.md, "Leases whose claim went unanswered"). Without it such a lease
