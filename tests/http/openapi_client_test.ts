@@ -130,6 +130,13 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
   if (!acked.data) throw new Error(\`ack: \${acked.response.status}\`);
   const streamSecret: string = stream.data.data.secret;
 
+  // batches (docs/webhooks.md, "Batches"): up to 10 events a request
+  const batched = await client.POST("/api/v2/notifications/endpoints", {
+    body: { url: "https://example.com/batched", batch: { max_events: 10, max_wait_ms: 500 } },
+  });
+  if (!batched.data) throw new Error(\`batched endpoint: \${JSON.stringify(batched.error)}\`);
+  const batchSize: number | undefined = batched.data.data.batch?.max_events;
+
   const events = await client.GET("/api/v2/notifications/events", {
     params: { query: { per_page: 5, order_by: "asc", status: "pending" } },
   });
@@ -178,6 +185,7 @@ export async function integratorFlow(fetch: (request: Request) => Promise<Respon
     requestId: events.response.headers.get("x-request-id"),
     oauth2: { clientId: oauth2Client, secretShown: JSON.stringify(guarded.data).includes("oauth2-secret") },
     broker: { transport, destination: broker.data.data.destination, credentials: broker.data.data.broker_credentials },
+    batchSize,
     stream: {
       secretLength: streamSecret.length,
       messages: page.data.data.map((m) => m.type),
@@ -284,6 +292,7 @@ Deno.test("a client generated from the document compiles an integrator flow and 
         credentials: { username: "guest", password: "****" },
       });
       // the payin of the flow came before the stream was made: a stream starts with what follows it
+      assert.equal(result.batchSize, 10);
       assert.deepEqual(result.stream, { secretLength: 64, messages: [], hasMore: false, committed: true });
       assert.equal(result.refused.status, 422);
       assert.deepEqual(result.refused.errors, { document_number: ["must have 11 digits"] });

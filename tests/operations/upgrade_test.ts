@@ -317,6 +317,14 @@ async function assertBrokerClean(
   const start = accepted.indexOf(arrivals[0]);
   assert.ok(arrivals.length > 0 && start >= 0, `the broker endpoint got pay-ins (${arrivals.length})`);
   assert.deepEqual(arrivals, accepted.slice(start, start + arrivals.length), "the broker endpoint: in order");
+  return await untriedByThePrevious(db, endpointId);
+}
+
+/**
+ * An endpoint the previous release must never deliver to (a broker's, a batched one's): every record was sent once and
+ * succeeded, or is pending without an attempt; a try by the previous release would be an attempt the record counts.
+ */
+async function untriedByThePrevious(db: string, endpointId: string): Promise<{ published: number; untried: number }> {
   const sql = connect(db, { max: 1 });
   try {
     const records = await sql<{ status: string; attempts: number; n: number }[]>`
@@ -380,6 +388,7 @@ async function handOver(
   const label = (r: Release | null) => r ? "old" : "new";
   const rabbit = await rabbitQueue();
   let brokerEndpoint: string | null = null;
+  let batchedEndpoint: string | null = null;
   let streamReading: { stop: () => Promise<void> } | null = null;
   try {
     const first = [await launch(lb, `${label(from)}-1`, w.db, from), await launch(lb, `${label(from)}-2`, w.db, from)];
@@ -388,6 +397,15 @@ async function handOver(
     // a broker endpoint, made through an instance of this release: at once when it starts the story, else once it joins
     const streamReader = streamConsumer(company, lb);
     streamReading = streamReader;
+    // a batched endpoint on the receiver (docs/webhooks.md, "Batches"), made through this release as the broker's is
+    const batched = async (base: string) => {
+      const made = await createEndpointAt(company, base, `${w.receiver.url}/batched`, {
+        batch: { max_events: 5, max_wait_ms: 200 },
+      });
+      w.secrets.set("/batched", made.secret);
+      return made.id as string;
+    };
+    if (!from) batchedEndpoint = await batched(first[0].service.base);
     if (!from) brokerEndpoint = (await rabbit.endpoint(company, first[0].service.base)).id;
     if (!from) await streamReader.make(first[0].service.base);
     const load = payIns(company, lb, subject);
@@ -399,6 +417,7 @@ async function handOver(
       replacements.push(joining);
       if (n === 0) await hooks.joined?.({ ...joining, db: w.db });
       if (n === 0 && !to) brokerEndpoint ??= (await rabbit.endpoint(company, joining.service.base)).id;
+      if (n === 0 && !to) batchedEndpoint ??= await batched(joining.service.base);
       if (n === 0 && !to) await streamReader.make(joining.service.base);
       await sleep(600);
       await retire(lb, leaving, ended);
@@ -414,6 +433,11 @@ async function handOver(
       await eventually("the broker endpoint to catch up", () => rabbit.arrivals.includes(last), 20_000).catch(() => {});
     }
     const broker = await assertBrokerClean(w.db, brokerEndpoint!, rabbit.arrivals, load.accepted);
+    // the batched endpoint got arrays only: the previous release never sent one of its records alone
+    const batches = w.receiver.at("/batched");
+    assert.ok(batches.length > 0, "the batched endpoint got requests");
+    assert.ok(batches.every((a) => Array.isArray(a.body)), "every request to the batched endpoint was a batch");
+    const batchedRecords = await untriedByThePrevious(w.db, batchedEndpoint!);
     if (!to) {
       const last = load.accepted[load.accepted.length - 1];
       await eventually("the stream's consumer to catch up", () => streamReader.read.includes(last), 20_000)
@@ -434,7 +458,8 @@ async function handOver(
       `${name.replace("_", " ")}: ${load.accepted.length} pay-ins (${
         [...load.byVersion].map(([v, n]) => `${n} by ${v}`).join(", ")
       }) and ${read} reads, none refused or failed; the amqp:// endpoint: ${broker.published} published, ${broker.untried} ` +
-        `pending untried; the stream: ${streamReader.read.length} read`,
+        `pending untried; the batched endpoint: ${batches.length} requests for ${batchedRecords.published} events, ` +
+        `${batchedRecords.untried} pending untried; the stream: ${streamReader.read.length} read`,
     );
     for (const i of replacements) await retire(lb, i, ended);
   } finally {
