@@ -433,6 +433,39 @@ const Endpoints = () => (
             <Field id="endpoint-oauth2-scope" label="OAuth2 scope">
               <input id="endpoint-oauth2-scope" name="oauth2_scope" />
             </Field>
+            {/* batches (docs/webhooks.md, "Batches"): HTTP receivers only; an empty size sends one event a request */}
+            <Field
+              id="endpoint-batch-size"
+              label="Batch size (events a request)"
+              hint="2 to 100; empty: one event a request"
+            >
+              <input
+                id="endpoint-batch-size"
+                name="batch_max_events"
+                type="number"
+                min="2"
+                max="100"
+                step="1"
+                placeholder="none"
+                aria-describedby="endpoint-batch-size-hint"
+              />
+            </Field>
+            <Field
+              id="endpoint-batch-wait"
+              label="Batch wait (ms)"
+              hint="0 to 10000: how long a batch may wait to fill"
+            >
+              <input
+                id="endpoint-batch-wait"
+                name="batch_max_wait_ms"
+                type="number"
+                min="0"
+                max="10000"
+                step="1"
+                placeholder="0"
+                aria-describedby="endpoint-batch-wait-hint"
+              />
+            </Field>
           </div>
           {/* docs/webhooks.md, "Payload versions": the first is what an endpoint that names none gets */}
           <Field id="endpoint-version" label="Payload version" hint="The body shape the receiver was built against">
@@ -612,7 +645,7 @@ const EndpointPage = () => (
       <h3>Deliveries</h3>
       <Table
         caption="This endpoint's deliveries, newest first"
-        columns={["When", "Type", "Status", "Attempts"]}
+        columns={["When", "Type", "Status", "Attempts", "Batch"]}
         body="endpoint-delivery-rows"
         empty="No delivery to this endpoint yet. Send it a test event: its delivery shows here."
       />

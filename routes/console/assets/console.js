@@ -719,6 +719,8 @@ function editEndpoint(e) {
   setEventTypes(e.enabled_events);
   $("endpoint-filter").value = e.filter ?? "";
   $("endpoint-rate").value = e.rate_limit ?? "";
+  $("endpoint-batch-size").value = e.batch?.max_events ?? "";
+  $("endpoint-batch-wait").value = e.batch?.max_wait_ms ?? "";
   $("endpoint-headers").value = headerLines(e.headers);
   // masked as the API shows them: sent back unchanged, they keep the stored values (docs/webhooks.md)
   $("endpoint-secret-headers").value = headerLines(e.secret_headers);
@@ -821,6 +823,11 @@ $("endpoint-form").addEventListener(
       const privateKey = $("endpoint-client-key").value.trim();
       if (certificate || privateKey) body.client_certificate = { certificate, private_key: privateKey };
       else if ($("endpoint-client-remove").checked) body.client_certificate = null;
+      // no size: one event a request (null removes batches on a save; docs/webhooks.md, Batches)
+      const size = $("endpoint-batch-size").value.trim();
+      body.batch = size
+        ? { max_events: Number(size), max_wait_ms: Number($("endpoint-batch-wait").value.trim() || "0") }
+        : null;
     }
     const { data } = id ? await api("PUT", `${ENDPOINTS}/${id}`, body) : await api("POST", ENDPOINTS, body);
     if (!id || body.signature_scheme !== editedScheme) showSecret(data);
@@ -1086,6 +1093,7 @@ async function showDelivery(id, focus = true) {
   if (data.status === "pending" && data.next_attempt_at) facts.push(["Next attempt", nextAt(data.next_attempt_at)]);
   if (data.waiting_for) facts.push(["Waiting for", waitingFor(data.waiting_for)]);
   if (data.filter_deferred) facts.push(["Waiting for", "its endpoint's filter (the company's filter time was spent)"]);
+  if (data.batch_id) facts.push(["Batch", await batchFact(data)]);
   $("delivery-facts").replaceChildren(...facts.flatMap(([k, v]) => [text("dt", k), el("dd", v)]));
   $("delivery-facts").dataset.status = data.status;
   $("delivery-retry").disabled = data.status === "succeeded";
@@ -1124,6 +1132,17 @@ async function showDelivery(id, focus = true) {
     $("delivery").scrollIntoView({ block: "start" });
     $("delivery-title").focus({ preventScroll: true });
   }
+}
+
+/**
+ * A record's batch: its id, and how many events its request carried, counted among its endpoint's last 100 records
+ * (the API has no filter by batch; a batch holds at most 100).
+ */
+async function batchFact(d) {
+  const q = new URLSearchParams({ endpoint_id: d.endpoint_id, per_page: "100" });
+  const { data } = await api("GET", `${EVENTS}?${q}`);
+  const n = Math.max(1, data.filter((x) => x.batch_id === d.batch_id).length);
+  return el("span", text("code", d.batch_id), `: the request carried the batch's ${n} event${n === 1 ? "" : "s"}`);
 }
 
 /** A JSON body indented for reading; any other text as it is. */
@@ -1277,6 +1296,7 @@ async function showEndpoint(id, more = false, focus = false) {
     ...fact("Body", `${e.event_payload_type}${e.wrap_in_notification ? ", wrapped in a notification" : ""}`),
     ...fact("Concurrency", `up to ${e.max_concurrency} at once`),
     ...fact("Rate limit", e.rate_limit ? `at most ${e.rate_limit} per second` : "none"),
+    ...(isBroker(e) ? [] : fact("Batches", batchOf(e))),
     ...(isBroker(e) ? [] : fact("Client certificate", ...clientCertificateOf(e))),
     ...fact("Payload version", text("code", e.payload_version)),
     ...fact("Created", `${utc(e.inserted_at)} UTC`),
@@ -1322,15 +1342,17 @@ async function showEndpoint(id, more = false, focus = false) {
   if (fe?.deferred) notes.push(text("span", deferredNote(fe)));
   $("endpoint-notes").replaceChildren(...notes);
   $("endpoint-notes").hidden = !notes.length;
-  const rows = list.map((d) => {
+  const rows = byBatch(list).map((d) => {
     const tr = document.createElement("tr");
     tr.dataset.id = d.id;
     tr.dataset.status = d.status;
+    if (d.batch_id) tr.dataset.batch = d.batch_id;
     tr.append(
       cell(button(utc(d.inserted_at), run(() => showDelivery(d.id)), "link")),
       text("td", d.type),
       cell(badge(d.status)),
       attemptsOf(d),
+      batchCell(d, list),
     );
     return tr;
   });
@@ -1341,6 +1363,43 @@ async function showEndpoint(id, more = false, focus = false) {
   if (shown?.endpoint_id !== id && $("endpoint-delivery-slot").contains($("delivery"))) $("delivery").hidden = true;
   // keyboard and screen-reader users land on the endpoint they opened
   if (focus) $("endpoint-title").focus({ preventScroll: true });
+}
+/** An endpoint's batch setting as a reader says it (docs/webhooks.md, Batches). */
+const batchOf = (e) =>
+  e.batch
+    ? `up to ${e.batch.max_events} events a request, after at most ${e.batch.max_wait_ms} ms`
+    : "none: one event a request";
+
+/** The records of a page with each batch's together, where its newest record stands (the page stays newest first). */
+function byBatch(list) {
+  const seen = new Set();
+  return list.flatMap((d) => {
+    if (!d.batch_id) return [d];
+    if (seen.has(d.batch_id)) return [];
+    seen.add(d.batch_id);
+    return list.filter((x) => x.batch_id === d.batch_id);
+  });
+}
+
+/**
+ * A record's batch as its short id, which marks (and unmarks) the batch's records on the page: a pressed toggle, so
+ * that a screen reader says which batch is marked.
+ */
+function batchCell(d, list) {
+  if (!d.batch_id) return text("td", "alone", "muted");
+  const n = list.filter((x) => x.batch_id === d.batch_id).length;
+  const b = button(`batch ${d.batch_id.slice(0, 8)}`, () => markBatch(d.batch_id), "link batch-label");
+  b.setAttribute("aria-pressed", "false");
+  b.setAttribute("aria-label", `batch ${d.batch_id.slice(0, 8)}, ${n} on this page: mark its records`);
+  return cell(b);
+}
+function markBatch(id) {
+  const on = !document.querySelector(`#endpoint-delivery-rows tr[data-batch="${id}"].in-batch`);
+  for (const tr of $("endpoint-delivery-rows").rows) {
+    const mine = on && tr.dataset.batch === id;
+    tr.classList.toggle("in-batch", mine);
+    tr.querySelector(".batch-label")?.setAttribute("aria-pressed", String(mine));
+  }
 }
 $("endpoint-next-page").addEventListener("click", run(() => showEndpoint(view.id, true)));
 
