@@ -20,6 +20,7 @@ import {
   type Destination,
   fillType,
   type OutgoingMessage,
+  socketFailure,
   type Transport,
 } from "./transport.ts";
 
@@ -102,17 +103,6 @@ function storedDestination(destination: Record<string, unknown>): Destination {
   };
 }
 
-/** Socket error codes worth naming, in words; anything else shows its code only (a message may hold the address). */
-const SOCKET_ERRORS: Record<string, string> = {
-  ECONNREFUSED: "connection refused",
-  ECONNRESET: "connection reset",
-  ETIMEDOUT: "connection timed out",
-  EHOSTUNREACH: "host unreachable",
-  ENETUNREACH: "network unreachable",
-  EPIPE: "connection broken",
-  ECONNABORTED: "connection aborted",
-};
-
 /**
  * A reason for a failed connection that names no address: amqplib's and the socket's messages often hold the address
  * ("connect ECONNREFUSED 10.0.0.7:5672"), so only codes and known phrases are kept.
@@ -122,12 +112,9 @@ function lostReason(err: unknown): string {
   const message = typeof e?.message === "string" ? e.message : "";
   // amqplib's own connect timeout is an Error without a code
   const code = typeof e?.code === "string" ? e.code : message.match(/^connect (E[A-Z]+)$/)?.[1] ?? "";
-  if (SOCKET_ERRORS[code]) return `${SOCKET_ERRORS[code]} (${code})`;
-  if (/CERT|TLS|SSL/i.test(code) || /certificate|tls|ssl|handshake failure|peer/i.test(message)) {
-    return `TLS handshake failed: the broker's certificate was not accepted${
-      /^[A-Z0-9_]+$/.test(code) ? ` (${code})` : ""
-    }`;
-  }
+  const socket = socketFailure(code ? { code } : err, "connecting");
+  if (socket) return socket;
+  if (/certificate|tls|ssl|handshake failure|peer/i.test(message)) return "TLS handshake failed";
   if (/Heartbeat timeout/.test(message)) return "connection lost: the broker missed its heartbeats";
   if (/Unexpected close|Socket closed abruptly/.test(message)) return "connection closed by the broker";
   const closed = message.match(/Connection closed: (\d{3}) \(([A-Z-]+)\)/);

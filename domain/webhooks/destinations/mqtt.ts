@@ -18,6 +18,7 @@ import {
   type Destination,
   fillType,
   type OutgoingMessage,
+  socketFailure,
   type Transport,
 } from "./transport.ts";
 
@@ -45,24 +46,9 @@ function topicProblem(topic: string): string | null {
   return null;
 }
 
-/**
- * A reason for a socket or TLS error that names what happened and never where: Node's messages carry the address
- * ("connect ECONNREFUSED 10.0.0.7:1883") or the host (certificate name mismatches), so only the error code is kept.
- */
+/** `socketFailure` (transport.ts), with MQTT's words for an error without a code. */
 export function socketReason(error: unknown, during: "connecting" | "connection lost"): string {
-  const raw = (error as { code?: unknown } | null)?.code;
-  const code = typeof raw === "string" && /^[A-Z0-9_]+$/.test(raw) ? raw : null;
-  if (!code) return during === "connecting" ? "connection failed" : "connection lost";
-  if (code === "ECONNREFUSED") return "connection refused (ECONNREFUSED)";
-  if (code === "ECONNRESET") return `${during === "connecting" ? "connection reset" : "connection lost"} (ECONNRESET)`;
-  if (code === "ETIMEDOUT") return "connection timed out (ETIMEDOUT)";
-  if (code === "EHOSTUNREACH" || code === "ENETUNREACH") return `broker unreachable (${code})`;
-  if (code === "EPIPE") return "connection lost (EPIPE)";
-  if (/^(ERR_TLS_CERT|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED|ERR_TLS_HOSTNAME)/.test(code)) {
-    return `TLS failed: the broker's certificate was not accepted (${code})`;
-  }
-  if (/^(ERR_TLS|ERR_SSL|ERR_OSSL)/.test(code)) return `TLS failed (${code})`;
-  return `${during === "connecting" ? "connection failed" : "connection lost"} (${code})`;
+  return socketFailure(error, during) ?? (during === "connecting" ? "connection failed" : "connection lost");
 }
 
 /**

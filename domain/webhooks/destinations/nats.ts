@@ -25,6 +25,7 @@ import {
   type Destination,
   fillType,
   type OutgoingMessage,
+  socketFailure,
   type Transport,
 } from "./transport.ts";
 
@@ -102,22 +103,7 @@ function connectFailure(error: unknown, credentials: BrokerCredentials, timeoutM
   if (error instanceof errors.ConnectionError && /does not support 'tls'/.test(error.message)) {
     return new BrokerFailure("the broker offers no TLS: a tls:// URL needs a NATS server with TLS configured");
   }
-  const code = nodeCode(error);
-  if (code === "ECONNREFUSED") return new BrokerFailure("connection refused (ECONNREFUSED)");
-  if (code && /CERT|TLS|SSL|SELF_SIGNED|UNABLE_TO/.test(code)) {
-    return new BrokerFailure(`TLS: the broker's certificate was not accepted (${code})`);
-  }
-  if (code) return new BrokerFailure(`connection failed (${code})`);
-  return new BrokerFailure(`connection failed (${errorName(error)})`);
-}
-
-/** The Node error code (ECONNREFUSED, CERT_HAS_EXPIRED...) of an error or of its cause. */
-function nodeCode(error: unknown): string | null {
-  for (let e = error, depth = 0; e && typeof e === "object" && depth < 4; e = (e as Error).cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === "string" && /^[A-Z_]+$/.test(code)) return code;
-  }
-  return null;
+  return new BrokerFailure(socketFailure(error, "connecting") ?? `connection failed (${errorName(error)})`);
 }
 
 const errorName = (error: unknown) => error instanceof Error ? error.name : "unknown error";

@@ -17,6 +17,7 @@ import {
   type Destination,
   fillType,
   type OutgoingMessage,
+  socketFailure,
   type Transport,
 } from "./transport.ts";
 
@@ -215,18 +216,6 @@ function abortFailure(signal: AbortSignal): BrokerFailure {
   );
 }
 
-/** Network and TLS errors by their code: their own messages may hold the address that was connected to. */
-const NETWORK_FAILURES: [RegExp, string][] = [
-  [/^ECONNREFUSED$/, "connection refused"],
-  [/^(ECONNRESET|EPIPE)$/, "connection reset"],
-  [/^(EHOSTUNREACH|ENETUNREACH|EADDRNOTAVAIL)$/, "host unreachable"],
-  [/^ETIMEDOUT$/, "connection timed out"],
-  [/ALTNAME|HOSTNAME/i, "TLS: the certificate does not match the host name"],
-  [/EXPIRED/i, "TLS: the certificate has expired"],
-  [/CERT|VERIFY|SIGNATURE|ISSUER/i, "TLS: the certificate is not trusted"],
-  [/SSL|TLS/i, "TLS handshake failed"],
-];
-
 /**
  * Redis's error replies by their first word. Permanent: what no retry mends (the key holds another type, the
  * credentials or the user's rights are refused, the server cannot hold streams or is a cluster node the key is not
@@ -269,12 +258,8 @@ function failureOf(error: unknown, key?: string): BrokerFailure {
     const code = /^([A-Z]+)\b/.exec(message)?.[1] ?? "ERR";
     return replyFailure(code, message, key);
   }
-  const raw = (error as { code?: unknown })?.code;
-  const code = typeof raw === "string" && /^[A-Z0-9_]{2,64}$/.test(raw) ? raw : "";
-  if (code) {
-    const text = NETWORK_FAILURES.find(([pattern]) => pattern.test(code))?.[1] ?? "connection failed";
-    return new BrokerFailure(`${text} (${code})`);
-  }
+  const socket = socketFailure(error, "connecting");
+  if (socket) return new BrokerFailure(socket);
   // ioredis's "Connection is closed." and "Stream isn't writeable": the connection ended under the command
   return new BrokerFailure("connection lost: the broker closed the connection");
 }

@@ -108,3 +108,33 @@ export interface Transport {
 export function fillType(template: string, type: string): string {
   return template.replaceAll("{type}", type);
 }
+
+/** The Node error code (ECONNREFUSED, CERT_HAS_EXPIRED, ...) of an error or of its causes; null without one. */
+export function errorCode(error: unknown): string | null {
+  for (let e = error, depth = 0; e && typeof e === "object" && depth < 4; e = (e as Error).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && /^[A-Z][A-Z0-9_]{1,63}$/.test(code)) return code;
+  }
+  return null;
+}
+
+/**
+ * What a socket or TLS error says to an integrator, the same for every transport: what happened and its code, never
+ * where (a library's or Node's message carries the address, "connect ECONNREFUSED 10.0.0.7:5672", or the host name of
+ * a certificate that does not match). Null when the error has no code: the transport says it in its own terms.
+ */
+export function socketFailure(error: unknown, during: "connecting" | "connection lost"): string | null {
+  const code = errorCode(error);
+  if (!code) return null;
+  if (code === "ECONNREFUSED") return "connection refused (ECONNREFUSED)";
+  if (code === "ECONNRESET" || code === "EPIPE") {
+    return `${during === "connecting" ? "connection reset" : "connection lost"} (${code})`;
+  }
+  if (code === "ETIMEDOUT") return "connection timed out (ETIMEDOUT)";
+  if (/^(EHOSTUNREACH|ENETUNREACH|EADDRNOTAVAIL)$/.test(code)) return `broker unreachable (${code})`;
+  if (/CERT|UNABLE_TO|DEPTH_ZERO|SELF_SIGNED|HOSTNAME|ALTNAME|VERIFY|ISSUER|EXPIRED/.test(code)) {
+    return `TLS: the broker's certificate was not accepted (${code})`;
+  }
+  if (/TLS|SSL|OSSL/.test(code)) return `TLS handshake failed (${code})`;
+  return `${during === "connecting" ? "connection failed" : "connection lost"} (${code})`;
+}
