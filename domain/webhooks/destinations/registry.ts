@@ -55,7 +55,7 @@ export function acceptedSchemes(allowPlain: boolean): string[] {
 
 /**
  * A destination's rules: an object, no key of another transport (422 naming it), then the transport's own checks.
- * Keys no transport reads are ignored, as unknown keys of every body are (decisions.md §3).
+ * Keys no transport reads are ignored, as unknown fields of every body are (docs/errors.md).
  */
 export function checkDestination(errors: ErrorBag, transport: Transport, destination: unknown): void {
   if (destination === null || destination === undefined) return errors.add("destination", BLANK);
