@@ -22,12 +22,14 @@ const seqsOf = (a: Arrival) =>
 
 Deno.test("batches: arrays signed once, a unit across retries, in order, one request counted", async (t) => {
   const ctx = await setup("batches", { worker: true, env: { WEBHOOK_RETRY_SCHEDULE: "0.05" } });
-  // /flaky fails its first request; /held fails until told otherwise
+  // /flaky fails its first request; /held fails until told otherwise; /busy answers its first 429 Retry-After: 1
   let holding = true;
   const rx = startReceiver((a, n) =>
-    new Response(`${n}`, {
-      status: (a.path === "/flaky" || a.path === "/seq") && n === 1 || a.path === "/held" && holding ? 500 : 200,
-    })
+    a.path === "/busy" && n === 1
+      ? new Response("slow down", { status: 429, headers: { "retry-after": "1" } })
+      : new Response(`${n}`, {
+        status: (a.path === "/flaky" || a.path === "/seq") && n === 1 || a.path === "/held" && holding ? 500 : 200,
+      })
   );
   const emitMany = (company: Company, from: number, count: number) =>
     ctx.sql.begin(async (tx) => {
@@ -44,6 +46,23 @@ Deno.test("batches: arrays signed once, a unit across retries, in order, one req
     }[];
 
   try {
+    await t.step(
+      "a 429 with Retry-After holds the whole batched endpoint, not only the batch it answered",
+      async () => {
+        const company = await newCompany(ctx);
+        await createEndpoint(company, `${rx.url}/busy`, { batch: { max_events: 2, max_wait_ms: 0 } });
+        await emitMany(company, 1, 2);
+        await eventually("the first batch, answered 429", () => rx.at("/busy").length >= 1);
+        const answeredAt = rx.at("/busy")[0].receivedAt;
+        await emitMany(company, 3, 2);
+        await eventually("both batches delivered", () => rx.at("/busy").length >= 3, 10_000);
+        // nothing of the endpoint went before the second the receiver asked for had passed
+        for (const a of rx.at("/busy").slice(1)) {
+          assert.ok(a.receivedAt - answeredAt >= 950, `a request ${a.receivedAt - answeredAt} ms after the 429`);
+        }
+      },
+    );
+
     await t.step("10 events with max_events 4 arrive as 4, 4 and then 2 after max_wait_ms, each verified", async () => {
       const company = await newCompany(ctx);
       const { id, secret } = await createEndpoint(company, `${rx.url}/ten`, {

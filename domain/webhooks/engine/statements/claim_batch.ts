@@ -58,6 +58,12 @@ export async function claimBatch(
       batchId: null,
       batchWaitMs,
     });
+    // a receiver's 429 with Retry-After holds the whole endpoint (decisions.ts, `endpointHoldSeconds`), batched too;
+    // a batched endpoint has no rate_limit, so its throttle row is only ever such a hold
+    const [held] = await tx<{ wait_ms: number }[]>`
+      select ceil(extract(epoch from next_send_at - now()) * 1000)::float8 as wait_ms
+      from webhook_endpoint_throttles where endpoint_id = ${endpointId} and next_send_at > now()`;
+    if (held) return nothing(held.wait_ms);
     const [free] = await tx<{ slot: number; slots: number }[]>`
       select s.slot, ${BATCH_SLOT_BASE} + endpoint_slot_limit(e.status, e.delivery_mode, e.max_concurrency) as slots
       from webhook_slots s join webhook_endpoints e on e.id = s.endpoint_id
