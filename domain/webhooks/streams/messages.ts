@@ -6,7 +6,7 @@
  */
 
 import { createHash } from "node:crypto";
-import type { Sql } from "../../infra/db.ts";
+import type { Sql, SqlOrTransaction } from "../../infra/db.ts";
 import type { SecretBox } from "../../infra/secret_box.ts";
 import { ApiError } from "../../basics/errors.ts";
 import { isoUtc } from "../../basics/time.ts";
@@ -74,27 +74,34 @@ export async function readPage(
   const from = after ?? committedOf(stream);
   if (before(from, floor)) throw cursorGone(encodeCursor(stream.id, secret, floor));
   const all = stream.enabled_events.includes("*");
-  const rows = await sql<LogRow[]>`
-    select txid::text as txid, event_id, type, event_inserted_at from stream_log
-    where company_id = ${stream.company_id}
-      and (txid, event_id) > (${from.txid}::xid8, ${from.event ?? NIL}::uuid)
-      and txid < (${horizon(sql)})
-      ${all ? sql`` : sql`and type = any(${stream.enabled_events})`}
-    order by txid, event_id
-    limit ${SCAN_LIMIT + 1}`;
+  // Both reads on one connection, in one read-only transaction: the events of the log rows read are then always there
+  // (they were written together), even while a failover moves the pool's connections between servers; read on two
+  // connections, a lagging one could miss an event whose log row the other saw, and the cursor would pass it.
+  const { rows, events } = await sql.begin("read only", async (tx) => {
+    const rows = await tx<LogRow[]>`
+      select txid::text as txid, event_id, type, event_inserted_at from stream_log
+      where company_id = ${stream.company_id}
+        and (txid, event_id) > (${from.txid}::xid8, ${from.event ?? NIL}::uuid)
+        and txid < (${horizon(tx)})
+        ${all ? tx`` : tx`and type = any(${stream.enabled_events})`}
+      order by txid, event_id
+      limit ${SCAN_LIMIT + 1}`;
+    const keys = rows.slice(0, SCAN_LIMIT).map((r) => ({
+      event_id: r.event_id,
+      company_id: stream.company_id,
+      inserted_at: r.event_inserted_at,
+    }));
+    return { rows, events: await eventRows(tx, keys) };
+  });
   touch(sql, stream);
   const scanned = rows.slice(0, SCAN_LIMIT);
-  const events = await eventRows(
-    sql,
-    scanned.map((r) => ({ event_id: r.event_id, company_id: stream.company_id, inserted_at: r.event_inserted_at })),
-  );
   const data: StreamMessage[] = [];
   let last: Position = from;
   for (const row of scanned) {
     if (data.length >= limit) break;
     last = { txid: row.txid, event: row.event_id };
     const event = events.get(row.event_id);
-    // an event the retention took between the two reads: gone with its day
+    // an event the retention took, its log row not yet retired: gone with its day
     if (!event) continue;
     if (stream.filter && !passes(stream, row.type, event.data)) continue;
     data.push(render(stream, secret, row, event.data, last));
@@ -111,7 +118,7 @@ export async function readPage(
  * this database's, whose rows the snapshot does not see yet. A role that may not see other sessions' transaction ids
  * (pg_read_all_stats) gets the plain oldest running transaction.
  */
-function horizon(sql: Sql) {
+function horizon(sql: SqlOrTransaction) {
   return sql`
     select coalesce(min(x), pg_snapshot_xmax(pg_current_snapshot()))
     from pg_snapshot_xip(pg_current_snapshot()) x
