@@ -22,7 +22,7 @@ import {
   streamSecret,
   updateStream,
 } from "../../domain/webhooks/streams/streams.ts";
-import { backlogOf, MAX_PAGE, type Page, readPage } from "../../domain/webhooks/streams/messages.ts";
+import { backlogOf, MAX_PAGE, readPage } from "../../domain/webhooks/streams/messages.ts";
 import { decodeCursor, type Position } from "../../domain/webhooks/streams/cursors.ts";
 import { newRouter } from "../openapi/router.ts";
 import type { AppEnv } from "../openapi/validation.ts";
@@ -272,7 +272,7 @@ export function webhookStreamRoutes({ sql, config, stopping }: Deps) {
       const stream = await getStream(sql, c.get("companyId"), c.req.valid("param").id);
       const limit = query.limit ?? MAX_PAGE;
       const b = await box();
-      let page: Page = await readPage(sql, b, stream, await positionOf(stream, query.after, "after"), limit);
+      let { page, next } = await readPage(sql, b, stream, await positionOf(stream, query.after, "after"), limit);
       if (page.data.length || !query.wait || stopping?.aborted) return c.json(page, 200);
       // a long poll: out of the in-flight bound, under the waits' caps, answered at once when the instance stops
       const release = wait(c.get("companyId"));
@@ -282,8 +282,7 @@ export function webhookStreamRoutes({ sql, config, stopping }: Deps) {
         while (!page.data.length && Date.now() < deadline && !stopping?.aborted) {
           await pause(Math.min(POLL_MS, deadline - Date.now()), stopping);
           if (stopping?.aborted) break;
-          const after = await positionOf(stream, page.next_cursor, "after");
-          page = await readPage(sql, b, stream, after, limit);
+          ({ page, next } = await readPage(sql, b, stream, next, limit));
         }
         return c.json(page, 200);
       } finally {
@@ -293,10 +292,15 @@ export function webhookStreamRoutes({ sql, config, stopping }: Deps) {
     .openapi(live, async (c) => {
       const stream = await getStream(sql, c.get("companyId"), c.req.valid("param").id);
       const resumed = c.req.header("last-event-id");
-      let position = await positionOf(stream, resumed || undefined, "Last-Event-ID");
       const b = await box();
       // the first page now: a cursor that is gone answers 410 before the stream opens
-      let page = await readPage(sql, b, stream, position, MAX_PAGE);
+      let { page, next } = await readPage(
+        sql,
+        b,
+        stream,
+        await positionOf(stream, resumed || undefined, "Last-Event-ID"),
+        MAX_PAGE,
+      );
       const release = wait(c.get("companyId"));
       c.get("leaveInFlight")?.();
       return liveAnswer(c, async (send, closed) => {
@@ -306,7 +310,6 @@ export function webhookStreamRoutes({ sql, config, stopping }: Deps) {
             for (const message of page.data) {
               send(`id: ${message.cursor}\nevent: message\ndata: ${JSON.stringify(message)}\n\n`);
             }
-            position = await positionOf(stream, page.next_cursor, "Last-Event-ID");
             if (!page.data.length) {
               if (Date.now() - beat >= HEARTBEAT_MS) {
                 send(": ping\n\n");
@@ -315,7 +318,7 @@ export function webhookStreamRoutes({ sql, config, stopping }: Deps) {
               await pause(POLL_MS, stopping);
             } else beat = Date.now();
             if (closed() || stopping?.aborted) break;
-            page = await readPage(sql, b, stream, position, MAX_PAGE);
+            ({ page, next } = await readPage(sql, b, stream, next, MAX_PAGE));
           }
           // the instance stops: the consumer reconnects to another with the last id it got
           if (!closed()) {

@@ -9,7 +9,6 @@ import {
   BROKER_TRANSPORTS,
   type BrokerCredentials,
   type BrokerTransportName,
-  type Destination,
   type Transport,
   type TransportName,
 } from "./transport.ts";
@@ -79,11 +78,6 @@ export function checkDestination(errors: ErrorBag, transport: Transport, destina
     }
   }
   if (!foreign) transport.checkDestination(errors, given);
-}
-
-/** The destination as stored: the transport's keys only. */
-export function storedDestination(transport: Transport, destination: Record<string, unknown>): Destination {
-  return transport.storedDestination(destination);
 }
 
 /** The longest user name, password or token accepted. */

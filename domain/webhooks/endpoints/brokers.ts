@@ -5,14 +5,13 @@
  * destinations' own rules are domain/webhooks/destinations/.
  */
 
-import type { Sql, SqlOrTransaction } from "../../infra/db.ts";
+import type { Sql } from "../../infra/db.ts";
 import type { SecretBox } from "../../infra/secret_box.ts";
 import { ErrorBag } from "../../basics/errors.ts";
 import {
   brokerCredentialsOf,
   checkBrokerCredentials,
   checkDestination,
-  storedDestination,
   transportForScheme,
 } from "../destinations/registry.ts";
 import type { BrokerCredentials, BrokerTarget, Destination, Transport } from "../destinations/transport.ts";
@@ -122,7 +121,7 @@ export function isMaskedCredentials(given: unknown): boolean {
 /** The destination to store, from a checked input. */
 export function destinationColumn(url: string, destination: unknown): Destination | null {
   const transport = brokerTransportOf(url);
-  return transport ? storedDestination(transport, destination as Record<string, unknown>) : null;
+  return transport ? transport.storedDestination(destination as Record<string, unknown>) : null;
 }
 
 /**
@@ -226,16 +225,4 @@ export async function resealBrokerCredentials(sql: Sql, box: SecretBox): Promise
       rewritten += updated.count;
     }
   }
-}
-
-/** The stored credentials column of an endpoint, read under the row's lock an update takes anyway. */
-export async function storedBrokerCredentials(
-  tx: SqlOrTransaction,
-  companyId: string,
-  id: string,
-): Promise<string | null> {
-  const [row] = await tx<{ sealed_broker_credentials: string | null }[]>`
-    select sealed_broker_credentials from webhook_endpoints where company_id = ${companyId} and id = ${id}
-    for no key update`;
-  return row?.sealed_broker_credentials ?? null;
 }

@@ -37,6 +37,9 @@ export type StreamMessage = {
 
 export type Page = { data: StreamMessage[]; next_cursor: string; has_more: boolean };
 
+/** A page as answered, and the position its `next_cursor` names, for a reader that goes on without decoding it. */
+export type Read = { page: Page; next: Position };
+
 /** A message's id: a UUID derived from the stream's and the event's (version 8, RFC 9562's custom layout). */
 export function messageId(streamId: string, eventId: string): string {
   const hex = createHash("sha256").update(`${streamId}:${eventId}`).digest("hex").slice(0, 32).split("");
@@ -68,7 +71,7 @@ export async function readPage(
   stream: StreamRow,
   after: Position | null,
   limit: number,
-): Promise<Page> {
+): Promise<Read> {
   const secret = await streamSecret(box, stream);
   const floor = floorOf(stream);
   const from = after ?? committedOf(stream);
@@ -107,7 +110,7 @@ export async function readPage(
     data.push(render(stream, secret, row, event.data, last));
   }
   const more = rows.length > SCAN_LIMIT || scanned.some((r) => before(last, { txid: r.txid, event: r.event_id }));
-  return { data, next_cursor: encodeCursor(stream.id, secret, last), has_more: more };
+  return { page: { data, next_cursor: encodeCursor(stream.id, secret, last), has_more: more }, next: last };
 }
 
 /**
