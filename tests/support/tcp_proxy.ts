@@ -1,6 +1,7 @@
 /**
  * A TCP relay on loopback in front of a real broker, which a story can cut and restore: "the broker is down" for
- * one endpoint, without stopping a broker that other test files share.
+ * one endpoint, without stopping a broker that other test files share. It counts the connections it carried (one
+ * connection for many publishes) and can hold back the broker's answers (a confirm that never comes).
  */
 
 import net from "node:net";
@@ -13,6 +14,10 @@ export type TcpProxy = {
   cut(): Promise<void>;
   /** Listens again on the same port and relays as before. */
   restore(): Promise<void>;
+  /** The client connections relayed so far. */
+  connections(): number;
+  /** From now on, passes nothing the broker sends on to the clients: a publish waits for an answer that never comes. */
+  hold(): void;
   close(): Promise<void>;
 };
 
@@ -27,9 +32,12 @@ export async function startTcpProxy(
 ): Promise<TcpProxy> {
   const sockets = new Set<net.Socket>();
   let server: net.Server | null = null;
+  let connections = 0;
+  let holding = false;
   const listen = (port: number) =>
     new Promise<number>((resolve, reject) => {
       const relay = (client: net.Socket) => {
+        connections++;
         const upstream = net.connect({ host: "127.0.0.1", port: targetPort });
         for (const socket of [client, upstream]) {
           sockets.add(socket);
@@ -37,7 +45,7 @@ export async function startTcpProxy(
           socket.on("error", () => {});
         }
         client.pipe(upstream);
-        upstream.pipe(client);
+        upstream.on("data", (chunk) => holding || client.write(chunk));
         client.on("close", () => upstream.destroy());
         upstream.on("close", () => client.destroy());
       };
@@ -61,6 +69,10 @@ export async function startTcpProxy(
     cut: stop,
     restore: async () => {
       if (!server) await listen(port);
+    },
+    connections: () => connections,
+    hold: () => {
+      holding = true;
     },
     close: stop,
   };

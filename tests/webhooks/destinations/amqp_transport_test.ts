@@ -5,7 +5,6 @@
  * as written.
  */
 import assert from "node:assert/strict";
-import net from "node:net";
 import amqp from "amqplib";
 import { Webhook } from "standardwebhooks";
 import { ErrorBag } from "../../../domain/basics/errors.ts";
@@ -16,8 +15,9 @@ import {
   type BrokerTarget,
   type OutgoingMessage,
 } from "../../../domain/webhooks/destinations/transport.ts";
-import { signPayload, standardWebhookHeaders } from "../../../domain/webhooks/endpoints/signature.ts";
+import { standardWebhookHeaders } from "../../../domain/webhooks/endpoints/signature.ts";
 import { startTcpProxy } from "../../support/tcp_proxy.ts";
+import { brokerFailure, docsRecipe, signedDelivery } from "../../support/broker_messages.ts";
 
 const SECRET = "5f".repeat(32);
 const GUEST = { username: "guest", password: "guest" };
@@ -38,78 +38,8 @@ const opts = (over: Partial<{ ca: string[]; timeoutMs: number }> = {}) => ({
 });
 const never = () => new AbortController().signal;
 
-/** A delivery as the engine builds it: signed with SECRET both ways, plus a custom header. */
-function signed(type: string, n = 0): OutgoingMessage {
-  const id = crypto.randomUUID();
-  const body = JSON.stringify({ id, type, data: { n, note: "ação ✓" } });
-  const t = Math.floor(Date.now() / 1000);
-  return {
-    id,
-    type,
-    body,
-    headers: {
-      ...standardWebhookHeaders(id, t, body, [SECRET]),
-      "service-signature": signPayload(body, SECRET, { timestamp: t }),
-      "x-team": "payments",
-    },
-  };
-}
-
-/** What it failed with, asserting it is a BrokerFailure. */
-async function failure(work: Promise<unknown>): Promise<BrokerFailure> {
-  try {
-    await work;
-  } catch (err) {
-    assert.ok(err instanceof BrokerFailure, `a BrokerFailure, not ${err}`);
-    return err;
-  }
-  assert.fail("expected a failure");
-}
-
-/**
- * A relay to the broker that counts the connections it carries and can stop passing the broker's answers on
- * (`stall`): a publish that waits for a confirm that does not come.
- */
-async function countingRelay() {
-  const sockets = new Set<net.Socket>();
-  let connections = 0;
-  let stalled = false;
-  const server = net.createServer((client) => {
-    connections++;
-    const upstream = net.connect({ host: "127.0.0.1", port: 5672 });
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on("error", () => {});
-      s.on("close", () => sockets.delete(s));
-    }
-    client.pipe(upstream);
-    upstream.on("data", (chunk) => stalled || client.write(chunk));
-    client.on("close", () => upstream.destroy());
-    upstream.on("close", () => client.destroy());
-  });
-  await new Promise<void>((resolve) => server.listen({ host: "127.0.0.1", port: 0 }, resolve));
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    get connections() {
-      return connections;
-    },
-    stall: () => stalled = true,
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
-}
-
-/** The TypeScript block of docs/webhooks.md that starts with `// <file>`. */
-async function recipe(file: string): Promise<string> {
-  const doc = await Deno.readTextFile(new URL("../../../docs/webhooks.md", import.meta.url));
-  const block = [...doc.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]).find((code) =>
-    code.startsWith(`// ${file}\n`)
-  );
-  assert.ok(block, `docs/webhooks.md has a ${file} recipe`);
-  return block;
-}
+/** A delivery as the engine builds it, signed with SECRET. */
+const signed = (type: string, n = 0) => signedDelivery(SECRET, type, { data: { n, note: "ação ✓" } });
 
 Deno.test("RabbitMQ destinations: what a consumer of the queue receives, and what the broker's answers mean", async (t) => {
   const admin = await amqp.connect("amqp://guest:guest@127.0.0.1:5672/%2F");
@@ -167,7 +97,7 @@ Deno.test("RabbitMQ destinations: what a consumer of the queue receives, and wha
     );
 
     await t.step("30 publishes, each awaited, arrive in order once each, over one connection", async () => {
-      const relay = await countingRelay();
+      const relay = await startTcpProxy(5672);
       try {
         const one = await connect(target(relay.port), GUEST, opts());
         const sent = Array.from({ length: 30 }, (_, n) => signed("paid", n));
@@ -176,7 +106,7 @@ Deno.test("RabbitMQ destinations: what a consumer of the queue receives, and wha
         const got = await take(30);
         assert.deepEqual(got.map((m) => m.properties.messageId), sent.map((m) => m.id));
         assert.equal(await channel.get(queue), false);
-        assert.equal(relay.connections, 1);
+        assert.equal(relay.connections(), 1);
         await one.close();
         assert.equal(one.open, false);
       } finally {
@@ -205,7 +135,9 @@ Deno.test("RabbitMQ destinations: what a consumer of the queue receives, and wha
       });
       assert.equal((await take(5)).length, 5);
 
-      const lost = await failure(conn.publish({ exchange: "", routing_key: `${queue}-none` }, signed("x"), never()));
+      const lost = await brokerFailure(
+        conn.publish({ exchange: "", routing_key: `${queue}-none` }, signed("x"), never()),
+      );
       assert.equal(lost.message, `unroutable: the default exchange has no queue bound for routing key ${queue}-none`);
       assert.equal(lost.permanent, false);
       // the default exchange routes to the queue its key names
@@ -216,7 +148,9 @@ Deno.test("RabbitMQ destinations: what a consumer of the queue receives, and wha
 
     await t.step("no such exchange is permanent, and the same connection publishes on afterwards", async () => {
       const missing = `${exchange}-missing`;
-      const gone = await failure(conn.publish({ exchange: missing, routing_key: "k" }, signed("identified"), never()));
+      const gone = await brokerFailure(
+        conn.publish({ exchange: missing, routing_key: "k" }, signed("identified"), never()),
+      );
       assert.equal(gone.permanent, true);
       assert.equal(gone.message, `not found: there is no exchange ${missing} in the vhost`);
       assert.equal(conn.open, true);
@@ -235,13 +169,13 @@ Deno.test("RabbitMQ destinations: what a consumer of the queue receives, and wha
     });
 
     await t.step("wrong credentials and an unknown vhost are permanent at connect", async () => {
-      const refused = await failure(connect(target(), { username: "guest", password: "wrong" }, opts()));
+      const refused = await brokerFailure(connect(target(), { username: "guest", password: "wrong" }, opts()));
       assert.equal(refused.permanent, true);
       assert.equal(refused.message, "access refused: the broker rejected the credentials");
-      const vhost = await failure(connect(target(5672, { path: `no-vhost-${sfx()}` }), GUEST, opts()));
+      const vhost = await brokerFailure(connect(target(5672, { path: `no-vhost-${sfx()}` }), GUEST, opts()));
       assert.equal(vhost.permanent, true);
       assert.equal(vhost.message, "access refused: the vhost does not exist or the user has no access to it");
-      const token = await failure(connect(target(), { token: "t" }, opts()));
+      const token = await brokerFailure(connect(target(), { token: "t" }, opts()));
       assert.equal(token.permanent, true);
     });
 
@@ -253,12 +187,12 @@ Deno.test("RabbitMQ destinations: what a consumer of the queue receives, and wha
           const viaProxy = await connect(target(proxy.port), GUEST, opts());
           await viaProxy.publish(destination, signed("identified"), never());
           await proxy.cut();
-          const lost = await failure(viaProxy.publish(destination, signed("identified"), never()));
+          const lost = await brokerFailure(viaProxy.publish(destination, signed("identified"), never()));
           assert.equal(lost.permanent, false);
           assert.match(lost.message, /^connection (reset|closed|lost)/);
           assert.equal(viaProxy.open, false);
           assert.doesNotMatch(lost.message, /127\.0\.0\.1|guest/);
-          const refused = await failure(connect(target(proxy.port), GUEST, opts()));
+          const refused = await brokerFailure(connect(target(proxy.port), GUEST, opts()));
           assert.equal(refused.permanent, false);
           assert.equal(refused.message, "connection refused (ECONNREFUSED)");
 
@@ -288,11 +222,11 @@ Deno.test("RabbitMQ destinations: what a consumer of the queue receives, and wha
         assert.equal(got.properties.messageId, message.id);
         await tls.close();
 
-        const wrongName = await failure(connect({ ...secure, host: "other.test" }, GUEST, opts({ ca })));
+        const wrongName = await brokerFailure(connect({ ...secure, host: "other.test" }, GUEST, opts({ ca })));
         assert.equal(wrongName.permanent, false);
         assert.match(wrongName.message, /^TLS: the broker.s certificate was not accepted \([A-Z_]+\)$/);
         assert.doesNotMatch(wrongName.message, /other\.test|127\.0\.0\.1/);
-        const untrusted = await failure(connect(secure, GUEST, opts()));
+        const untrusted = await brokerFailure(connect(secure, GUEST, opts()));
         assert.match(untrusted.message, /^TLS: the broker.s certificate was not accepted \([A-Z_]+\)$/);
       } finally {
         await proxy.close();
@@ -300,24 +234,24 @@ Deno.test("RabbitMQ destinations: what a consumer of the queue receives, and wha
     });
 
     await t.step("a publish whose signal aborts rejects at once; connecting honours its timeout", async () => {
-      const relay = await countingRelay();
+      const relay = await startTcpProxy(5672);
       let late: OutgoingMessage | null = null;
       try {
         const slow = await connect(target(relay.port), GUEST, opts());
-        relay.stall(); // the broker's confirm no longer comes through
+        relay.hold(); // the broker's confirm no longer comes through
         const started = Date.now();
         late = signed("identified");
-        const timedOut = await failure(slow.publish(destination, late, AbortSignal.timeout(100)));
+        const timedOut = await brokerFailure(slow.publish(destination, late, AbortSignal.timeout(100)));
         assert.ok(Date.now() - started < 1_000, `rejected after ${Date.now() - started} ms`);
         assert.equal(timedOut.message, "timeout: the broker did not confirm in time");
         assert.equal(timedOut.permanent, false);
         const controller = new AbortController();
         const pending = slow.publish(destination, signed("identified"), controller.signal);
         controller.abort();
-        assert.equal((await failure(pending)).message, "aborted");
+        assert.equal((await brokerFailure(pending)).message, "aborted");
 
         const started2 = Date.now();
-        const noAnswer = await failure(connect(target(relay.port), GUEST, opts({ timeoutMs: 200 })));
+        const noAnswer = await brokerFailure(connect(target(relay.port), GUEST, opts({ timeoutMs: 200 })));
         assert.ok(Date.now() - started2 < 1_500, `gave up after ${Date.now() - started2} ms`);
         assert.equal(noAnswer.permanent, false);
         assert.match(noAnswer.message, /time/);
@@ -373,7 +307,7 @@ Deno.test("RabbitMQ destinations: what a consumer of the queue receives, and wha
 
     await t.step("the consumer recipe of docs/webhooks.md verifies every message it reads", async () => {
       const file = await Deno.makeTempFile({ prefix: "amqp_consumer_", suffix: ".ts" });
-      await Deno.writeTextFile(file, await recipe("amqp_consumer.ts"));
+      await Deno.writeTextFile(file, await docsRecipe("amqp_consumer.ts"));
       const recipeQueue = `${queue}-recipe`;
       await channel.assertQueue(recipeQueue, { durable: false });
       await channel.bindQueue(recipeQueue, exchange, "recipe.#");

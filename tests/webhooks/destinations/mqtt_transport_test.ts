@@ -10,17 +10,16 @@ import { pbkdf2Sync, randomBytes } from "node:crypto";
 import mqtt from "mqtt";
 import { Webhook } from "standardwebhooks";
 import { ErrorBag } from "../../../domain/basics/errors.ts";
-import { signPayload, standardWebhookHeaders } from "../../../domain/webhooks/endpoints/signature.ts";
 import {
   type BrokerConnection,
   BrokerFailure,
   type BrokerTarget,
-  type OutgoingMessage,
 } from "../../../domain/webhooks/destinations/transport.ts";
 import { mqttTransport } from "../../../domain/webhooks/destinations/mqtt.ts";
 import { startTcpProxy } from "../../support/tcp_proxy.ts";
 import { accepts, freePort } from "../../support/free_port.ts";
 import { eventually } from "../../support/helpers.ts";
+import { docsRecipe, signedDelivery } from "../../support/broker_messages.ts";
 
 const BROKER_PORT = 1883;
 const TLS_DIR = new URL("../../fixtures/tls/", import.meta.url);
@@ -45,21 +44,8 @@ const connectTo = (t: BrokerTarget, credentials: { username: string; password: s
 const signal = () => AbortSignal.timeout(2000);
 
 /** A delivery as the engine builds it: the signed body and every header an HTTP request would carry. */
-function signedMessage(type = "transaction.identified", n = 0): OutgoingMessage {
-  const id = crypto.randomUUID();
-  const body = JSON.stringify({ id, type, n, data: { amount: "125.40", currency: "BRL" } });
-  const timestamp = Math.floor(Date.now() / 1000);
-  return {
-    id,
-    type,
-    body,
-    headers: {
-      ...standardWebhookHeaders(id, timestamp, body, [SECRET]),
-      "service-signature": signPayload(body, SECRET, { timestamp }),
-      "x-tenant": "ana-123",
-    },
-  };
-}
+const signedMessage = (type = "transaction.identified", n = 0) =>
+  signedDelivery(SECRET, type, { n, data: { amount: "125.40", currency: "BRL" } });
 
 type Received = { topic: string; body: string; headers: Record<string, string>; contentType?: string };
 
@@ -85,36 +71,6 @@ async function subscriber(topic: string) {
     received,
     arrived: (count: number) => eventually(`${count} message(s) on ${topic}`, () => received.length >= count, 3000, 10),
     close: () => client.endAsync(),
-  };
-}
-
-/** A relay to the shared broker that counts the connections it carried, and can hold back the broker's answers. */
-async function countingRelay() {
-  let connections = 0;
-  let holding = false;
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    connections++;
-    const upstream = net.connect({ host: "127.0.0.1", port: BROKER_PORT });
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on("error", () => {});
-      s.on("close", () => sockets.delete(s));
-    }
-    client.pipe(upstream);
-    upstream.on("data", (chunk) => holding || client.write(chunk));
-    client.on("close", () => upstream.destroy());
-    upstream.on("close", () => client.destroy());
-  });
-  await new Promise<void>((resolve) => server.listen({ host: "127.0.0.1", port: 0 }, resolve));
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    connections: () => connections,
-    hold: () => holding = true,
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
   };
 }
 
@@ -198,16 +154,6 @@ async function scriptedBroker(connack: number | null, puback = 0) {
   };
 }
 
-/** The ```ts block of docs/webhooks.md that starts with `// <file>`. */
-async function recipeText(file: string): Promise<string> {
-  const doc = await Deno.readTextFile(new URL("../../../docs/webhooks.md", import.meta.url));
-  const block = [...doc.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]).find((code) =>
-    code.startsWith(`// ${file}`)
-  );
-  assert.ok(block, `docs/webhooks.md has a ${file} recipe`);
-  return block;
-}
-
 /** Lines of a child's stdout as they come. */
 async function* lines(stream: ReadableStream<Uint8Array>): AsyncGenerator<string> {
   const decoder = new TextDecoder();
@@ -267,7 +213,7 @@ Deno.test("MQTT transport: deliveries as MQTT 5 messages on the shared Mosquitto
     await t.step(
       "30 messages published one after another arrive once each, in order, over one connection",
       async () => {
-        const relay = await countingRelay();
+        const relay = await startTcpProxy(BROKER_PORT);
         const topic = `hooks-test/${unique()}/seq`;
         const sub = await subscriber(topic);
         try {
@@ -342,7 +288,7 @@ Deno.test("MQTT transport: deliveries as MQTT 5 messages on the shared Mosquitto
       assert.equal((await connection.publish({ topic }, signedMessage(), signal())).answer.startsWith("PUBACK"), true);
 
       // a broker that takes the message and never answers: the attempt's timeout ends the wait
-      const relay = await countingRelay();
+      const relay = await startTcpProxy(BROKER_PORT);
       try {
         const silent = await connect(target(relay.port));
         relay.hold();
@@ -396,7 +342,7 @@ Deno.test("MQTT transport: deliveries as MQTT 5 messages on the shared Mosquitto
 
     await t.step("the consumer recipe of docs/webhooks.md, run as written, verifies each message", async () => {
       const dir = await Deno.makeTempDir({ prefix: "mqtt_recipe_" });
-      await Deno.writeTextFile(`${dir}/mqtt_consumer.ts`, await recipeText("mqtt_consumer.ts"));
+      await Deno.writeTextFile(`${dir}/mqtt_consumer.ts`, await docsRecipe("mqtt_consumer.ts"));
       const topic = `hooks-test/${unique()}`;
       const child = new Deno.Command(Deno.execPath(), {
         args: ["run", "-A", "mqtt_consumer.ts"],

@@ -13,13 +13,11 @@ import { natsTransport } from "../../../domain/webhooks/destinations/nats.ts";
 import {
   type BrokerConnection,
   type BrokerCredentials,
-  BrokerFailure,
   type BrokerTarget,
-  type OutgoingMessage,
 } from "../../../domain/webhooks/destinations/transport.ts";
-import { signPayload, standardWebhookHeaders } from "../../../domain/webhooks/endpoints/signature.ts";
 import { startTcpProxy } from "../../support/tcp_proxy.ts";
 import { eventually } from "../../support/helpers.ts";
+import { brokerFailure, docsRecipe, signedDelivery } from "../../support/broker_messages.ts";
 
 const SHARED_PORT = 4222;
 const FIXTURES = new URL("../../fixtures/tls/", import.meta.url);
@@ -45,36 +43,12 @@ const open = (
     ...(extra.ca ? { ca: extra.ca } : {}),
   });
 
-/** A delivery as the engine makes it: the body, its Standard Webhooks headers and service-signature, a custom header. */
-function signed(secret: string, type: string, data: Record<string, unknown> = {}): OutgoingMessage {
-  const id = crypto.randomUUID();
-  const body = JSON.stringify({ id, type, data });
-  const t = Math.floor(Date.now() / 1000);
-  return {
-    id,
-    type,
-    body,
-    headers: {
-      ...standardWebhookHeaders(id, t, body, [secret]),
-      "service-signature": signPayload(body, secret, { timestamp: t }),
-      "x-tenant": "acme",
-    },
-  };
-}
+/** A delivery as the engine makes it, signed with `secret`. */
+const signed = (secret: string, type: string, data: Record<string, unknown> = {}) =>
+  signedDelivery(secret, type, { data });
 
 const secretHex = () =>
   Array.from(crypto.getRandomValues(new Uint8Array(32)), (b) => b.toString(16).padStart(2, "0")).join("");
-
-/** The failure `work` rejects with, asserted to be a BrokerFailure. */
-async function failure(work: Promise<unknown>): Promise<BrokerFailure> {
-  try {
-    await work;
-  } catch (error) {
-    assert.ok(error instanceof BrokerFailure, `a BrokerFailure, got ${error}`);
-    return error;
-  }
-  assert.fail("expected a BrokerFailure");
-}
 
 /** A message an integrator would read: names no address, port or credential. */
 function assertSafe(message: string, ...secrets: (string | number)[]) {
@@ -107,35 +81,6 @@ async function freePort(): Promise<number> {
   const port = (s.address() as net.AddressInfo).port;
   await new Promise<void>((resolve) => s.close(() => resolve()));
   return port;
-}
-
-/** A relay to a server that counts the connections it accepted: one connection, many publishes. */
-async function countingRelay(targetPort: number) {
-  let accepted = 0;
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    accepted++;
-    const upstream = net.connect({ host: "127.0.0.1", port: targetPort });
-    for (const socket of [client, upstream]) {
-      sockets.add(socket);
-      socket.on("error", () => {});
-      socket.on("close", () => {
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-    client.pipe(upstream);
-    upstream.pipe(client);
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    accepted: () => accepted,
-    close: async () => {
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
 }
 
 /** A nats-server of this file (JetStream on, its own store), with the given configuration lines; stopped by `stop`. */
@@ -243,13 +188,13 @@ Deno.test("NATS JetStream transport: publishes signed deliveries a stream acknow
     await t.step(
       "30 deliveries published one after another arrive in order, once each, over one connection",
       async () => {
-        const relay = await countingRelay(SHARED_PORT);
+        const relay = await startTcpProxy(SHARED_PORT);
         const counted = await open(relay.port);
         const messages = Array.from({ length: 30 }, (_, i) => signed(secret, "identified", { n: i }));
         try {
           for (const m of messages) await counted.publish({ subject }, m, new AbortController().signal);
           assert.equal(counted.open, true);
-          assert.equal(relay.accepted(), 1, "one connection for the 30 publishes");
+          assert.equal(relay.connections(), 1, "one connection for the 30 publishes");
         } finally {
           await counted.close();
           await relay.close();
@@ -262,7 +207,7 @@ Deno.test("NATS JetStream transport: publishes signed deliveries a stream acknow
 
     await t.step("no stream on the subject is permanent, and says so without the address", async () => {
       const orphan = `orphan_${suffix()}`;
-      const f = await failure(
+      const f = await brokerFailure(
         connection.publish({ subject: `${orphan}.{type}` }, signed(secret, "identified"), new AbortController().signal),
       );
       assert.equal(f.permanent, true);
@@ -271,7 +216,7 @@ Deno.test("NATS JetStream transport: publishes signed deliveries a stream acknow
     });
 
     await t.step("a type that makes the subject invalid is permanent", async () => {
-      const f = await failure(
+      const f = await brokerFailure(
         connection.publish({ subject }, signed(secret, "two words"), new AbortController().signal),
       );
       assert.equal(f.permanent, true);
@@ -283,13 +228,13 @@ Deno.test("NATS JetStream transport: publishes signed deliveries a stream acknow
       async () => {
         const early = new AbortController();
         early.abort();
-        const before = await failure(connection.publish({ subject }, signed(secret, "identified"), early.signal));
+        const before = await brokerFailure(connection.publish({ subject }, signed(secret, "identified"), early.signal));
         assert.match(before.message, /^aborted/);
 
         const during = new AbortController();
         const pending = connection.publish({ subject }, signed(secret, "identified"), during.signal);
         during.abort(new DOMException("attempt timeout", "TimeoutError"));
-        const f = await failure(pending);
+        const f = await brokerFailure(pending);
         assert.equal(f.permanent, false);
         assert.match(f.message, /^timeout/);
         assert.equal(connection.open, true);
@@ -306,13 +251,13 @@ Deno.test("NATS JetStream transport: publishes signed deliveries a stream acknow
           await relayed.publish({ subject }, signed(secret, "identified"), new AbortController().signal);
           await proxy.cut();
           await eventually("open turns false", () => !relayed.open, 2000, 10);
-          const lost = await failure(
+          const lost = await brokerFailure(
             relayed.publish({ subject }, signed(secret, "identified"), new AbortController().signal),
           );
           assert.equal(lost.permanent, false);
           assert.match(lost.message, /connection lost/);
 
-          const refused = await failure(open(proxy.port));
+          const refused = await brokerFailure(open(proxy.port));
           assert.equal(refused.permanent, false);
           assert.equal(refused.message, "connection refused (ECONNREFUSED)");
           assertSafe(refused.message, proxy.port);
@@ -329,7 +274,7 @@ Deno.test("NATS JetStream transport: publishes signed deliveries a stream acknow
     );
 
     await t.step("a tls:// URL requires TLS: the plaintext server is refused, not spoken to in clear", async () => {
-      const f = await failure(open(SHARED_PORT, null, { secure: true, host: "hooks.test" }));
+      const f = await brokerFailure(open(SHARED_PORT, null, { secure: true, host: "hooks.test" }));
       assert.equal(f.permanent, false);
       assert.match(f.message, /offers no TLS/);
     });
@@ -379,17 +324,17 @@ tls { cert_file: "${new URL("hooks.test.pem", FIXTURES).pathname}", key_file: "$
       );
       assert.equal(ack.answer, "PubAck stream PAYMENTS seq 1");
 
-      const denied = await failure(
+      const denied = await brokerFailure(
         c.publish({ subject: "forbidden.{type}" }, signed(secret, "identified"), new AbortController().signal),
       );
       assert.equal(denied.permanent, true);
       assert.match(denied.message, /^access refused: .*forbidden\.identified.*Permissions Violation/);
       await nc.close();
 
-      const wrong = await failure(open(plain.port, { username: "hooks", password: "not-it" }));
+      const wrong = await brokerFailure(open(plain.port, { username: "hooks", password: "not-it" }));
       assert.equal(wrong.permanent, true);
       assert.equal(wrong.message, "access refused: the broker rejected the credentials (Authorization Violation)");
-      const none = await failure(open(plain.port));
+      const none = await brokerFailure(open(plain.port));
       assert.equal(none.permanent, true);
       assertSafe(wrong.message + none.message, password, "not-it", plain.port);
     });
@@ -397,7 +342,7 @@ tls { cert_file: "${new URL("hooks.test.pem", FIXTURES).pathname}", key_file: "$
     await t.step("refused connections over and over never end the process (a reset read after the close)", async () => {
       // the server closes on a refusal as the client does: a late ECONNRESET on a socket the client let go of
       for (let i = 0; i < 300; i++) {
-        const f = await failure(open(plain.port, { username: "hooks", password: "not-it" }));
+        const f = await brokerFailure(open(plain.port, { username: "hooks", password: "not-it" }));
         assert.equal(f.permanent, true);
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
@@ -426,7 +371,9 @@ tls { cert_file: "${new URL("hooks.test.pem", FIXTURES).pathname}", key_file: "$
     await t.step(
       "a certificate for another name, or from an unknown CA, is refused (retried), naming no host",
       async () => {
-        const otherName = await failure(open(tlsServer.port, { token }, { secure: true, host: "other.test", ca }));
+        const otherName = await brokerFailure(
+          open(tlsServer.port, { token }, { secure: true, host: "other.test", ca }),
+        );
         assert.equal(otherName.permanent, false);
         assert.match(
           otherName.message,
@@ -434,14 +381,16 @@ tls { cert_file: "${new URL("hooks.test.pem", FIXTURES).pathname}", key_file: "$
         );
         assertSafe(otherName.message, "other.test", "hooks.test", token);
 
-        const unknownCa = await failure(open(tlsServer.port, { token }, { secure: true, host: "hooks.test" }));
+        const unknownCa = await brokerFailure(open(tlsServer.port, { token }, { secure: true, host: "hooks.test" }));
         assert.equal(unknownCa.permanent, false);
         assert.match(unknownCa.message, /^TLS: the broker's certificate was not accepted/);
       },
     );
 
     await t.step("a wrong token is permanent", async () => {
-      const f = await failure(open(tlsServer.port, { token: "tok_wrong" }, { secure: true, host: "hooks.test", ca }));
+      const f = await brokerFailure(
+        open(tlsServer.port, { token: "tok_wrong" }, { secure: true, host: "hooks.test", ca }),
+      );
       assert.equal(f.permanent, true);
       assert.match(f.message, /^access refused/);
       assertSafe(f.message, "tok_wrong", token);
@@ -454,11 +403,7 @@ tls { cert_file: "${new URL("hooks.test.pem", FIXTURES).pathname}", key_file: "$
 });
 
 Deno.test("NATS JetStream transport: the consumer recipe of docs/webhooks.md verifies what the transport publishes", async () => {
-  const doc = await Deno.readTextFile(new URL("../../../docs/webhooks.md", import.meta.url));
-  const block = [...doc.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]).find((code) =>
-    code.startsWith("// nats_consumer.ts\n")
-  );
-  assert.ok(block, "docs/webhooks.md has a nats_consumer.ts recipe");
+  const block = await docsRecipe("nats_consumer.ts");
   const dir = await Deno.makeTempDir({ prefix: "nats_recipe_" });
   await Deno.writeTextFile(`${dir}/nats_consumer.ts`, block);
 

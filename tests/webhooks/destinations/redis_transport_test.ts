@@ -8,14 +8,10 @@ import net from "node:net";
 import { Redis } from "ioredis";
 import { Webhook } from "standardwebhooks";
 import { ErrorBag } from "../../../domain/basics/errors.ts";
-import {
-  BrokerFailure,
-  type BrokerTarget,
-  type OutgoingMessage,
-} from "../../../domain/webhooks/destinations/transport.ts";
+import { type BrokerTarget } from "../../../domain/webhooks/destinations/transport.ts";
 import { redisTransport } from "../../../domain/webhooks/destinations/redis.ts";
-import { signPayload, standardWebhookHeaders } from "../../../domain/webhooks/endpoints/signature.ts";
 import { startTcpProxy } from "../../support/tcp_proxy.ts";
+import { brokerFailure, docsRecipe, signedDelivery } from "../../support/broker_messages.ts";
 
 const REDIS_PORT = 6379;
 const fixture = (name: string) => Deno.readTextFileSync(new URL(`../../fixtures/tls/${name}`, import.meta.url));
@@ -38,72 +34,13 @@ const options = (opts: { ca?: string[]; timeoutMs?: number } = {}) => ({
 });
 const never = () => new AbortController().signal;
 
-/** A delivery as the engine makes it: the body, its signatures and a custom header. */
-function signedMessage(n: number, type = "identified"): OutgoingMessage {
-  const id = crypto.randomUUID();
-  const body = JSON.stringify({ id, type, data: { transaction_id: `tx-${run}-${n}`, amount: "10.50" } });
-  const timestamp = Math.floor(Date.now() / 1000);
-  return {
-    id,
-    type,
-    body,
-    headers: {
-      "service-signature": signPayload(body, secret, { timestamp }),
-      ...standardWebhookHeaders(id, timestamp, body, [secret]),
-      "x-tenant": "acme",
-    },
-  };
-}
+/** A delivery as the engine makes it, signed with the test's secret. */
+const signedMessage = (n: number, type = "identified") =>
+  signedDelivery(secret, type, { data: { transaction_id: `tx-${run}-${n}`, amount: "10.50" } });
 
 /** The stream's entries as a consumer reads them: the id, then the fields in order. */
 async function entries(reader: Redis, key: string): Promise<[string, string[]][]> {
   return await reader.xrange(key, "-", "+") as [string, string[]][];
-}
-
-/** Rejects with a BrokerFailure (not some other error), which is returned. */
-async function failure(promise: Promise<unknown>): Promise<BrokerFailure> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.ok(error instanceof BrokerFailure, `a BrokerFailure, not ${error}`);
-    return error;
-  }
-  assert.fail("expected a BrokerFailure");
-}
-
-/** A relay to Redis that counts the connections made through it. */
-async function countingRelay(): Promise<{ port: number; connections: () => number; close: () => Promise<void> }> {
-  let count = 0;
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    count++;
-    const upstream = net.connect({ host: "127.0.0.1", port: REDIS_PORT });
-    for (const socket of [client, upstream]) {
-      sockets.add(socket);
-      socket.on("error", () => {});
-      socket.on("close", () => sockets.delete(socket));
-    }
-    client.pipe(upstream).pipe(client);
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    connections: () => count,
-    close: async () => {
-      for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
-}
-
-/** The TypeScript block of docs/webhooks.md that starts with `// <file>`. */
-async function recipeSource(file: string): Promise<string> {
-  const doc = await Deno.readTextFile(new URL("../../../docs/webhooks.md", import.meta.url));
-  const block = [...doc.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]).find((code) =>
-    code.startsWith(`// ${file}\n`)
-  );
-  assert.ok(block, `docs/webhooks.md has a ${file} recipe`);
-  return block;
 }
 
 Deno.test("Redis Streams transport: a delivery becomes one stream entry a consumer verifies", async (t) => {
@@ -146,7 +83,7 @@ Deno.test("Redis Streams transport: a delivery becomes one stream entry a consum
     });
 
     await t.step("30 publishes, each awaited, arrive in order once each over one connection", async () => {
-      const relay = await countingRelay();
+      const relay = await startTcpProxy(REDIS_PORT);
       const connection = await redisTransport.connect(target(relay.port), null, options());
       try {
         const stream = key("ordered");
@@ -173,13 +110,13 @@ Deno.test("Redis Streams transport: a delivery becomes one stream entry a consum
           const connection = await redisTransport.connect(target(proxy.port), null, options());
           await connection.publish({ stream }, signedMessage(1), never());
           await proxy.cut();
-          const lost = await failure(connection.publish({ stream }, signedMessage(2), never()));
+          const lost = await brokerFailure(connection.publish({ stream }, signedMessage(2), never()));
           assert.equal(lost.permanent, false);
           assert.match(lost.message, /^connection (lost|reset)/);
           assert.equal(connection.open, false);
           await connection.close();
 
-          const refused = await failure(redisTransport.connect(target(proxy.port), null, options()));
+          const refused = await brokerFailure(redisTransport.connect(target(proxy.port), null, options()));
           assert.equal(refused.permanent, false);
           assert.equal(refused.message, "connection refused (ECONNREFUSED)");
 
@@ -201,7 +138,7 @@ Deno.test("Redis Streams transport: a delivery becomes one stream entry a consum
         await reader.set(stream, "not a stream");
         const connection = await redisTransport.connect(target(REDIS_PORT), null, options());
         try {
-          const wrongType = await failure(connection.publish({ stream }, signedMessage(1), never()));
+          const wrongType = await brokerFailure(connection.publish({ stream }, signedMessage(1), never()));
           assert.equal(wrongType.permanent, true);
           assert.equal(
             wrongType.message,
@@ -213,7 +150,7 @@ Deno.test("Redis Streams transport: a delivery becomes one stream entry a consum
         }
 
         const password = `pw-${crypto.randomUUID()}`;
-        const refused = await failure(
+        const refused = await brokerFailure(
           redisTransport.connect(target(REDIS_PORT), { username: `nobody-${run}`, password }, options()),
         );
         assert.equal(refused.permanent, true);
@@ -258,10 +195,10 @@ Deno.test("Redis Streams transport: a delivery becomes one stream entry a consum
         await connection.close();
         assert.equal((await entries(reader, stream))[0][1][1], message.body);
 
-        const untrusted = await failure(redisTransport.connect(secure, null, options()));
+        const untrusted = await brokerFailure(redisTransport.connect(secure, null, options()));
         assert.equal(untrusted.permanent, false);
         assert.match(untrusted.message, /^TLS/);
-        const otherName = await failure(
+        const otherName = await brokerFailure(
           redisTransport.connect({ ...secure, host: "other.test" }, null, options({ ca: [fixture("ca.pem")] })),
         );
         assert.match(otherName.message, /^TLS/);
@@ -283,7 +220,7 @@ Deno.test("Redis Streams transport: a delivery becomes one stream entry a consum
         const port = (silent.address() as net.AddressInfo).port;
         const connection = await redisTransport.connect(target(port), null, options());
         const started = performance.now();
-        const timedOut = await failure(
+        const timedOut = await brokerFailure(
           connection.publish({ stream: key("silent") }, signedMessage(1), AbortSignal.timeout(150)),
         );
         assert.ok(performance.now() - started < 1000);
@@ -294,12 +231,12 @@ Deno.test("Redis Streams transport: a delivery becomes one stream entry a consum
 
         const again = await redisTransport.connect(target(port), null, options());
         const controller = new AbortController();
-        const pending = failure(again.publish({ stream: key("silent") }, signedMessage(2), controller.signal));
+        const pending = brokerFailure(again.publish({ stream: key("silent") }, signedMessage(2), controller.signal));
         controller.abort();
         assert.match((await pending).message, /^aborted/);
         await again.close();
 
-        const slow = await failure(
+        const slow = await brokerFailure(
           redisTransport.connect(target(port), { username: "u", password: "p" }, options({ timeoutMs: 200 })),
         );
         assert.equal(slow.message, "timeout: no connection within 200 ms");
@@ -359,7 +296,7 @@ Deno.test("Redis Streams transport: a delivery becomes one stream entry a consum
 
     await t.step("the consumer recipe of docs/webhooks.md reads and verifies every published entry", async () => {
       const file = await Deno.makeTempFile({ suffix: ".ts" });
-      await Deno.writeTextFile(file, await recipeSource("redis_consumer.ts"));
+      await Deno.writeTextFile(file, await docsRecipe("redis_consumer.ts"));
       const stream = key("recipe");
       const consumer = new Deno.Command(Deno.execPath(), {
         args: ["run", "-A", "--quiet", "--no-config", file],
