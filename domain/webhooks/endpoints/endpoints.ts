@@ -148,7 +148,8 @@ export function checkEndpointUrl(errors: ErrorBag, raw: string, allowPrivateUrls
   } catch {
     return errors.add("url", URL_FORMAT);
   }
-  if (transportOfUrl(raw) !== "http" && transportOfUrl(raw) !== null) {
+  const transport = transportOfUrl(raw);
+  if (transport !== "http" && transport !== null) {
     brokerTarget(errors, url, allowPrivateUrls);
     return;
   }
