@@ -30,9 +30,11 @@ export async function claimNext(sql: Sql, endpointId: string, opts: Lease): Prom
     ), free_slot as (
       select s.slot from webhook_slots s
       where s.endpoint_id = ${endpointId}
-        -- from the transport's first slot (sql/0047: the previous release never leases a broker endpoint's)
-        and s.slot >= (select endpoint_first_slot(ep.transport) from ep)
-        and s.slot < (select endpoint_first_slot(ep.transport) + endpoint_slot_limit(ep.status, ep.delivery_mode, ep.max_concurrency) from ep)
+        -- from the endpoint's slot base (endpoint_slot_base, sql/0049: the previous release never leases a broker's or a
+        -- batched endpoint's); a batched endpoint's records go by claim_batch.ts, a batch at a time, never one alone
+        and (select ep.batch is null from ep)
+        and s.slot >= (select endpoint_slot_base(ep.transport, ep.batch) from ep)
+        and s.slot < (select endpoint_slot_base(ep.transport, ep.batch) + endpoint_slot_limit(ep.status, ep.delivery_mode, ep.max_concurrency) from ep)
         and lease_is_free(s.leased_until)
       order by s.slot limit 1
       for update skip locked
@@ -47,7 +49,7 @@ export async function claimNext(sql: Sql, endpointId: string, opts: Lease): Prom
     ), fan_out as (
       select ${endpointId}::uuid
       from slot_leased ts cross join ep
-      where ts.slot + 1 < endpoint_first_slot(ep.transport) + endpoint_slot_limit(ep.status, ep.delivery_mode, ep.max_concurrency)
+      where ts.slot + 1 < endpoint_slot_base(ep.transport, ep.batch) + endpoint_slot_limit(ep.status, ep.delivery_mode, ep.max_concurrency)
         -- a throttled endpoint: its rate, not its slots, bounds it (throttle_turn.ts)
         and ep.rate_limit is null and exists (
         select 1 from webhook_deliveries d

@@ -11,9 +11,6 @@ import { wakeEndpoints } from "../../outbox/wake.ts";
 import type { Claim, ClaimedDelivery } from "./claim_data.ts";
 import type { Lease } from "./lease.ts";
 
-/** Where a batched endpoint's slots are numbered from (`endpoint_slot_base`, sql/0049): none the previous release leases. */
-export const BATCH_SLOT_BASE = 2_000_000;
-
 type Candidate = {
   id: string;
   batch_id: string | null;
@@ -65,10 +62,12 @@ export async function claimBatch(
       from webhook_endpoint_throttles where endpoint_id = ${endpointId} and next_send_at > now()`;
     if (held) return nothing(held.wait_ms);
     const [free] = await tx<{ slot: number; slots: number }[]>`
-      select s.slot, ${BATCH_SLOT_BASE} + endpoint_slot_limit(e.status, e.delivery_mode, e.max_concurrency) as slots
+      select s.slot, endpoint_slot_base(e.transport, e.batch)
+          + endpoint_slot_limit(e.status, e.delivery_mode, e.max_concurrency) as slots
       from webhook_slots s join webhook_endpoints e on e.id = s.endpoint_id
-      where s.endpoint_id = ${endpointId} and s.slot >= ${BATCH_SLOT_BASE}
-        and s.slot < ${BATCH_SLOT_BASE} + endpoint_slot_limit(e.status, e.delivery_mode, e.max_concurrency)
+      where s.endpoint_id = ${endpointId} and s.slot >= endpoint_slot_base(e.transport, e.batch)
+        and s.slot < endpoint_slot_base(e.transport, e.batch)
+          + endpoint_slot_limit(e.status, e.delivery_mode, e.max_concurrency)
         and lease_is_free(s.leased_until)
       order by s.slot limit 1
       for update of s skip locked`;

@@ -201,7 +201,7 @@ export async function recordAttempts(
       select attempt.idx, attempt.endpoint_id, attempt.slot, endpoint.delivery_mode, attempt.delivery_id as attempted,
         moved.status = 'pending' as still_pending
       from batch attempt join records_moved moved on moved.idx = attempt.idx join endpoint_rows endpoint on endpoint.id = attempt.endpoint_id
-      where attempt.slot < endpoint_first_slot(endpoint.transport)
+      where attempt.slot < endpoint_slot_base(endpoint.transport, endpoint.batch)
           + endpoint_slot_limit(endpoint.status, endpoint.delivery_mode, endpoint.max_concurrency)
         and attempt.endpoint_id not in (select id from endpoints_disabled)
         -- a batched endpoint's slot carries batches, which its own claim forms (claim_batch.ts)
