@@ -56,6 +56,26 @@ export function connect(url: string, options: { max?: number } = {}): Sql {
  *   `work` or the commit throws; a connection lost under it (a failover) is left to the pool, which reconnects it.
  */
 export async function transaction<T>(sql: Sql, work: (tx: TransactionSql) => Promise<T>): Promise<T> {
+  try {
+    return await transactionOnce(sql, work);
+  } catch (err) {
+    // as `sql.begin` does (docs/database-driver.md, "The patch", 5): the stale statement is forgotten by now
+    if (!isStalePlan(err)) throw err;
+    return await transactionOnce(sql, work);
+  }
+}
+
+/**
+ * Whether `err` is Postgres refusing a prepared statement whose plan a schema change made stale ("cached plan must not
+ * change result type"): an expand migration adding a column to a table a statement reads with `*` does it to every
+ * session that prepared the statement before (docs/production.md, "Old and new side by side (1.3.0 and 1.4.0)").
+ */
+function isStalePlan(err: unknown): boolean {
+  const routine = (err as { routine?: unknown } | null)?.routine;
+  return routine === "RevalidateCachedQuery" || routine === "FetchPreparedStatement";
+}
+
+async function transactionOnce<T>(sql: Sql, work: (tx: TransactionSql) => Promise<T>): Promise<T> {
   const conn = await sql.reserve();
   // null while statements may be sent; then the COMMIT or ROLLBACK that ends the transaction
   let ending: Promise<readonly unknown[] & { command: string }> | null = null;

@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import postgres from "postgres";
-import { connect, isDatabaseUnreachable, type Sql, type TransactionSql } from "../../domain/infra/db.ts";
+import { connect, isDatabaseUnreachable, type Sql, transaction, type TransactionSql } from "../../domain/infra/db.ts";
 import { dropDatabase, freshDatabase } from "../support/helpers.ts";
 
 /** `promise`, or a failure naming `what` after 5 s: a wedged connection fails the step instead of hanging the run. */
@@ -246,6 +246,61 @@ Deno.test("a reservation waiting for a connection is served when a connection of
     });
   } finally {
     await admin.end({ timeout: 1 });
+    await dropDatabase(url);
+  }
+});
+
+Deno.test("a transaction meets a plan made stale by a column added", async (t) => {
+  const url = await freshDatabase("driver_stale_plan");
+  // one connection: the statement prepared before the column was added is the one the transaction meets after
+  const sql = connect(url, { max: 1 });
+  const admin = connect(url, { max: 1 });
+  const read = (tx: Sql | TransactionSql) => tx<Record<string, unknown>[]>`select * from endpoints where n = ${1}`;
+  try {
+    await sql`create table endpoints (n int primary key)`;
+    await sql`insert into endpoints values (1)`;
+    let widen = 0;
+    const addColumn = async () => {
+      widen++;
+      await admin.unsafe(`alter table endpoints add column c${widen} int not null default ${widen}`);
+    };
+
+    await t.step("sql.begin runs the transaction again and reads the new column", async () => {
+      await sql.begin((tx) => read(tx));
+      await addColumn();
+      let runs = 0;
+      const rows = await answered("the transaction", sql.begin(async (tx) => (runs++, await read(tx))));
+      assert.deepEqual([...rows], [{ n: 1, c1: 1 }]);
+      assert.equal(runs, 2, "its first run met the stale plan and rolled back");
+    });
+
+    await t.step("the service's pipelined transaction does the same", async () => {
+      await transaction(sql, (tx) => read(tx));
+      await addColumn();
+      const rows = await answered(
+        "the transaction",
+        transaction(sql, async (tx) => {
+          const [row] = await read(tx);
+          await tx`update endpoints set c1 = c1 + 1 where n = ${1}`;
+          return row;
+        }),
+      );
+      assert.deepEqual(rows, { n: 1, c1: 1, c2: 2 });
+      // the update ran once: the first run was rolled back whole
+      assert.deepEqual([...await sql`select c1 from endpoints`], [{ c1: 2 }]);
+    });
+
+    await t.step("any other failure is not run again", async () => {
+      let runs = 0;
+      await assert.rejects(
+        sql.begin(async (tx) => (runs++, await tx`select * from no_such_table`)),
+        (err: { code?: string }) => err.code === "42P01",
+      );
+      assert.equal(runs, 1);
+    });
+  } finally {
+    await sql.end();
+    await admin.end();
     await dropDatabase(url);
   }
 });

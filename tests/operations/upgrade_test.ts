@@ -180,12 +180,24 @@ async function retire(lb: Balancer, instance: Instance, ended: Instance[]) {
 
 /** Error lines an instance logged, and anything it wrote on stderr that looks like a failure. */
 function troubleIn(instance: Instance): string[] {
-  const errors = instance.service.logs().filter((l) => l.level === "error" || l.level === "fatal");
+  const errors = instance.service.logs().filter((l) =>
+    (l.level === "error" || l.level === "fatal") && !knownOfPrevious(instance, l)
+  );
   const stderr = instance.service.stderr().split("\n").filter((l) => /error|panic|uncaught/i.test(l));
   return [
     ...errors.map((l) => `${instance.name}: ${JSON.stringify(l)}`),
     ...stderr.map((l) => `${instance.name}: ${l}`),
   ];
+}
+
+/**
+ * The previous release's one known error of a rolling upgrade (docs/production.md, "Old and new side by side (1.3.0 and
+ * 1.4.0)"): a drain whose transaction met a statement it prepared before the migration added a column. Its attempts
+ * are made again: the stories' own assertions (all, in order, once each per `webhook-id`) still hold for them.
+ */
+function knownOfPrevious(instance: Instance, line: Record<string, unknown>): boolean {
+  return typeof previous !== "string" && instance.version === previous.version &&
+    line.msg === "webhook drain failed" && line.error === "cached plan must not change result type";
 }
 
 /** A story's world: a database, a receiver checking signatures, a company with a sequential and a parallel endpoint. */

@@ -29,6 +29,10 @@ import { Errors, PostgresError } from './errors.js'
 import Subscribe from './subscribe.js'
 import largeObject from './large.js'
 
+// PATCHED-REPLAN (docs/database-driver.md, "The patch", 5): the routines of connection.js's retryRoutines that say a
+// prepared statement's plan is stale
+const staleRoutines = new Set(['FetchPreparedStatement', 'RevalidateCachedQuery'])
+
 Object.assign(Postgres, {
   PostgresError,
   toPascal,
@@ -251,7 +255,20 @@ function Postgres(a, b) {
     }
   }
 
+  // PATCHED-REPLAN (docs/database-driver.md, "The patch", 5): a transaction whose prepared statement met a plan that a
+  // schema change made stale (a column added to a table it reads with *) runs once more, as a lone statement is
+  // prepared again (retryRoutines): its first try rolled back whole, and the stale statement is forgotten by now
   async function begin(options, fn) {
+    try {
+      return await beginOnce(options, fn)
+    } catch (error) {
+      if (!(error instanceof PostgresError) || !staleRoutines.has(error.routine))
+        throw error
+      return await beginOnce(options, fn)
+    }
+  }
+
+  async function beginOnce(options, fn) {
     !fn && (fn = options, options = '')
     const queries = Queue()
     let savepoints = 0
