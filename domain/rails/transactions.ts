@@ -6,7 +6,7 @@ import { commitNow, type Sql, type TransactionSql } from "../infra/db.ts";
 import { newId } from "../basics/ids.ts";
 import { naiveUtc } from "../basics/time.ts";
 import { applyClearance, type Clearance, decideClearance, movedThisYear, TRANSACTED_STATUSES } from "./clearance.ts";
-import { emitEvent, type EventType, type Subscriber, subscribersOf } from "../webhooks/outbox/events.ts";
+import { emitEvent, type EventType, type Subscriber, subscribersColumn } from "../webhooks/outbox/events.ts";
 import { attachToExchange } from "./batches.ts";
 import { assertPerson } from "../subjects/people.ts";
 import { approveSubject } from "../subjects/status.ts";
@@ -171,7 +171,8 @@ type DecidedUnderLock = { usdValue: string; clearance: Clearance; subscribers: S
 
 /**
  * The first round trip of `moveMoney`: the subject's lock and the year's total against the limit (`decideClearance`,
- * which sends the two together), the USD value by the rate table, and the endpoints the event goes to, all pipelined.
+ * which sends the two together), then the USD value by the rate table with the endpoints the event goes to (one
+ * statement), all pipelined.
  * Postgres runs each statement after the one before has finished, with a snapshot of its own, so the total is read
  * under the lock. The USD value goes to the total as SQL, so it needs no round trip before this one.
  */
@@ -179,12 +180,15 @@ async function decideUnderLock(tx: TransactionSql, companyId: string, movement: 
   const usdValueSql = usdValueOf(tx, movement.currency, movement.value);
   // a refund gives back money counted when it came in: it is weighed like money that does not move
   const weighedAgainstLimit = countsTowardsLimit(movement.status) && movement.kind !== "refund";
-  const [[{ usd_value }], clearance, subscribers] = await Promise.all([
-    tx<{ usd_value: string }[]>`select ${usdValueSql} as usd_value`,
+  // the USD value and the event's endpoints in one statement, after the lock's two (one statement fewer per pay-in:
+  // docs/performance.md, "The money path")
+  const subscribers = movement.event ? subscribersColumn(tx, companyId, movement.event) : tx`null::json`;
+  const [clearance, [decided]] = await Promise.all([
     decideClearance(tx, companyId, movement.subjectId, weighedAgainstLimit ? usdValueSql : null),
-    movement.event ? subscribersOf(tx, companyId, movement.event) : null,
+    tx<{ usd_value: string; subscribers: Subscriber[] | null }[]>`
+      select ${usdValueSql} as usd_value, ${subscribers} as subscribers`,
   ]);
-  return { usdValue: usd_value, clearance, subscribers };
+  return { usdValue: decided.usd_value, clearance, subscribers: decided.subscribers };
 }
 
 /** A transactions row as `moveMoney` inserts it (the timestamps are the table's defaults). */

@@ -11,7 +11,7 @@ import { dropDatabase, freshDatabase } from "../support/helpers.ts";
 import { cpf } from "../support/check_digits.ts";
 import { BENCH_JWT_SECRET as JWT_SECRET, startFloor, startService } from "./service.ts";
 import { connect } from "../../domain/infra/db.ts";
-import { eventToReceipt, payinsAcrossSubjects } from "./money_path.ts";
+import { eventToReceipt, type Latency, payinsAcrossSubjects } from "./money_path.ts";
 import { type CpuPerRequest, cpuPerRequest } from "./cpu.ts";
 
 const SECONDS = Number(Deno.env.get("BENCH_SECONDS") ?? 10);
@@ -97,6 +97,26 @@ const median = (xs: number[]) => {
 type Pair = { service: LoadResult; floor: LoadResult; serviceCpu: CpuPerRequest; floorCpu: CpuPerRequest };
 
 /**
+ * What a request cost one side (`serviceUs`: the server's process; `postgresUs`: its Postgres sessions) against what it
+ * cost the floor's, each round's ratio and their median: the issue-47 rows (docs/performance.md, "The money path").
+ */
+function cpuAgainstFloor(
+  name: string,
+  rounds: Pair[],
+  side: keyof CpuPerRequest,
+  label: string,
+): [string, string | number][] {
+  const ratios = rounds.flatMap((p) =>
+    p.serviceCpu[side] !== null && p.floorCpu[side] ? [p.serviceCpu[side]! / p.floorCpu[side]!] : []
+  );
+  if (ratios.length < rounds.length) return [[`http_${name}_${label}_cpu_vs_floor`, "n/a"]];
+  return [
+    [`http_${name}_${label}_cpu_vs_floor`, round(median(ratios), 2)],
+    [`http_${name}_${label}_cpu_vs_floor_rounds`, ratios.map((r) => r.toFixed(2)).join(" ")],
+  ];
+}
+
+/**
  * /healthz, POST person and GET person, each against the floor (tests/bench/floor_server.ts) right before or after it,
  * BENCH_ROUNDS times with the order swapped each round, so a pause of the machine falls on both sides of a ratio;
  * then the two person calls on a service with the per-company rate limit on (its buckets shared in Postgres), each
@@ -164,14 +184,24 @@ export async function benchHttp(): Promise<Figures> {
     const getLimited = await limited.get();
     const get = pairs.get_person[pairs.get_person.length - 1].service;
     const money = { base: open.base, auth: open.auth };
-    const payins = await cpuPerRequest(
-      open.pid,
-      () => payinsAcrossSubjects(money, SECONDS, open.wrkDir),
-      requests,
-      open.database,
-    );
+    // the money path's figures, each its rounds' median (issue 47's table: docs/performance.md, "The money path")
+    const payinRounds: { result: LoadResult; cpu: CpuPerRequest }[] = [];
+    const at100Rounds: Latency[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      payinRounds.push(
+        await cpuPerRequest(open.pid, () => payinsAcrossSubjects(money, SECONDS, open.wrkDir), requests, open.database),
+      );
+      at100Rounds.push(await eventToReceipt(money, 100, RECEIPT_SECONDS));
+    }
+    const payins = payinRounds[Math.floor(payinRounds.length / 2)];
     const at50 = await eventToReceipt(money, 50, RECEIPT_SECONDS);
-    const at100 = await eventToReceipt(money, 100, RECEIPT_SECONDS);
+    const at100 = {
+      p50Ms: median(at100Rounds.map((r) => r.p50Ms)),
+      p99Ms: median(at100Rounds.map((r) => r.p99Ms)),
+      sent: at100Rounds.reduce((n, r) => n + r.sent, 0),
+      received: at100Rounds.reduce((n, r) => n + r.received, 0),
+      errors: at100Rounds.reduce((n, r) => n + r.errors, 0),
+    };
 
     console.log(
       `\nHTTP, ${CONNECTIONS} connections, ${SECONDS} s each (${post.tool}), ${ROUNDS} rounds against the floor`,
@@ -185,8 +215,8 @@ export async function benchHttp(): Promise<Figures> {
     console.log(`with the shared rate limit on (${LIMITED_RATE}/s, burst ${LIMITED_BURST})`);
     console.log(row("POST person, limited", postLimited));
     console.log(row("GET person, limited", getLimited));
-    console.log(row("sandbox pay-in, 16 subjects", payins.result));
-    for (const [rate, r] of [[50, at50], [100, at100]] as const) {
+    for (const [i, p] of payinRounds.entries()) console.log(row(`sandbox pay-in, 16 subjects ${i + 1}`, p.result));
+    for (const [rate, r] of [[50, at50], ...at100Rounds.map((r) => [100, r] as const)] as const) {
       console.log(
         `event to receipt at ${rate} pay-ins/s on one subject: p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, ` +
           `${r.received} of ${r.sent} received, ${r.errors} errors`,
@@ -211,10 +241,15 @@ export async function benchHttp(): Promise<Figures> {
           [`http_${name}_postgres_cpu_us`, cpuOf(rounds.map((p) => p.serviceCpu), "postgresUs")],
           [`http_floor_${name}_cpu_us`, cpuOf(rounds.map((p) => p.floorCpu), "serviceUs")],
           [`http_floor_${name}_postgres_cpu_us`, cpuOf(rounds.map((p) => p.floorCpu), "postgresUs")],
+          ...cpuAgainstFloor(name, rounds, "serviceUs", "service"),
+          ...cpuAgainstFloor(name, rounds, "postgresUs", "postgres"),
         ];
       }),
     );
-    const payinsRps = payins.result.requestsPerSecond;
+    const payinsRps = median(payinRounds.map((p) => p.result.requestsPerSecond));
+    const payinCpu = (side: keyof CpuPerRequest) => cpuOf(payinRounds.map((p) => p.cpu), side);
+    const payinCpuRounds = (side: keyof CpuPerRequest) =>
+      payinRounds.map((p) => p.cpu[side] === null ? "n/a" : Math.round(p.cpu[side]!)).join(" ");
     return {
       http_load_tool: post.tool,
       http_rounds: ROUNDS,
@@ -234,12 +269,15 @@ export async function benchHttp(): Promise<Figures> {
         2,
       ),
       http_payins_16_subjects_errors: payins.result.errors,
-      http_payins_16_subjects_service_cpu_us: payins.cpu.serviceUs ?? "n/a",
-      http_payins_16_subjects_postgres_cpu_us: payins.cpu.postgresUs ?? "n/a",
+      http_payins_16_subjects_service_cpu_us: payinCpu("serviceUs"),
+      http_payins_16_subjects_service_cpu_us_rounds: payinCpuRounds("serviceUs"),
+      http_payins_16_subjects_postgres_cpu_us: payinCpu("postgresUs"),
+      http_payins_16_subjects_postgres_cpu_us_rounds: payinCpuRounds("postgresUs"),
       receipt_at_50_payins_p50_ms: at50.p50Ms,
       receipt_at_50_payins_p99_ms: at50.p99Ms,
       receipt_at_100_payins_p50_ms: at100.p50Ms,
       receipt_at_100_payins_p99_ms: at100.p99Ms,
+      receipt_at_100_payins_rounds: at100Rounds.map((r) => `${r.p50Ms}/${r.p99Ms}`).join(" "),
       receipt_payins_lost: at50.sent - at50.errors - at50.received + at100.sent - at100.errors - at100.received,
     };
   } finally {

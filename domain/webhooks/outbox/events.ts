@@ -3,6 +3,7 @@
  * and wake-ups in the transaction of the change that caused it (docs/webhooks.md, "From a change to a delivery record").
  */
 
+import type postgres from "postgres";
 import type { TransactionSql } from "../../infra/db.ts";
 import { newId } from "../../basics/ids.ts";
 import { notifyWake } from "./wake.ts";
@@ -66,13 +67,27 @@ export type Subscriber = { id: string; filter: string | null };
  * round trip, and hand it to `emitEvent` as `subscribers` (the pay-in does: docs/performance.md, "What changed").
  */
 export function subscribersOf(tx: TransactionSql, companyId: string, type: EventType, opts: FanOut = {}) {
+  return tx<Subscriber[]>`
+    select id, filter from webhook_endpoints where ${subscribing(tx, companyId, type, opts)} order by id`;
+}
+
+/**
+ * `subscribersOf` as one column of a statement the caller sends anyway (a JSON array of `Subscriber`, in the same
+ * order), so the money path reads them without a statement of their own (docs/performance.md, "The money path").
+ */
+export function subscribersColumn(tx: TransactionSql, companyId: string, type: EventType): postgres.Fragment {
+  return tx`coalesce((
+      select json_agg(json_build_object('id', id, 'filter', filter) order by id) from webhook_endpoints
+      where ${subscribing(tx, companyId, type, {})}
+    ), '[]'::json)`;
+}
+
+/** Which endpoints of the company an event of `type` goes to, as a WHERE condition: one rule for both reads above. */
+function subscribing(tx: TransactionSql, companyId: string, type: EventType, opts: FanOut): postgres.Fragment {
   const only = opts.onlyEndpointId ? tx`and id = ${opts.onlyEndpointId}` : tx``;
   const except = opts.exceptEndpointId ? tx`and id <> ${opts.exceptEndpointId}` : tx``;
   const wanted = isOperational(type) ? tx`array[${type}]::text[]` : tx`array['*', ${type}]::text[]`;
-  return tx<Subscriber[]>`
-    select id, filter from webhook_endpoints
-    where company_id = ${companyId} and status = 'active' and enabled_events && ${wanted} ${only} ${except}
-    order by id`;
+  return tx`company_id = ${companyId} and status = 'active' and enabled_events && ${wanted} ${only} ${except}`;
 }
 
 /**
