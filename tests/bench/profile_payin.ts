@@ -1,4 +1,9 @@
-/** Throwaway: a CPU profile of the service under sandbox pay-ins (or PHASE=get|post), 32 at once for SECONDS. */
+/**
+ * One money-path call under load, for a lever's quick pairs and its profile (docs/performance.md, "The money path"):
+ * a service of its own on a fresh database, sandbox pay-ins on 16 subjects (PHASE=get or post: GET or POST person), 32
+ * at once or RATE a second for SECONDS, then the CPU per request of the service and its Postgres sessions from /proc,
+ * and (unless PROF=0) the service's V8 CPU profile in OUT (default /tmp/prof). Measures only.
+ */
 import { signToken } from "../../domain/integrators/tokens.ts";
 import { loadConfig } from "../../domain/infra/config.ts";
 import { freshDatabase } from "../support/helpers.ts";
