@@ -59,34 +59,45 @@ export type UsdAmountSql = postgres.Fragment;
  * first has finished, with a snapshot of its own, so the total is read once the lock is held and sees every pay-in
  * committed before it (docs/performance.md, "What changed").
  */
-export async function decideClearance(
+export async function decideClearance<A extends Record<string, unknown> = Record<string, never>>(
   tx: TransactionSql,
   companyId: string,
   subjectId: string,
   moving: UsdAmountSql | null,
-): Promise<Clearance> {
+  also?: postgres.Fragment,
+): Promise<Clearance & { also: A }> {
   const locked = lockSubject(tx, companyId, subjectId);
-  if (moving === null) {
-    const person = await locked;
-    return { cleared: person.status === "approved", missing: [] };
-  }
-  const [person, [{ over, labels }]] = await Promise.all([locked, yearOverLimit(tx, companyId, subjectId, moving)]);
-  if (person.status !== "approved") return { cleared: false, missing: [] };
-  if (!over) return { cleared: true, missing: [] };
+  // `also`: columns the caller reads after the lock, in the statement this sends behind it (one statement fewer)
+  const behind = moving === null
+    ? (also ? tx<A[]>`select ${also}` : Promise.resolve([{} as A]))
+    : yearOverLimit<A>(tx, companyId, subjectId, moving, also);
+  const [person, [row]] = await Promise.all([locked, behind]);
+  const { over, labels, ...extra } = row as A & { over?: boolean; labels?: string[] | null };
+  const answer = (clearance: Clearance) => ({ ...clearance, also: extra as unknown as A });
+  if (moving === null) return answer({ cleared: person.status === "approved", missing: [] });
+  if (person.status !== "approved") return answer({ cleared: false, missing: [] });
+  if (!over) return answer({ cleared: true, missing: [] });
   const missing = missingMandatoryDocuments(labels ?? []);
-  return { cleared: missing.length === 0, missing };
+  return answer({ cleared: missing.length === 0, missing });
 }
 
 /**
  * Whether the year's total with `moving` added goes over the limit, and then (only then) the labels of the subject's
- * documents, so that the missing ones can be named. One statement, sent behind the lock in `decideClearance`.
+ * documents, so that the missing ones can be named; with the caller's `also` columns. One statement, sent behind the
+ * lock in `decideClearance`.
  */
-function yearOverLimit(tx: TransactionSql, companyId: string, subjectId: string, moving: UsdAmountSql) {
-  return tx<{ over: boolean; labels: string[] | null }[]>`
+function yearOverLimit<A>(
+  tx: TransactionSql,
+  companyId: string,
+  subjectId: string,
+  moving: UsdAmountSql,
+  also: postgres.Fragment | undefined,
+) {
+  return tx<(A & { over: boolean; labels: string[] | null })[]>`
     select t.over, case when t.over then array(
       select distinct unnest(d.labels) from documents d
       where d.company_id = ${companyId} and d.person_id = ${subjectId}
-    ) end as labels
+    ) end as labels ${also ? tx`, ${also}` : tx``}
     from (
       select coalesce(sum(usd_value), 0) + ${moving} > ${YEARLY_LIMIT_USD}::numeric as over
       from (${movedThisYear(tx, companyId, subjectId)}) as moved

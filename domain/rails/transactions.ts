@@ -170,9 +170,9 @@ export async function moveMoney(
 type DecidedUnderLock = { usdValue: string; clearance: Clearance; subscribers: Subscriber[] | null };
 
 /**
- * The first round trip of `moveMoney`: the subject's lock and the year's total against the limit (`decideClearance`,
- * which sends the two together), then the USD value by the rate table with the endpoints the event goes to (one
- * statement), all pipelined.
+ * The first round trip of `moveMoney`: the subject's lock and, behind it in one statement, the year's total against the
+ * limit (`decideClearance`, which sends the two together), the USD value by the rate table and the endpoints the event
+ * goes to, pipelined.
  * Postgres runs each statement after the one before has finished, with a snapshot of its own, so the total is read
  * under the lock. The USD value goes to the total as SQL, so it needs no round trip before this one.
  */
@@ -180,15 +180,17 @@ async function decideUnderLock(tx: TransactionSql, companyId: string, movement: 
   const usdValueSql = usdValueOf(tx, movement.currency, movement.value);
   // a refund gives back money counted when it came in: it is weighed like money that does not move
   const weighedAgainstLimit = countsTowardsLimit(movement.status) && movement.kind !== "refund";
-  // the USD value and the event's endpoints in one statement, after the lock's two (one statement fewer per pay-in:
-  // docs/performance.md, "The money path")
+  // the USD value and the event's endpoints read in the statement behind the lock, with the year's total (two
+  // statements fewer per pay-in: docs/performance.md, "The money path")
   const subscribers = movement.event ? subscribersColumn(tx, companyId, movement.event) : tx`null::json`;
-  const [clearance, [decided]] = await Promise.all([
-    decideClearance(tx, companyId, movement.subjectId, weighedAgainstLimit ? usdValueSql : null),
-    tx<{ usd_value: string; subscribers: Subscriber[] | null }[]>`
-      select ${usdValueSql} as usd_value, ${subscribers} as subscribers`,
-  ]);
-  return { usdValue: decided.usd_value, clearance, subscribers: decided.subscribers };
+  const { also, ...clearance } = await decideClearance<{ usd_value: string; subscribers: Subscriber[] | null }>(
+    tx,
+    companyId,
+    movement.subjectId,
+    weighedAgainstLimit ? usdValueSql : null,
+    tx`${usdValueSql} as usd_value, ${subscribers} as subscribers`,
+  );
+  return { usdValue: also.usd_value, clearance, subscribers: also.subscribers };
 }
 
 /** A transactions row as `moveMoney` inserts it (the timestamps are the table's defaults). */
