@@ -84,45 +84,6 @@ export function takeRoom(
 }
 
 /**
- * The fast path of `takeRoom` for one new subject, for a create that is one statement on its own (never inside a
- * transaction: sql/0050): the CTE `room`, which counts the subject on this connection's stripe when `isNew` and the
- * stripe's share has room for it (the same checks as `take_company_usage`'s first step), and the boolean expression
- * `subjectCounted`, which fails the statement with `QUOT0` when it did not (`isShareSpent`). The caller then sends the
- * statement again with `takeRoom`, which shares out again or refuses exactly. One UPDATE in the create's statement, no
- * call and no subtransaction: docs/performance.md, "The money path".
- */
-export function subjectRoom(
-  sql: SqlOrTransaction,
-  companyId: string,
-  quotas: StoredQuotas,
-  isNew: postgres.Fragment,
-): postgres.Fragment {
-  const wanted = [
-    quotas.peoplePerCompany,
-    quotas.bankAccountsPerCompany,
-    quotas.documentsPerCompany,
-    quotas.documentBytesPerCompany,
-  ].map(String);
-  return sql`room as (
-      update company_usage u set people = u.people + 1
-      where u.company_id = ${companyId} and u.stripe = pg_backend_pid() % 64 and u.shared_for = ${wanted}::bigint[]
-        and u.people + 1 <= u.people_room and u.bank_accounts <= u.bank_accounts_room
-        and u.documents <= u.documents_room and u.document_bytes <= u.document_bytes_room
-        and ${isNew}
-      returning 1
-    )`;
-}
-
-/** With `subjectRoom`'s CTE: true when the subject was counted, else the statement fails with `QUOT0`. */
-export const subjectCounted = (sql: SqlOrTransaction): postgres.Fragment =>
-  sql`(exists (select 1 from room) or company_usage_share_spent())`;
-
-/** Whether a statement failed because `subjectRoom` found no room on its stripe: send it again with `takeRoom`. */
-export function isShareSpent(error: unknown): boolean {
-  return (error as { code?: unknown } | null)?.code === "QUOT0";
-}
-
-/**
  * Takes room for `use` inside the caller's transaction, or fails it. The counter row it takes stays locked until the
  * commit (near the quota, every row of the company), so this is the last statement before the commit.
  */

@@ -13,7 +13,7 @@ import { naiveUtc } from "../basics/time.ts";
 import type { DocumentSummary } from "./documents.ts";
 import type { DocumentType } from "./person_rules.ts";
 import type { CompanyDocumentType } from "./company_rules.ts";
-import { isShareSpent, type StoredQuotas, subjectCounted, subjectRoom, takeRoom } from "./quotas.ts";
+import { type StoredQuotas, takeRoom } from "./quotas.ts";
 
 export const PAGE_SIZE = 100;
 
@@ -245,33 +245,17 @@ export async function saveSubject<K extends Kind>(
     document_number: documentNumber,
   };
   for (const column of WRITTEN) row[column] = editable.has(column) ? given[column] ?? null : null;
-  // a new subject takes its room by the quota's fast path in this statement; when its stripe's share is spent, the
-  // statement fails and goes again with the exact path (quotas.ts, `subjectRoom`)
-  const quotas = opts.quotas;
-  const statement = (fast: boolean) =>
-    tx<(Omit<AnySubjectRow, "documents"> & { created: boolean; asked: boolean })[]>`
+  const takeIfNew = opts.quotas
+    ? tx`where case when saved.created then ${takeRoom(tx, companyId, opts.quotas, { people: 1 })} else true end`
+    : tx``;
+  const [saved] = await tx<(Omit<AnySubjectRow, "documents"> & { created: boolean; asked: boolean })[]>`
     with saved as (
       insert into people ${tx(row)}
       on conflict (company_id, document_type, document_number)
       do update set ${tx.unsafe(UPDATE_GIVEN)}, updated_at = now()
       returning *, (xmax = 0) as created, ${opts.ask ? opts.ask(tx) : tx`false`} as asked
-    )${
-      quotas && fast
-        ? tx`, ${subjectRoom(tx, companyId, quotas, tx`exists (select 1 from saved where created)`)}`
-        : tx``
-    }
-    select * from saved
-    ${
-      !quotas
-        ? tx``
-        : tx`where case when saved.created then ${
-          fast ? subjectCounted(tx) : takeRoom(tx, companyId, quotas, { people: 1 })
-        } else true end`
-    }`;
-  const [saved] = await statement(quotas !== undefined).catch((err) => {
-    if (!isShareSpent(err)) throw err;
-    return statement(false);
-  });
+    )
+    select * from saved ${takeIfNew}`;
   return saved as unknown as Omit<SubjectRow<K>, "documents"> & { created: boolean; asked: boolean };
 }
 
