@@ -57,7 +57,8 @@ export type UsdAmountSql = postgres.Fragment;
  *
  * The lock and the year's total go to Postgres in one round trip, pipelined: the second statement runs after the
  * first has finished, with a snapshot of its own, so the total is read once the lock is held and sees every pay-in
- * committed before it (docs/performance.md, "What changed").
+ * committed before it (docs/performance.md, "What changed"). `also`: columns the caller wants read behind the lock too,
+ * answered as `also` from that same statement (the pay-in's rate and endpoints: docs/performance.md, "The money path").
  */
 export async function decideClearance<A extends Record<string, unknown> = Record<string, never>>(
   tx: TransactionSql,
@@ -67,7 +68,6 @@ export async function decideClearance<A extends Record<string, unknown> = Record
   also?: postgres.Fragment,
 ): Promise<Clearance & { also: A }> {
   const locked = lockSubject(tx, companyId, subjectId);
-  // `also`: columns the caller reads after the lock, in the statement this sends behind it (one statement fewer)
   const behind = moving === null
     ? (also ? tx<A[]>`select ${also}` : Promise.resolve([{} as A]))
     : yearOverLimit<A>(tx, companyId, subjectId, moving, also);
