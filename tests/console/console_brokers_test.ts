@@ -249,7 +249,7 @@ Deno.test({
         await click(page, "#attention", "Refresh");
         await page.waitForFunction(
           (url) => document.getElementById("attention-list")!.textContent!.includes(url),
-          { timeout: 5_000 },
+          { timeout: 10_000 },
           downUrl,
         );
         const attention = await textOf(page, "#attention-list");
@@ -262,7 +262,7 @@ Deno.test({
         // its delivery's attempt was not acknowledged, and says why
         await view(page, `#endpoint/${down.id}`);
         await page.waitForFunction(() => document.querySelector("#endpoint-delivery-rows tr button"), {
-          timeout: 5_000,
+          timeout: 10_000,
         });
         // clicked in the page: a read of the page still running may draw its rows again meanwhile
         await page.$eval("#endpoint-delivery-rows tr button", (b) => (b as HTMLButtonElement).click());
@@ -271,7 +271,7 @@ Deno.test({
           (url) =>
             !document.getElementById("delivery")!.hidden &&
             document.getElementById("delivery-facts")!.textContent!.includes(url),
-          { timeout: 5_000 },
+          { timeout: 10_000 },
           downUrl,
         );
         const [[, , answer, , response]] = await rows(page, "attempt-rows");
