@@ -50,10 +50,15 @@ Deno.test("batches: arrays signed once, a unit across retries, in order, one req
       "a 429 with Retry-After holds the whole batched endpoint, not only the batch it answered",
       async () => {
         const company = await newCompany(ctx);
-        await createEndpoint(company, `${rx.url}/busy`, { batch: { max_events: 2, max_wait_ms: 0 } });
+        const { id } = await createEndpoint(company, `${rx.url}/busy`, { batch: { max_events: 2, max_wait_ms: 0 } });
         await emitMany(company, 1, 2);
         await eventually("the first batch, answered 429", () => rx.at("/busy").length >= 1);
         const answeredAt = rx.at("/busy")[0].receivedAt;
+        // the hold starts when the service has the answer: a batch claimed before that could not have known of it
+        await eventually(
+          "the 429 recorded",
+          async () => (await records(company, id)).some((r) => r.attempts_count >= 1),
+        );
         await emitMany(company, 3, 2);
         await eventually("both batches delivered", () => rx.at("/busy").length >= 3, 10_000);
         // nothing of the endpoint went before the second the receiver asked for had passed
