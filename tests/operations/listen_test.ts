@@ -184,7 +184,7 @@ Deno.test("deno task listen forwards every event once, in order, verified, acros
           if (path !== "/api/v1/sign_in" || answer.status !== 200) return answer;
           signIns++;
           const signedInAs = await answer.json();
-          return Response.json({ ...signedInAs, jwt: await signToken(TEST_TOKENS, company.id, 3) });
+          return Response.json({ ...signedInAs, jwt: await signToken(TEST_TOKENS, company.id, 6) });
         });
         try {
           signedIn = startListen([
@@ -199,7 +199,7 @@ Deno.test("deno task listen forwards every event once, in order, verified, acros
           assert.ok(signedIn.out.some((l) => l.startsWith(`listen: signed in as ${username}: the token expires at `)));
           await emit(15, 15);
           await eventually("event 15", () => verified.includes(15), 10_000);
-          await new Promise((r) => setTimeout(r, 1_800)); // past half the token's life
+          await new Promise((r) => setTimeout(r, 3_500)); // past half the token's life
           await emit(16, 16);
           await eventually("event 16", () => verified.includes(16), 10_000);
           await new Promise((r) => setTimeout(r, 300));
@@ -209,6 +209,8 @@ Deno.test("deno task listen forwards every event once, in order, verified, acros
           assert.ok(signedIn.out.some((l) => l.startsWith(`listen: signed in again as ${username}`)), signedIn.show());
           assert.equal((await signedIn.stop()).code, 0, signedIn.show());
         } finally {
+          // a step that failed leaves the command running, and its connection would keep the relay from shutting down
+          if (signedIn && !signedIn.exited()) await signedIn.kill();
           for (const relay of relayed) relay.abort(); // the live stream it relays never ends by itself
           await remote.shutdown();
         }
