@@ -2,7 +2,7 @@
  * One money-path call under load, for a lever's quick pairs and its profile (docs/performance.md, "The money path"):
  * a service of its own on a fresh database, sandbox pay-ins on 16 subjects (PHASE=get or post: GET or POST person), 32
  * at once or RATE a second for SECONDS, then the CPU per request of the service and its Postgres sessions from /proc,
- * and (unless PROF=0) the service's V8 CPU profile in OUT (default /tmp/prof). Measures only.
+ * and (unless PROF=0) the service's V8 CPU profile in OUT (default `prof`, beside the working directory). Measures only.
  */
 import { signToken } from "../../domain/integrators/tokens.ts";
 import { loadConfig } from "../../domain/infra/config.ts";
@@ -18,7 +18,7 @@ const port = 18000 + Math.floor(Math.random() * 1000);
 const child = new Deno.Command("deno", {
   args: [
     "run",
-    ...(Deno.env.get("PROF") === "0" ? [] : ["--cpu-prof", `--cpu-prof-dir=${Deno.env.get("OUT") ?? "/tmp/prof"}`]),
+    ...(Deno.env.get("PROF") === "0" ? [] : ["--cpu-prof", `--cpu-prof-dir=${Deno.env.get("OUT") ?? "prof"}`]),
     "--v8-flags=--max-semi-space-size=8,--max-old-space-size=512",
     "-A",
     "main.ts",
