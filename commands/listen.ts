@@ -12,6 +12,7 @@
  * (`--token` or LISTEN_TOKEN).
  */
 
+import { pause } from "../domain/basics/abort.ts";
 import { signToken } from "../domain/integrators/tokens.ts";
 import { developmentCompanyId, loadConfigWithLocalSecrets } from "../domain/infra/local_secrets.ts";
 import { printable } from "./delivery_line.ts";
@@ -119,7 +120,7 @@ async function follow() {
       say(`${reason}: reconnecting from cursor ${position} (retrying every ${RECONNECT_MAX_MS / 1000} s at most)`);
     }
     waitingSaid = true;
-    await sleep(delay, stop.signal);
+    await pause(delay, stop.signal);
   }
 }
 
@@ -222,7 +223,7 @@ async function forward(message: Message) {
     if (attempt <= RETRIES) {
       const delay = RETRY_DELAYS_MS[attempt - 1];
       console.log(`${line}; retry ${attempt} of ${RETRIES} in ${delay} ms`);
-      await sleep(delay, stop.signal);
+      await pause(delay, stop.signal);
       if (stop.signal.aborted) return;
       continue;
     }
@@ -289,7 +290,7 @@ async function untilReachable<T>(step: () => Promise<T>): Promise<T | null> {
       // not listening yet, starting, or busy: each is waited out alike
       const why = err instanceof TypeError ? "" : `: ${err instanceof Error ? err.message : String(err)}`;
       if (failures === 0) say(`waiting for the service at ${service}${args.url ? "" : " (deno task start)"}${why}`);
-      await sleep(Math.min(RECONNECT_FIRST_MS * 2 ** failures, RECONNECT_MAX_MS), stop.signal);
+      await pause(Math.min(RECONNECT_FIRST_MS * 2 ** failures, RECONNECT_MAX_MS), stop.signal);
     }
   }
   return null;
@@ -462,19 +463,6 @@ function stamp(at = Date.now()): string {
 
 function say(message: string) {
   console.log(`listen: ${message}`);
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
-    signal?.addEventListener("abort", done, { once: true });
-  });
 }
 
 function fail(message: string): never {

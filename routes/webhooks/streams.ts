@@ -5,6 +5,7 @@
  * instance, and answer at once when the instance stops.
  */
 
+import { pause } from "../../domain/basics/abort.ts";
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Deps } from "../../domain/infra/deps.ts";
@@ -192,20 +193,6 @@ function waitingReads() {
       else running.delete(companyId);
     };
   };
-}
-
-/** Resolves after `ms`, or at once when `signal` fires. */
-function pause(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
-    signal?.addEventListener("abort", done, { once: true });
-  });
 }
 
 export function webhookStreamRoutes({ sql, config, stopping }: Deps) {

@@ -5,6 +5,7 @@
  * speaks to RabbitMQ (through amqplib) and turns the broker's answers into BrokerFailures safe to show.
  */
 
+import { raceAbort } from "../../basics/abort.ts";
 import { Buffer } from "node:buffer";
 import net from "node:net";
 import amqp from "amqplib";
@@ -246,7 +247,7 @@ class AmqpConnection implements BrokerConnection {
 
     let open: OpenChannel;
     try {
-      open = await raceAbort(this.#confirmChannel(), signal);
+      open = await raceAbort(this.#confirmChannel(), signal, (s) => abortFailure(s, false));
     } catch (err) {
       if (err instanceof BrokerFailure) throw err;
       throw new BrokerFailure(this.#open ? "could not open a channel" : this.#lost ?? "connection closed");
@@ -335,15 +336,6 @@ function abortFailure(signal: AbortSignal, blocked: boolean): BrokerFailure {
   const timedOut = reason?.name === "TimeoutError";
   const why = blocked ? ": the broker is blocking publishers (a resource alarm)" : "";
   return new BrokerFailure(timedOut ? `timeout: the broker did not confirm in time${why}` : `aborted${why}`);
-}
-
-/** `work`, or a BrokerFailure as soon as `signal` aborts (the work goes on, and its result is dropped). */
-function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(abortFailure(signal, false));
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
 }
 
 async function connect(

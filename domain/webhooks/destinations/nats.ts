@@ -4,6 +4,7 @@
  * each broker's protocol is (transport.ts says the shape).
  */
 
+import { raceAbort } from "../../basics/abort.ts";
 import { isIP } from "node:net";
 import {
   connect as natsConnect,
@@ -146,16 +147,6 @@ function abortFailure(signal: AbortSignal): BrokerFailure {
     : new BrokerFailure("aborted before the broker acknowledged the message");
 }
 
-/** `work`, or a BrokerFailure as soon as `signal` fires (the publish may still be acknowledged later). */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(abortFailure(signal));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(abortFailure(signal));
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
-}
-
 class NatsConnectionHandle implements BrokerConnection {
   private closed = false;
   private readonly js: JetStreamClient;
@@ -182,9 +173,10 @@ class NatsConnectionHandle implements BrokerConnection {
     for (const [key, value] of Object.entries(message.headers)) h.set(key, value);
     try {
       // msgID is the stream's dedupe id: an attempt retried within the duplicate window is stored once
-      const ack = await untilAborted(
+      const ack = await raceAbort(
         this.js.publish(subject, encoder.encode(message.body), { headers: h, msgID: message.id }),
         signal,
+        abortFailure, // the publish may still be acknowledged later
       );
       return { answer: `PubAck stream ${ack.stream} seq ${ack.seq}${ack.duplicate ? " duplicate" : ""}` };
     } catch (error) {

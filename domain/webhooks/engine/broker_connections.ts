@@ -6,6 +6,7 @@
  * as an HTTP attempt does, and connects to the checked address only.
  */
 
+import { raceAbort } from "../../basics/abort.ts";
 import { createHash } from "node:crypto";
 import { log } from "../../basics/log.ts";
 import { checkedAddresses, type Resolver, systemResolver } from "../endpoints/url_guard.ts";
@@ -176,13 +177,4 @@ function entryKey(companyId: string, t: BrokerTarget, credentials: BrokerCredent
   return [companyId, t.transport, t.secure ? "tls" : "plain", t.host.toLowerCase(), t.port, t.path, credential].join(
     "\u0000",
   );
-}
-
-function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
 }

@@ -7,6 +7,7 @@
  * are parameters, so its ordering rules are tested with fakes and run for real with Postgres (jobs/drain_webhooks.ts).
  */
 
+import { pause } from "../../basics/abort.ts";
 import { log } from "../../basics/log.ts";
 import { connect, type Sql } from "../../infra/db.ts";
 import { dueEndpoints, wakeDueSince } from "./statements/due.ts";
@@ -389,7 +390,7 @@ export async function drainEndpoint(
         opts.throttledFor?.(waitMs);
         return "idle";
       }
-      await nap(waitMs, signal);
+      await pause(waitMs, signal);
       claim = await steps.claim();
       continue;
     }
@@ -415,19 +416,6 @@ export async function drainEndpoint(
     claim = recorded.next?.delivery || recorded.next?.throttleWaitMs != null ? recorded.next : await steps.claim();
   }
   return "gone";
-}
-
-/** Waits `ms` (at least 1), or less when `signal` aborts. */
-function nap(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, Math.max(1, ms));
-    signal?.addEventListener("abort", done, { once: true });
-  });
 }
 
 /** Delivery record ids are UUIDv7, made when the event was emitted: their first 48 bits are that instant in ms. */

@@ -5,6 +5,7 @@
  * request is such a POST too.
  */
 
+import { raceAbort } from "../../basics/abort.ts";
 import http from "node:http";
 import https from "node:https";
 import type { LookupFunction } from "node:net";
@@ -511,15 +512,6 @@ export function describeFailure(err: unknown): string {
   const code = typeof raw === "string" && /^[A-Z0-9_]{2,64}$/.test(raw) ? raw : "";
   const text = FAILURES.find(([pattern]) => pattern.test(code))?.[1] ?? "connection failed";
   return code ? `${text} (${code})` : text;
-}
-
-function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
 }
 
 /** Whether the endpoint has custom headers, plain or secret (both `{}` without: sql/0040). */
