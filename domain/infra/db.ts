@@ -66,6 +66,21 @@ export async function transaction<T>(sql: Sql, work: (tx: TransactionSql) => Pro
 }
 
 /**
+ * Runs `write` again (up to three times in all) when Postgres chose it as a deadlock's victim: it rolled back whole, so
+ * running it again is safe. Two writers of the same rows in different orders meet this (a manual retry of a batch
+ * while the engine records its attempt; the engine's fan-out and a request's endpoint update).
+ */
+export async function afterDeadlock<T>(write: () => Promise<T>): Promise<T> {
+  for (let tries = 1;; tries++) {
+    try {
+      return await write();
+    } catch (err) {
+      if ((err as { code?: string }).code !== "40P01" || tries >= 3) throw err;
+    }
+  }
+}
+
+/**
  * Whether `err` is Postgres refusing a prepared statement whose plan a schema change made stale ("cached plan must not
  * change result type"): an expand migration adding a column to a table a statement reads with `*` does it to every
  * session that prepared the statement before (docs/production.md, "Old and new side by side (1.3.0 and 1.4.0)").

@@ -3,7 +3,7 @@
  * list and detail, acknowledge, retry, recover, and the test event. The delivery engine itself is in delivery/.
  */
 
-import type { Sql, SqlOrTransaction, TransactionSql } from "../../infra/db.ts";
+import { afterDeadlock, type Sql, type SqlOrTransaction, type TransactionSql } from "../../infra/db.ts";
 import { ApiError, notFound, serviceUnavailable, unprocessable, validationFailed } from "../../basics/errors.ts";
 import { isoUtc, isoUtcOrNull, pgTimestamptz } from "../../basics/time.ts";
 import { wakeEndpoints } from "../outbox/wake.ts";
@@ -234,19 +234,22 @@ export async function getDelivery(sql: Sql, companyId: string, id: string) {
  * and a sequential endpoint it was holding moves on to the next record at once.
  */
 export async function acknowledgeDelivery(sql: Sql, companyId: string, id: string) {
-  return await sql.begin(async (tx) => {
-    const [row] = await tx<{ id: string; endpoint_id: string }[]>`
+  return await afterDeadlock(() =>
+    sql.begin(async (tx) => {
+      await lockWithBatch(tx, companyId, id);
+      const [row] = await tx<{ id: string; endpoint_id: string }[]>`
       update webhook_deliveries set status = 'succeeded', next_attempt_at = null, updated_at = now()
       where company_id = ${companyId} and id = ${id}
       returning id, endpoint_id`;
-    if (!row) throw notFound();
-    // a batch is a unit: its other records are acknowledged with it (docs/webhooks.md, "Batches")
-    await tx`
+      if (!row) throw notFound();
+      // a batch is a unit: its other records are acknowledged with it (docs/webhooks.md, "Batches")
+      await tx`
       update webhook_deliveries set status = 'succeeded', next_attempt_at = null, updated_at = now()
       where company_id = ${companyId} and id = any(${batchMates(tx, companyId, id)}) and id <> ${id}`;
-    await wakeEndpoints(tx, [row.endpoint_id]);
-    return { id: row.id, status: "succeeded" as const };
-  });
+      await wakeEndpoints(tx, [row.endpoint_id]);
+      return { id: row.id, status: "succeeded" as const };
+    })
+  );
 }
 
 /**
@@ -281,6 +284,18 @@ function batchMates(tx: SqlOrTransaction, companyId: string, id: string) {
       where d.company_id = ${companyId} and d.id = ${id})), '{}'::uuid[])`;
 }
 
+/**
+ * Locks record `id` and its batch mates in id order before either is written: the engine records a batch's attempt
+ * on all its records in one statement, and a request that locked one record first, then its mates, would wait for it
+ * while it waited for the request (a deadlock: the rare 500 of an acknowledge or a retry while the batch was in flight).
+ * The engine's statement locks in its plan's order, so a deadlock stays possible; `afterDeadlock` runs the request again.
+ */
+async function lockWithBatch(tx: TransactionSql, companyId: string, id: string) {
+  await tx`select id from webhook_deliveries
+    where company_id = ${companyId} and (id = ${id} or id = any(${batchMates(tx, companyId, id)}))
+    order by id for update`;
+}
+
 /** A disabled endpoint receives nothing more: saying a retry was enqueued would be a promise not kept. */
 function refuseDisabled(endpointStatus: string) {
   if (endpointStatus !== "active") throw unprocessable("endpoint is disabled");
@@ -288,22 +303,25 @@ function refuseDisabled(endpointStatus: string) {
 
 /** Attempts again at once with a fresh schedule of 10 attempts (pending or failed records; never succeeded ones). */
 export async function retryDelivery(sql: Sql, companyId: string, id: string) {
-  await sql.begin(async (tx) => {
-    const [row] = await tx<{ status: string; endpoint_id: string; endpoint_status: string }[]>`
+  await afterDeadlock(() =>
+    sql.begin(async (tx) => {
+      await lockWithBatch(tx, companyId, id);
+      const [row] = await tx<{ status: string; endpoint_id: string; endpoint_status: string }[]>`
       select d.status, d.endpoint_id, e.status as endpoint_status
       from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id
       where d.company_id = ${companyId} and d.id = ${id}
       for update of d`;
-    if (!row) throw notFound();
-    if (row.status === "succeeded") throw unprocessable("event already succeeded");
-    refuseDisabled(row.endpoint_status);
-    // a batch is retried whole, as it was sent (docs/webhooks.md, "Batches"); its records not succeeded
-    const [mates] = await tx<{ ids: string[] }[]>`
+      if (!row) throw notFound();
+      if (row.status === "succeeded") throw unprocessable("event already succeeded");
+      refuseDisabled(row.endpoint_status);
+      // a batch is retried whole, as it was sent (docs/webhooks.md, "Batches"); its records not succeeded
+      const [mates] = await tx<{ ids: string[] }[]>`
       select coalesce(array_agg(d.id), '{}') as ids from webhook_deliveries d
       where d.company_id = ${companyId} and d.id = any(${batchMates(tx, companyId, id)}) and d.id <> ${id}
         and d.status <> 'succeeded'`;
-    await requeue(tx, companyId, row.endpoint_id, [id, ...mates.ids]);
-  });
+      await requeue(tx, companyId, row.endpoint_id, [id, ...mates.ids]);
+    })
+  );
 }
 
 /** What a recover queued: failed records re-queued, skipped events replayed, and whether more of each remain. */

@@ -6,7 +6,7 @@
 import { Batcher } from "../../basics/batcher.ts";
 import { log } from "../../basics/log.ts";
 import { newId } from "../../basics/ids.ts";
-import { type Sql, whileUnreachable } from "../../infra/db.ts";
+import { afterDeadlock, type Sql, whileUnreachable } from "../../infra/db.ts";
 import type { DisabledReason, EndpointRow } from "../endpoints/endpoint_row.ts";
 import type { SendResult } from "./sender.ts";
 import { type Claim, type ClaimedDelivery, toClaims } from "./statements/claim_data.ts";
@@ -233,20 +233,6 @@ async function announceInOwnTransaction(sql: Sql, t: AttemptTransitions, until: 
     await whileUnreachable(() => afterDeadlock(() => sql.begin((tx) => emitAttemptEvents(tx, t))), until);
   } catch (err) {
     log.warn("operational events not emitted", { error: err instanceof Error ? err.message : String(err) });
-  }
-}
-
-/**
- * Made again when Postgres chose it as a deadlock's victim (it rolled back whole): its events' fan-out takes key-share
- * locks on companies and endpoints that a request (an endpoint's update under its company's lock) may hold.
- */
-async function afterDeadlock<T>(write: () => Promise<T>): Promise<T> {
-  for (let tries = 1;; tries++) {
-    try {
-      return await write();
-    } catch (err) {
-      if ((err as { code?: string }).code !== "40P01" || tries >= 3) throw err;
-    }
   }
 }
 
