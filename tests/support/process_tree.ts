@@ -22,7 +22,8 @@ export async function descendantsOf(pid: number): Promise<number[]> {
     return []; // no ps: the process alone
   }
   const found: number[] = [];
-  for (let queue = [pid]; queue.length > 0;) {
+  const queue = [pid];
+  while (queue.length > 0) {
     const next = children.get(queue.shift()!) ?? [];
     found.push(...next);
     queue.push(...next);
