@@ -1,0 +1,139 @@
+/**
+ * The sustained mix of issue 47 (docs/performance.md, "Sustained load"): one service on a fresh database, RATE sandbox
+ * pay-ins and RATE GET person a second for MINUTES (defaults 40 and 15), each pay-in's `identified` event to a
+ * sequential and a parallel endpoint whose receiver (in this process) answers at once. Prints a line a minute: what
+ * was accepted, each endpoint's distance behind the producer, the pay-ins' p50 and p99 in that minute, the service's
+ * and Postgres' CPU and the service's memory; then how long the lanes took to catch up. Measures only.
+ *
+ * `deno run -A tests/bench/soak.ts` (RATE, MINUTES, CATCH_UP_S: how long to wait for the lanes after the load, 60).
+ */
+import { signToken } from "../../domain/integrators/tokens.ts";
+import { loadConfig } from "../../domain/infra/config.ts";
+import { freshDatabase } from "../support/helpers.ts";
+import { dropDatabase } from "../support/databases.ts";
+import { BENCH_JWT_SECRET as JWT_SECRET, startService } from "./service.ts";
+import { cpf } from "../support/check_digits.ts";
+import { percentile } from "./webhooks.ts";
+
+const rate = Number(Deno.env.get("RATE") ?? 40);
+const minutes = Number(Deno.env.get("MINUTES") ?? 15);
+const catchUpS = Number(Deno.env.get("CATCH_UP_S") ?? 60);
+
+const url = await freshDatabase("soak");
+const service = await startService(url, { WEBHOOK_ALLOW_PRIVATE_URLS: "true", SANDBOX_RATE_LIMIT_PER_SECOND: "0" });
+const token = await signToken(loadConfig({ JWT_SECRET }), crypto.randomUUID());
+const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+
+async function call(method: string, path: string, body?: unknown) {
+  const res = await fetch(`${service.base}${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const answer = await res.json();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(answer)}`);
+  return answer;
+}
+
+// the receiver: counts what each endpoint got, by the pay-in's transaction id (a repeat is counted once)
+const got = { "/sequential": new Set<string>(), "/parallel": new Set<string>() };
+const receiver = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
+  const body = JSON.parse(await req.text());
+  const path = new URL(req.url).pathname as keyof typeof got;
+  got[path]?.add(body.data.transaction_id);
+  return new Response(null, { status: 204 });
+});
+for (const [path, mode] of [["/sequential", "sequential"], ["/parallel", "parallel"]]) {
+  await call("POST", "/api/v2/notifications/endpoints", {
+    url: `http://127.0.0.1:${receiver.addr.port}${path}`,
+    event_types: ["identified"],
+    delivery_mode: mode,
+  });
+}
+const ids: string[] = [];
+for (let i = 0; i < 16; i++) {
+  const made = await call("POST", "/api/v1/subject/people", {
+    person: {
+      document_number: cpf(String(400000000 + i)),
+      document_type: "cpf",
+      social_name: "P",
+      fiscal_country: "BRA",
+    },
+  });
+  ids.push(made.data.id);
+}
+
+const accepted: string[] = [];
+let failed = 0;
+let minuteLatencies: number[] = [];
+const pending: Promise<void>[] = [];
+let n = 0;
+const payIn = async () => {
+  const started = performance.now();
+  try {
+    const answer = await call("POST", "/api/sandbox/payins", {
+      subject_id: ids[n++ % 16],
+      value: "1.00",
+      currency: "BRL",
+    });
+    accepted.push(answer.data.id);
+    minuteLatencies.push(performance.now() - started);
+  } catch {
+    failed++;
+  }
+};
+const read = () =>
+  fetch(`${service.base}/api/v1/subject/people/${ids[n % 16]}`, { headers }).then((r) => r.body?.cancel());
+
+const ticks = async () => {
+  const stat = await Deno.readTextFile(`/proc/${service.child.pid}/stat`);
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return { cpu: Number(fields[11]) + Number(fields[12]), rssMb: Number(fields[21]) * 4096 / 2 ** 20 };
+};
+
+console.log("minute accepted failed behind_seq behind_par p50_ms p99_ms service_cpu_pct rss_mb");
+const started = performance.now();
+for (let minute = 1; minute <= minutes; minute++) {
+  const before = await ticks();
+  const end = started + minute * 60_000;
+  for (let i = 0; performance.now() < end; i++) {
+    const due = started + (minute - 1) * 60_000 + (i * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    pending.push(payIn(), read().catch(() => {}));
+  }
+  const after = await ticks();
+  const sorted = minuteLatencies.sort((a, b) => a - b);
+  minuteLatencies = [];
+  console.log([
+    minute,
+    accepted.length,
+    failed,
+    accepted.length - got["/sequential"].size,
+    accepted.length - got["/parallel"].size,
+    percentile(sorted, 0.5).toFixed(1),
+    percentile(sorted, 0.99).toFixed(1),
+    (after.cpu - before.cpu) / 60,
+    Math.round(after.rssMb),
+  ].join(" "));
+}
+await Promise.all(pending);
+const loadEnd = performance.now();
+const caughtUp = (path: keyof typeof got) => accepted.every((id) => got[path].has(id));
+while (performance.now() - loadEnd < catchUpS * 1000 && !(caughtUp("/sequential") && caughtUp("/parallel"))) {
+  await new Promise((r) => setTimeout(r, 250));
+}
+console.log(JSON.stringify({
+  rate,
+  minutes,
+  accepted: accepted.length,
+  failed,
+  caught_up_after_s: caughtUp("/sequential") && caughtUp("/parallel")
+    ? Number(((performance.now() - loadEnd) / 1000).toFixed(1))
+    : null,
+  behind_sequential: accepted.length - got["/sequential"].size,
+  behind_parallel: accepted.length - got["/parallel"].size,
+}));
+await service.stop();
+await receiver.shutdown();
+await dropDatabase(url);
