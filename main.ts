@@ -6,6 +6,7 @@ import { createApp } from "./routes/app.ts";
 import { taskList, upkeep } from "./jobs/index.ts";
 import type { Config } from "./domain/infra/config.ts";
 import { loadConfigWithLocalSecrets, SECRETS_DIR } from "./domain/infra/local_secrets.ts";
+import { warnAboutSettings } from "./domain/infra/postgres_settings.ts";
 import { connect, ensureDatabase, isConnectionLayerFault, serverAnswers, type Sql } from "./domain/infra/db.ts";
 import { startTracing } from "./domain/infra/tracing.ts";
 import { type EmbeddedPostgres, startEmbeddedPostgres } from "./domain/infra/embedded_pg.ts";
@@ -102,6 +103,7 @@ export async function start(config: Config) {
   const sql = connect(url, { max: 10 });
   traceIfConfigured(config, sql);
   await migrate(sql, url);
+  await warnAboutSettings(sql);
   // the days to come of the webhook history, should the service have been down past the ones made ahead
   await ensurePartitions(sql);
   // Before anything reads them: secrets written before they were sealed at rest, in plain text until now, and the

@@ -170,6 +170,26 @@ const DESCRIPTIONS: Record<string, Description> = {
     target: atMost(25, " ms"),
   },
   receipt_at_100_payins_rounds: { meaning: "p50/p99 of each round at 100 pay-ins/s, in order: the spread" },
+  soak_rate_per_s: {
+    meaning: "the soak's steady rate: sandbox pay-ins a second, and as many GET person (BENCH_ONLY=soak)",
+  },
+  soak_minutes: { meaning: "how long the soak held that rate" },
+  soak_accepted: { meaning: "pay-ins answered 201 over the soak" },
+  soak_failed: { meaning: "pay-ins not answered 201 over the soak", target: below(1) },
+  soak_most_behind_sequential: {
+    meaning: "the most pay-ins the sequential endpoint was behind the producer at a minute's end",
+    target: atMost(1000),
+  },
+  soak_most_behind_parallel: { meaning: "the same for the parallel endpoint", target: atMost(1000) },
+  soak_caught_up_after_s: {
+    meaning: "seconds after the load until both endpoints had every accepted pay-in (-1: not within the wait)",
+    target: { text: "0 to 30 s", met: (v: number) => v >= 0 && v <= 30 },
+  },
+  soak_last_vs_third_minute_p50: {
+    meaning: "the pay-ins' p50 in the soak's last minute over its third minute's",
+    target: atMost(1.5),
+  },
+  soak_rss_mb_first_last: { meaning: "the service's resident memory after the first minute and after the last (MB)" },
   receipt_payins_lost: {
     meaning: "pay-ins answered 201 whose webhook never arrived in those phases",
     target: below(1),

@@ -92,6 +92,12 @@ const FEATURE_PHASES: { only: string; title?: string; named?: boolean; run: () =
     named: true, // needs the local brokers running and minutes per transport: alone only when named
     run: async () => (await import("./destinations.ts")).benchDestinations(),
   },
+  {
+    only: "soak",
+    title: "Sustained load: pay-ins and person reads at a steady rate, a sequential and a parallel endpoint",
+    named: true, // 15 minutes by default: alone only when named
+    run: async () => (await import("./soak.ts")).benchSoak(),
+  },
 ];
 for (const phase of FEATURE_PHASES) {
   if (only ? only !== phase.only : phase.named) continue;

@@ -5,7 +5,8 @@
  * was accepted, each endpoint's distance behind the producer, the pay-ins' p50 and p99 in that minute, the service's
  * and Postgres' CPU and the service's memory; then how long the lanes took to catch up. Measures only.
  *
- * `deno run -A tests/bench/soak.ts` (RATE, MINUTES, CATCH_UP_S: how long to wait for the lanes after the load, 60).
+ * `BENCH_ONLY=soak deno task bench` (a phase run only when named: 15 minutes), or `deno run -A tests/bench/soak.ts`;
+ * BENCH_SOAK_RATE, BENCH_SOAK_MINUTES and BENCH_SOAK_CATCH_UP_S (how long to wait for the lanes after the load, 60).
  */
 import { signToken } from "../../domain/integrators/tokens.ts";
 import { loadConfig } from "../../domain/infra/config.ts";
@@ -14,126 +15,154 @@ import { dropDatabase } from "../support/databases.ts";
 import { BENCH_JWT_SECRET as JWT_SECRET, startService } from "./service.ts";
 import { cpf } from "../support/check_digits.ts";
 import { percentile } from "./webhooks.ts";
+import { type Figures, round } from "./figures.ts";
 
-const rate = Number(Deno.env.get("RATE") ?? 40);
-const minutes = Number(Deno.env.get("MINUTES") ?? 15);
-const catchUpS = Number(Deno.env.get("CATCH_UP_S") ?? 60);
+/** One minute of the soak, as its line prints it. */
+type Minute = { behindSequential: number; behindParallel: number; p50Ms: number; p99Ms: number; rssMb: number };
 
-const url = await freshDatabase("soak");
-const service = await startService(url, { WEBHOOK_ALLOW_PRIVATE_URLS: "true", SANDBOX_RATE_LIMIT_PER_SECOND: "0" });
-const token = await signToken(loadConfig({ JWT_SECRET }), crypto.randomUUID());
-const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
-
-async function call(method: string, path: string, body?: unknown) {
-  const res = await fetch(`${service.base}${path}`, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const answer = await res.json();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(answer)}`);
-  return answer;
+/** The soak's figures (figures.ts, `soak_*`); its minutes print as they pass. */
+export async function benchSoak(): Promise<Figures> {
+  const rate = Number(Deno.env.get("BENCH_SOAK_RATE") ?? 40);
+  const minutes = Number(Deno.env.get("BENCH_SOAK_MINUTES") ?? 15);
+  const catchUpS = Number(Deno.env.get("BENCH_SOAK_CATCH_UP_S") ?? 60);
+  const { accepted, failed, caughtUpAfterS, lines } = await soak(rate, minutes, catchUpS);
+  const third = lines[Math.min(2, lines.length - 1)];
+  return {
+    soak_rate_per_s: rate,
+    soak_minutes: minutes,
+    soak_accepted: accepted,
+    soak_failed: failed,
+    soak_most_behind_sequential: Math.max(...lines.map((l) => l.behindSequential)),
+    soak_most_behind_parallel: Math.max(...lines.map((l) => l.behindParallel)),
+    soak_caught_up_after_s: caughtUpAfterS ?? -1,
+    soak_last_vs_third_minute_p50: round(lines.at(-1)!.p50Ms / third.p50Ms, 2),
+    soak_rss_mb_first_last: `${lines[0].rssMb} ${lines.at(-1)!.rssMb}`,
+  };
 }
 
-// the receiver: counts what each endpoint got, by the pay-in's transaction id (a repeat is counted once)
-const got = { "/sequential": new Set<string>(), "/parallel": new Set<string>() };
-const receiver = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
-  const body = JSON.parse(await req.text());
-  const path = new URL(req.url).pathname as keyof typeof got;
-  got[path]?.add(body.data.transaction_id);
-  return new Response(null, { status: 204 });
-});
-for (const [path, mode] of [["/sequential", "sequential"], ["/parallel", "parallel"]]) {
-  await call("POST", "/api/v2/notifications/endpoints", {
-    url: `http://127.0.0.1:${receiver.addr.port}${path}`,
-    event_types: ["identified"],
-    delivery_mode: mode,
-  });
-}
-const ids: string[] = [];
-for (let i = 0; i < 16; i++) {
-  const made = await call("POST", "/api/v1/subject/people", {
-    person: {
-      document_number: cpf(String(400000000 + i)),
-      document_type: "cpf",
-      social_name: "P",
-      fiscal_country: "BRA",
-    },
-  });
-  ids.push(made.data.id);
-}
+async function soak(rate: number, minutes: number, catchUpS: number) {
+  const url = await freshDatabase("soak");
+  const service = await startService(url, { WEBHOOK_ALLOW_PRIVATE_URLS: "true", SANDBOX_RATE_LIMIT_PER_SECOND: "0" });
+  const token = await signToken(loadConfig({ JWT_SECRET }), crypto.randomUUID());
+  const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
 
-const accepted: string[] = [];
-let failed = 0;
-let minuteLatencies: number[] = [];
-const pending: Promise<void>[] = [];
-let n = 0;
-const payIn = async () => {
-  const started = performance.now();
-  try {
-    const answer = await call("POST", "/api/sandbox/payins", {
-      subject_id: ids[n++ % 16],
-      value: "1.00",
-      currency: "BRL",
+  async function call(method: string, path: string, body?: unknown) {
+    const res = await fetch(`${service.base}${path}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
     });
-    accepted.push(answer.data.id);
-    minuteLatencies.push(performance.now() - started);
-  } catch {
-    failed++;
+    const answer = await res.json();
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(answer)}`);
+    return answer;
   }
-};
-const read = () =>
-  fetch(`${service.base}/api/v1/subject/people/${ids[n % 16]}`, { headers }).then((r) => r.body?.cancel());
 
-const ticks = async () => {
-  const stat = await Deno.readTextFile(`/proc/${service.child.pid}/stat`);
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return { cpu: Number(fields[11]) + Number(fields[12]), rssMb: Number(fields[21]) * 4096 / 2 ** 20 };
-};
-
-console.log("minute accepted failed behind_seq behind_par p50_ms p99_ms service_cpu_pct rss_mb");
-const started = performance.now();
-for (let minute = 1; minute <= minutes; minute++) {
-  const before = await ticks();
-  const end = started + minute * 60_000;
-  for (let i = 0; performance.now() < end; i++) {
-    const due = started + (minute - 1) * 60_000 + (i * 1000) / rate;
-    const wait = due - performance.now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    pending.push(payIn(), read().catch(() => {}));
+  // the receiver: counts what each endpoint got, by the pay-in's transaction id (a repeat is counted once)
+  const got = { "/sequential": new Set<string>(), "/parallel": new Set<string>() };
+  const receiver = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
+    const body = JSON.parse(await req.text());
+    const path = new URL(req.url).pathname as keyof typeof got;
+    got[path]?.add(body.data.transaction_id);
+    return new Response(null, { status: 204 });
+  });
+  for (const [path, mode] of [["/sequential", "sequential"], ["/parallel", "parallel"]]) {
+    await call("POST", "/api/v2/notifications/endpoints", {
+      url: `http://127.0.0.1:${receiver.addr.port}${path}`,
+      event_types: ["identified"],
+      delivery_mode: mode,
+    });
   }
-  const after = await ticks();
-  const sorted = minuteLatencies.sort((a, b) => a - b);
-  minuteLatencies = [];
-  console.log([
-    minute,
-    accepted.length,
-    failed,
-    accepted.length - got["/sequential"].size,
-    accepted.length - got["/parallel"].size,
-    percentile(sorted, 0.5).toFixed(1),
-    percentile(sorted, 0.99).toFixed(1),
-    (after.cpu - before.cpu) / 60,
-    Math.round(after.rssMb),
-  ].join(" "));
+  const ids: string[] = [];
+  for (let i = 0; i < 16; i++) {
+    const made = await call("POST", "/api/v1/subject/people", {
+      person: {
+        document_number: cpf(String(400000000 + i)),
+        document_type: "cpf",
+        social_name: "P",
+        fiscal_country: "BRA",
+      },
+    });
+    ids.push(made.data.id);
+  }
+
+  const accepted: string[] = [];
+  let failed = 0;
+  let minuteLatencies: number[] = [];
+  const pending: Promise<void>[] = [];
+  let n = 0;
+  const payIn = async () => {
+    const started = performance.now();
+    try {
+      const answer = await call("POST", "/api/sandbox/payins", {
+        subject_id: ids[n++ % 16],
+        value: "1.00",
+        currency: "BRL",
+      });
+      accepted.push(answer.data.id);
+      minuteLatencies.push(performance.now() - started);
+    } catch {
+      failed++;
+    }
+  };
+  const read = () =>
+    fetch(`${service.base}/api/v1/subject/people/${ids[n % 16]}`, { headers }).then((r) => r.body?.cancel());
+
+  const ticks = async () => {
+    const stat = await Deno.readTextFile(`/proc/${service.child.pid}/stat`);
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return { cpu: Number(fields[11]) + Number(fields[12]), rssMb: Number(fields[21]) * 4096 / 2 ** 20 };
+  };
+
+  const lines: Minute[] = [];
+  console.log("minute accepted failed behind_seq behind_par p50_ms p99_ms service_cpu_pct rss_mb");
+  const started = performance.now();
+  for (let minute = 1; minute <= minutes; minute++) {
+    const before = await ticks();
+    const end = started + minute * 60_000;
+    for (let i = 0; performance.now() < end; i++) {
+      const due = started + (minute - 1) * 60_000 + (i * 1000) / rate;
+      const wait = due - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      pending.push(payIn(), read().catch(() => {}));
+    }
+    const after = await ticks();
+    const sorted = minuteLatencies.sort((a, b) => a - b);
+    minuteLatencies = [];
+    lines.push({
+      behindSequential: accepted.length - got["/sequential"].size,
+      behindParallel: accepted.length - got["/parallel"].size,
+      p50Ms: percentile(sorted, 0.5),
+      p99Ms: percentile(sorted, 0.99),
+      rssMb: Math.round(after.rssMb),
+    });
+    console.log([
+      minute,
+      accepted.length,
+      failed,
+      accepted.length - got["/sequential"].size,
+      accepted.length - got["/parallel"].size,
+      percentile(sorted, 0.5).toFixed(1),
+      percentile(sorted, 0.99).toFixed(1),
+      round((after.cpu - before.cpu) / 60),
+      Math.round(after.rssMb),
+    ].join(" "));
+  }
+  await Promise.all(pending);
+  const loadEnd = performance.now();
+  const caughtUp = (path: keyof typeof got) => accepted.every((id) => got[path].has(id));
+  while (performance.now() - loadEnd < catchUpS * 1000 && !(caughtUp("/sequential") && caughtUp("/parallel"))) {
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const caughtUpAfterS = caughtUp("/sequential") && caughtUp("/parallel")
+    ? round((performance.now() - loadEnd) / 1000)
+    : null;
+  await service.stop();
+  await receiver.shutdown();
+  await dropDatabase(url);
+  return { accepted: accepted.length, failed, caughtUpAfterS, lines };
 }
-await Promise.all(pending);
-const loadEnd = performance.now();
-const caughtUp = (path: keyof typeof got) => accepted.every((id) => got[path].has(id));
-while (performance.now() - loadEnd < catchUpS * 1000 && !(caughtUp("/sequential") && caughtUp("/parallel"))) {
-  await new Promise((r) => setTimeout(r, 250));
+
+if (import.meta.main) {
+  const figures = await benchSoak();
+  console.log(JSON.stringify(figures));
 }
-console.log(JSON.stringify({
-  rate,
-  minutes,
-  accepted: accepted.length,
-  failed,
-  caught_up_after_s: caughtUp("/sequential") && caughtUp("/parallel")
-    ? Number(((performance.now() - loadEnd) / 1000).toFixed(1))
-    : null,
-  behind_sequential: accepted.length - got["/sequential"].size,
-  behind_parallel: accepted.length - got["/parallel"].size,
-}));
-await service.stop();
-await receiver.shutdown();
-await dropDatabase(url);

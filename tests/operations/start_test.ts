@@ -1,11 +1,12 @@
 /**
- * Starting the service: a port in use, a start without APP_ENV, and production's configuration problems listed at once,
- * each said in one line before anything is touched.
+ * Starting the service: a port in use, a start without APP_ENV (and a Postgres without autovacuum), and production's
+ * configuration problems listed at once, each said in one line before anything is touched.
  */
 import assert from "node:assert/strict";
 import { databaseExists, dropDatabase, perTestDatabaseUrl } from "../support/databases.ts";
 import { ENDPOINTS } from "../support/endpoints.ts";
 import { freshDatabase } from "../support/helpers.ts";
+import { connect } from "../../domain/infra/db.ts";
 import { httpCompany, runServiceToExit, startService } from "../support/service_process.ts";
 
 Deno.test("a service started on a port already in use says which port and exits 1, touching nothing", async () => {
@@ -45,6 +46,15 @@ Deno.test("a start without APP_ENV says it runs as development and what that all
       assert.match(String(warning.msg), /set APP_ENV=production/);
       const listening = lines.find((l) => l.msg === "listening");
       assert.equal(listening?.env, "development", JSON.stringify(listening));
+    });
+
+    await t.step("autovacuum off on the server is named in a warning; on, nothing is said", async () => {
+      const sql = connect(url, { max: 1 });
+      const [{ on }] = await sql<{ on: boolean }[]>`select current_setting('autovacuum') = 'on' as on`;
+      await sql.end();
+      const warned = service.logs().filter((l) => l.level === "warn" && String(l.msg).startsWith("autovacuum is off"));
+      assert.equal(warned.length, on ? 0 : 1, JSON.stringify(warned));
+      if (!on) assert.match(String(warned[0].msg), /docs\/production\.md, "Postgres settings"/);
     });
 
     await t.step("loopback receivers are accepted, the cloud metadata address never", async () => {
