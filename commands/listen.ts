@@ -65,14 +65,25 @@ type Auth = {
   renew: () => Promise<boolean>;
 };
 
+/** How long after the first Ctrl-C another counts as a second press (see the listener below). */
+const SECOND_PRESS_MS = 1_000;
 const args = parseArgs(Deno.args);
 const { service, auth } = args.url ? remote(args.url) : await local();
 const name = Deno.hostname();
 const stop = new AbortController();
 /** The live connection open now, aborted on Ctrl-C or when it goes silent. */
 let live: AbortController | null = null;
+/**
+ * When the first Ctrl-C came. One press can arrive twice: a terminal sends SIGINT to the whole foreground group, and
+ * `deno task` passes its own on to the command as well; only a second press (a second later or more) means "at once".
+ */
+let interruptedAt: number | null = null;
 Deno.addSignalListener("SIGINT", () => {
-  if (stop.signal.aborted) Deno.exit(130); // a second Ctrl-C: at once
+  if (interruptedAt !== null) {
+    if (Date.now() - interruptedAt >= SECOND_PRESS_MS) Deno.exit(130); // a second Ctrl-C: at once
+    return;
+  }
+  interruptedAt = Date.now();
   stop.abort();
   live?.abort();
 });
