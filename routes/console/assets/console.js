@@ -1347,6 +1347,7 @@ async function showEndpoint(id, more = false, focus = false) {
     tr.dataset.id = d.id;
     tr.dataset.status = d.status;
     if (d.batch_id) tr.dataset.batch = d.batch_id;
+    if (d.batch_id && d.batch_id === markedBatch) tr.classList.add("in-batch");
     tr.append(
       cell(button(utc(d.inserted_at), run(() => showDelivery(d.id)), "link")),
       text("td", d.type),
@@ -1381,6 +1382,9 @@ function byBatch(list) {
   });
 }
 
+/** The batch whose records are marked, kept when the page is drawn again (a reload of its deliveries). */
+let markedBatch = null;
+
 /**
  * A record's batch as its short id, which marks (and unmarks) the batch's records on the page: a pressed toggle, so
  * that a screen reader says which batch is marked.
@@ -1389,12 +1393,13 @@ function batchCell(d, list) {
   if (!d.batch_id) return text("td", "alone", "muted");
   const n = list.filter((x) => x.batch_id === d.batch_id).length;
   const b = button(`batch ${d.batch_id.slice(0, 8)}`, () => markBatch(d.batch_id), "link batch-label");
-  b.setAttribute("aria-pressed", "false");
+  b.setAttribute("aria-pressed", String(d.batch_id === markedBatch));
   b.setAttribute("aria-label", `batch ${d.batch_id.slice(0, 8)}, ${n} on this page: mark its records`);
   return cell(b);
 }
 function markBatch(id) {
   const on = !document.querySelector(`#endpoint-delivery-rows tr[data-batch="${id}"].in-batch`);
+  markedBatch = on ? id : null;
   for (const tr of $("endpoint-delivery-rows").rows) {
     const mine = on && tr.dataset.batch === id;
     tr.classList.toggle("in-batch", mine);
