@@ -309,8 +309,7 @@ export async function retryDelivery(sql: Sql, companyId: string, id: string) {
       const [row] = await tx<{ status: string; endpoint_id: string; endpoint_status: string }[]>`
       select d.status, d.endpoint_id, e.status as endpoint_status
       from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id
-      where d.company_id = ${companyId} and d.id = ${id}
-      for update of d`;
+      where d.company_id = ${companyId} and d.id = ${id}`;
       if (!row) throw notFound();
       if (row.status === "succeeded") throw unprocessable("event already succeeded");
       refuseDisabled(row.endpoint_status);
