@@ -13,7 +13,7 @@ type HeapNode = {
 };
 
 /** Where allocation is attributed, in the order the docs' table lists them; the first rule that matches wins. */
-const COMPONENTS: [string, (url: string, fn: string) => boolean][] = [
+const COMPONENTS: [string, (url: string) => boolean][] = [
   ["postgres.js", (url) => /postgres/.test(url) && /node_modules|vendor/.test(url)],
   ["Hono", (url) => /node_modules\/.*hono/.test(url)],
   ["zod", (url) => /node_modules\/.*zod/.test(url)],
@@ -39,8 +39,8 @@ export type Allocation = {
   frames: { frame: string; component: string; bytes: number }[];
 };
 
-export function componentOf(url: string, fn: string): string {
-  return COMPONENTS.find(([, test]) => test(url, fn))![0];
+export function componentOf(url: string): string {
+  return COMPONENTS.find(([, test]) => test(url))![0];
 }
 
 const ROOT = new URL("../..", import.meta.url).href;
@@ -56,7 +56,7 @@ export function summarize(head: HeapNode): Allocation {
   let total = 0;
   const walk = (node: HeapNode, caller: string | null) => {
     const { url, functionName, lineNumber } = node.callFrame;
-    const component = url ? componentOf(url, functionName) : caller ?? componentOf(url, functionName);
+    const component = url || caller === null ? componentOf(url) : caller;
     if (node.selfSize > 0) {
       byComponent[component] = (byComponent[component] ?? 0) + node.selfSize;
       total += node.selfSize;

@@ -3,7 +3,7 @@
  * pay-ins and RATE GET person a second for MINUTES (defaults 40 and 15), each pay-in's `identified` event to a
  * sequential and a parallel endpoint whose receiver (in this process) answers at once. Prints a line a minute: what
  * was accepted, each endpoint's distance behind the producer, the pay-ins' p50 and p99 in that minute, the service's
- * and Postgres' CPU and the service's memory; then how long the lanes took to catch up. Measures only.
+ * and Postgres' CPU (cpu.ts) and the service's memory; then how long the lanes took to catch up. Measures only.
  *
  * `BENCH_ONLY=soak deno task bench` (a phase run only when named: 15 minutes), or `deno run -A tests/bench/soak.ts`;
  * BENCH_SOAK_RATE, BENCH_SOAK_MINUTES and BENCH_SOAK_CATCH_UP_S (how long to wait for the lanes after the load, 60).
@@ -16,9 +16,20 @@ import { BENCH_JWT_SECRET as JWT_SECRET, startService } from "./service.ts";
 import { cpf } from "../support/check_digits.ts";
 import { percentile } from "./webhooks.ts";
 import { type Figures, round } from "./figures.ts";
+import { cpuDuring } from "./cpu.ts";
 
-/** One minute of the soak, as its line prints it. */
-type Minute = { behindSequential: number; behindParallel: number; p50Ms: number; p99Ms: number; rssMb: number };
+/** One minute of the soak, as its line prints it (CPU in % of one core, null without /proc). */
+type Minute = {
+  accepted: number;
+  failed: number;
+  behindSequential: number;
+  behindParallel: number;
+  p50Ms: number;
+  p99Ms: number;
+  serviceCpuPct: number | null;
+  postgresCpuPct: number | null;
+  rssMb: number | null;
+};
 
 /** The soak's figures (figures.ts, `soak_*`); its minutes print as they pass. */
 export async function benchSoak(): Promise<Figures> {
@@ -107,45 +118,41 @@ async function soak(rate: number, minutes: number, catchUpS: number) {
   const read = () =>
     fetch(`${service.base}/api/v1/subject/people/${ids[n % 16]}`, { headers }).then((r) => r.body?.cancel());
 
-  const ticks = async () => {
-    const stat = await Deno.readTextFile(`/proc/${service.child.pid}/stat`);
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return { cpu: Number(fields[11]) + Number(fields[12]), rssMb: Number(fields[21]) * 4096 / 2 ** 20 };
-  };
+  /** The service's resident memory in MB (the second field of /proc's statm, in 4 KiB pages); null without /proc. */
+  const rssMb = () =>
+    Deno.readTextFile(`/proc/${service.child.pid}/statm`)
+      .then((statm) => Math.round(Number(statm.split(" ")[1]) * 4096 / 2 ** 20), () => null);
+  const database = decodeURIComponent(new URL(url).pathname.slice(1));
 
   const lines: Minute[] = [];
-  console.log("minute accepted failed behind_seq behind_par p50_ms p99_ms service_cpu_pct rss_mb");
+  console.log("minute accepted failed behind_seq behind_par p50_ms p99_ms service_cpu_pct postgres_cpu_pct rss_mb");
   const started = performance.now();
   for (let minute = 1; minute <= minutes; minute++) {
-    const before = await ticks();
     const end = started + minute * 60_000;
-    for (let i = 0; performance.now() < end; i++) {
-      const due = started + (minute - 1) * 60_000 + (i * 1000) / rate;
-      const wait = due - performance.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      pending.push(payIn(), read().catch(() => {}));
-    }
-    const after = await ticks();
+    const { cpuMs, wallMs } = await cpuDuring({ service: service.child.pid }, async () => {
+      for (let i = 0; performance.now() < end; i++) {
+        const due = started + (minute - 1) * 60_000 + (i * 1000) / rate;
+        const wait = due - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        pending.push(payIn(), read().catch(() => {}));
+      }
+    }, database);
     const sorted = minuteLatencies.sort((a, b) => a - b);
     minuteLatencies = [];
-    lines.push({
+    const pct = (ms: number | undefined) => ms === undefined ? null : round((100 * ms) / wallMs);
+    const line: Minute = {
+      accepted: accepted.length,
+      failed,
       behindSequential: accepted.length - got["/sequential"].size,
       behindParallel: accepted.length - got["/parallel"].size,
       p50Ms: percentile(sorted, 0.5),
       p99Ms: percentile(sorted, 0.99),
-      rssMb: Math.round(after.rssMb),
-    });
-    console.log([
-      minute,
-      accepted.length,
-      failed,
-      accepted.length - got["/sequential"].size,
-      accepted.length - got["/parallel"].size,
-      percentile(sorted, 0.5).toFixed(1),
-      percentile(sorted, 0.99).toFixed(1),
-      round((after.cpu - before.cpu) / 60),
-      Math.round(after.rssMb),
-    ].join(" "));
+      serviceCpuPct: pct(cpuMs?.service),
+      postgresCpuPct: pct(cpuMs?.postgres),
+      rssMb: await rssMb(),
+    };
+    lines.push(line);
+    console.log([minute, ...Object.values(line).map((v) => typeof v === "number" ? round(v) : "-")].join(" "));
   }
   await Promise.all(pending);
   const loadEnd = performance.now();
